@@ -1,0 +1,56 @@
+# ckpt top-level Makefile. Each part adds its own rules in <dir>/build.mk;
+# this file holds the shared flags, the preload library and install.
+
+ARCH ?= $(shell uname -m)
+CC ?= gcc
+VERSION := 0.1.0
+PREFIX ?= /usr/local
+
+BUILD := build
+BIN := $(BUILD)/bin
+LIBDIR := $(BUILD)/lib/ckpt
+OBJ := $(BUILD)/obj
+
+WARN := -Wall -Wextra -Werror
+CFLAGS ?= -O2 -g
+CKPT_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -Iinclude \
+	-DCKPT_VERSION=\"$(VERSION)\" -DCKPT_ARCH_$(subst -,_,$(ARCH))=1
+
+CLIENT_SRCS := $(wildcard coordinator/client*.c)
+
+# libckpt.so: the preload library, its wrappers and virtual pids.
+PRELOAD_SRCS := $(wildcard libckpt-preload/*.c wrappers/*.c vpid/*.c) \
+	$(wildcard libckpt-preload/arch/$(ARCH)/*.c) \
+	$(wildcard libckpt-preload/arch/$(ARCH)/*.S) $(CLIENT_SRCS)
+PRELOAD_OBJS := $(patsubst %,$(OBJ)/pic/%.o,$(PRELOAD_SRCS))
+
+.PHONY: all install test bench clean kernel-check demo
+all: $(LIBDIR)/libckpt.so
+
+$(OBJ)/pic/%.c.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CKPT_CFLAGS) -fPIC -fvisibility=hidden -MMD -MP -c $< -o $@
+
+$(OBJ)/pic/%.S.o: %.S
+	@mkdir -p $(dir $@)
+	$(CC) $(CKPT_CFLAGS) -fPIC -MMD -MP -c $< -o $@
+
+$(OBJ)/app/%.c.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CKPT_CFLAGS) -MMD -MP -c $< -o $@
+
+$(LIBDIR)/libckpt.so: $(PRELOAD_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -pthread -Wl,-z,defs -Wl,-soname,libckpt.so \
+		-o $@ $(PRELOAD_OBJS) -ldl
+
+-include $(sort $(wildcard */build.mk))
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/ckpt
+	install -m 0755 $(wildcard $(BIN)/*) $(DESTDIR)$(PREFIX)/bin/
+	cp -a $(LIBDIR)/. $(DESTDIR)$(PREFIX)/lib/ckpt/
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The on-disk checkpoint image: the single definition of its structs.
+ * docs/image-format.md describes the same layout in prose; keep both true.
+ *
+ * This header is included by freestanding code (restart/loader), so it
+ * uses only fixed-width types and no libc.
+ *
+ * Layout of an image file (all integers little-endian, native x86_64):
+ *
+ *   offset 0            struct ckpt_image_header (CKPT_HEADER_SIZE bytes)
+ *   meta_offset         metadata block, meta_size bytes, hashed as a whole:
+ *                         struct ckpt_region  [nregions]
+ *                         struct ckpt_extent  [nextents]
+ *                         struct ckpt_thread_info [nthreads]  (inspection)
+ *                         struct ckpt_fd_info [nfds]          (inspection)
+ *                         string table (NUL-terminated strings)
+ *   data_offset         memory and file data, every extent page-aligned
+ *   image_size          end of file
+ */
+#ifndef CKPT_IMAGE_H
+#define CKPT_IMAGE_H
+
+#include <stdint.h>
+
+#define CKPT_IMAGE_MAGIC	"CKPTIMG1"	/* 8 bytes, no NUL */
+#define CKPT_IMAGE_VERSION	1
+#define CKPT_HEADER_SIZE	4096
+#define CKPT_PROGRAM_MAX	64
+
+/* Architecture ids are ELF e_machine values. */
+#define CKPT_ARCH_X86_64	62
+#define CKPT_ARCH_AARCH64	183
+
+/* ckpt_image_header.flags */
+#define CKPT_IMG_F_HAS_BRK	0x1	/* brk_start/brk_end are meaningful */
+
+struct ckpt_image_header {
+	char magic[8];			/* CKPT_IMAGE_MAGIC */
+	uint32_t version;		/* CKPT_IMAGE_VERSION */
+	uint32_t header_size;		/* sizeof(struct ckpt_image_header) */
+	uint32_t arch;			/* CKPT_ARCH_* */
+	uint32_t page_size;		/* page size at checkpoint */
+	uint64_t cpu_features;		/* x86_64: XCR0 (xsave components) */
+	uint64_t flags;			/* CKPT_IMG_F_* */
+	uint64_t image_size;		/* total bytes in the file */
+
+	uint64_t meta_offset;		/* start of the metadata block */
+	uint64_t meta_size;
+	uint64_t meta_hash;		/* ckpt_hash64 of the metadata block */
+	uint64_t data_offset;		/* first byte of extent data */
+
+	uint32_t nregions;
+	uint32_t nextents;
+	uint32_t nthreads;
+	uint32_t nfds;
+	uint64_t regions_offset;	/* each relative to the file start */
+	uint64_t extents_offset;
+	uint64_t threads_offset;
+	uint64_t fds_offset;
+	uint64_t strings_offset;
+	uint64_t strings_size;
+
+	/* Where the restart loader hands control to libckpt. */
+	uint64_t restore_entry;		/* void entry(struct ckpt_restart_args *) */
+	uint64_t restore_stack_top;	/* stack for restore_entry, 16-aligned */
+	uint64_t restore_tls;		/* TLS base (fs on x86_64) to set first */
+
+	uint64_t brk_start;		/* [heap] start and program break */
+	uint64_t brk_end;
+
+	int32_t vpid;			/* virtual pid of the process */
+	int32_t vppid;
+	uint64_t generation;		/* checkpoint number in this computation */
+	uint64_t ckpt_time_ns;		/* CLOCK_REALTIME at checkpoint */
+	char program[CKPT_PROGRAM_MAX];	/* short name, NUL-terminated */
+	char unique_id[64];		/* "<hostid>-<pid>-<start time>" */
+
+	uint64_t header_hash;		/* ckpt_hash64 of this struct with
+					   header_hash = 0 */
+};
+
+/* ckpt_region.kind */
+enum ckpt_region_kind {
+	CKPT_REGION_ANON = 1,		/* private anonymous (incl. bss) */
+	CKPT_REGION_HEAP = 2,		/* [heap] */
+	CKPT_REGION_STACK = 3,		/* [stack] of the main thread */
+	CKPT_REGION_ANON_SHARED = 4,	/* MAP_SHARED|MAP_ANONYMOUS, memfd,
+					   deleted shared file: data saved */
+	CKPT_REGION_FILE_PRIVATE = 5,	/* file by reference + dirty pages */
+	CKPT_REGION_FILE_SHARED = 6,	/* file by reference, no data */
+	CKPT_REGION_VDSO = 7,		/* kernel special mappings: address */
+	CKPT_REGION_VVAR = 8,		/* only; the name tells which one */
+	CKPT_REGION_VVAR_VCLOCK = 9,
+	CKPT_REGION_DELETED_PRIVATE = 10, /* private map of a deleted file:
+					   all pages saved, restored anon */
+};
+
+/* ckpt_region.flags */
+#define CKPT_REGION_F_GROWSDOWN	0x1
+#define CKPT_REGION_F_NORESERVE	0x2	/* sparse: restore with MAP_NORESERVE */
+
+struct ckpt_region {
+	uint64_t start;			/* page-aligned */
+	uint64_t end;			/* exclusive */
+	uint32_t prot;			/* PROT_READ|PROT_WRITE|PROT_EXEC */
+	uint32_t kind;			/* enum ckpt_region_kind */
+	uint32_t flags;			/* CKPT_REGION_F_* */
+	uint32_t nextents;		/* extents of saved data */
+	uint64_t first_extent;		/* index into the extent table */
+	uint64_t file_offset;		/* for file kinds: mmap offset */
+	uint64_t file_size;		/* st_size at checkpoint */
+	uint64_t file_mtime_ns;		/* st_mtim at checkpoint */
+	uint64_t file_ino;
+	uint32_t name;			/* string table offset of the path or
+					   [name]; 0 = no name */
+	uint32_t reserved;
+};
+
+/* A run of saved pages of one region. */
+struct ckpt_extent {
+	uint64_t addr;			/* page-aligned, inside its region */
+	uint64_t len;			/* multiple of the page size */
+	uint64_t file_offset;		/* page-aligned offset in the image */
+	uint64_t hash;			/* ckpt_hash64 of the data */
+};
+
+/* Informational records (the restart path reads them from memory). */
+struct ckpt_thread_info {
+	int32_t vtid;
+	int32_t is_main;
+	uint64_t tls;			/* fs base */
+	uint64_t sp;
+	uint64_t pc;
+};
+
+/* ckpt_fd_info.kind */
+enum ckpt_fd_kind {
+	CKPT_FD_FILE = 1,		/* regular file: reopened by path */
+	CKPT_FD_FILE_DELETED = 2,	/* content saved in the image */
+	CKPT_FD_DIR = 3,
+	CKPT_FD_DEVICE = 4,		/* character device: reopened */
+	CKPT_FD_TTY = 5,		/* reattached to the restarting tty */
+	CKPT_FD_STDIO_INHERIT = 6,	/* pipe/socket on 0-2: restarting side */
+	CKPT_FD_UNSUPPORTED = 7,	/* replaced by /dev/null, with a warning */
+};
+
+struct ckpt_fd_info {
+	int32_t fd;
+	uint32_t kind;			/* enum ckpt_fd_kind */
+	uint32_t flags;			/* F_GETFL */
+	uint32_t fd_flags;		/* F_GETFD */
+	int64_t offset;			/* lseek position, -1 if none */
+	uint32_t path;			/* string table offset */
+	uint32_t reserved;
+	uint64_t data_offset;		/* deleted file: content in the image */
+	uint64_t data_size;
+};
+
+#endif /* CKPT_IMAGE_H */

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The hand-off from the restart loader (restart/loader) to libckpt's
+ * restore entry inside the restored memory. Not on disk; versioned anyway
+ * because the loader and the library in an image may come from different
+ * builds.
+ */
+#ifndef CKPT_RESTART_ARGS_H
+#define CKPT_RESTART_ARGS_H
+
+#include <stdint.h>
+
+#define CKPT_RESTART_ARGS_MAGIC		0x434b50545253544cULL /* "CKPTRSTL" */
+#define CKPT_RESTART_ARGS_VERSION	1
+#define CKPT_LOADER_MAX_MAPPINGS	8
+
+struct ckpt_range {
+	uint64_t start;
+	uint64_t end;
+};
+
+struct ckpt_restart_args {
+	uint64_t magic;			/* CKPT_RESTART_ARGS_MAGIC */
+	uint32_t version;		/* CKPT_RESTART_ARGS_VERSION */
+	int32_t image_fd;		/* still open: deleted-file contents */
+	char image_path[4096];
+	char coord_addr[512];		/* coordinator to join; "" = default */
+	char ckpt_dir[4096];		/* "" = keep the directory saved */
+	/* The loader's own mappings: libckpt unmaps them when done. */
+	uint32_t nloader_mappings;
+	uint32_t reserved;
+	struct ckpt_range loader_mappings[CKPT_LOADER_MAX_MAPPINGS];
+};
+
+#endif /* CKPT_RESTART_ARGS_H */
