@@ -1,0 +1,14 @@
+# The benchmark: `make bench` (not part of `make test`).
+
+BENCH_APPS := $(BUILD)/bench/fill_idle
+
+.PHONY: bench-apps
+all: bench-apps
+bench-apps: $(BENCH_APPS)
+
+$(BUILD)/bench/%: bench/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CKPT_CFLAGS) $< -o $@
+
+bench: all
+	/usr/bin/python3 bench/bench.py

@@ -1,0 +1,21 @@
+# Test programs and the test suite. Included by the top-level Makefile.
+
+TEST_APP_SRCS := $(wildcard tests/apps/*.c)
+TEST_APPS := $(patsubst tests/apps/%.c,$(BUILD)/tests/apps/%,$(TEST_APP_SRCS))
+
+.PHONY: test-apps
+all: test-apps
+test-apps: $(TEST_APPS)
+
+$(BUILD)/tests/apps/%: tests/apps/%.c $(wildcard tests/apps/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CKPT_CFLAGS) -pthread $< -o $@
+
+# Every wait in the suite is bounded; tests/conftest.py also puts a hard
+# per-test limit (CKPT_TEST_TIMEOUT seconds, default 900). When Debian's
+# python3-pytest-timeout is installed it adds its own limit on top.
+PYTEST_TIMEOUT_ARGS := $(shell /usr/bin/python3 -c 'import pytest_timeout' \
+	2>/dev/null && echo --timeout=1200)
+
+test: all
+	/usr/bin/python3 -m pytest -v $(PYTEST_TIMEOUT_ARGS) tests

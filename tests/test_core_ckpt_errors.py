@@ -1,0 +1,150 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Checkpoint errors: no coordinator, and a checkpoint directory that
+cannot be written. A failed checkpoint must leave the application running
+and the previous good image intact."""
+
+import hashlib
+import os
+import shutil
+import stat
+
+import pytest
+
+import ckpt_harness
+from ckpt_harness import (app, numbers, reference_output, run,
+                          tail_after_progress, tool)
+
+PROGRESS = r"^count (\d+) "
+NOBODY = 65534
+
+
+def sha256(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+@pytest.mark.parametrize("cmd", ["--checkpoint", "--status", "--list",
+                                 "--kill"])
+def test_command_without_coordinator(session, cmd):
+    r = session.command(cmd, timeout=30)
+    assert r.returncode != 0, "%s with no coordinator exited 0" % cmd
+    err = r.stderr.strip()
+    assert err and len(err.splitlines()) == 1, (
+        "expected a one-line message, got %r" % r.stderr)
+    assert "coordinator" in err.lower(), err
+    assert not os.path.exists(session.coord), (
+        "ckpt_command %s started a coordinator at %s" % (cmd,
+                                                         session.coord))
+
+
+def test_command_without_tcp_coordinator(session):
+    r = run([tool("ckpt_command"), "--coord", "127.0.0.1:1", "--status"],
+            30, env=session.env)
+    assert r.returncode != 0
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "coordinator" in r.stderr.lower(), r.stderr
+
+
+def check_failed_checkpoint(session, proc, what):
+    """A checkpoint must fail with a one-line reason; the app runs on."""
+    seen = max(numbers(proc.lines(), PROGRESS))
+    r = session.command("--checkpoint")
+    assert r.returncode != 0, (
+        "checkpoint into %s succeeded: %r" % (what, r.stdout))
+    assert r.stderr.strip(), "failed checkpoint printed no reason"
+    assert proc.alive(), "the application died with the failed checkpoint"
+    proc.wait_line(PROGRESS, minimum=seen + 10)
+    return r
+
+
+@pytest.mark.time_limit(600)
+def test_checkpoint_dir_is_a_file(session):
+    """Works as root too: nobody can create files under a regular file."""
+    argv = [app("counter"), "300", "20"]
+    ref = reference_output(argv)
+    notdir = session.path("notadir")
+    with open(notdir, "w") as f:
+        f.write("x")
+    session.env["CKPT_DIR"] = notdir
+    p = session.launch(argv)
+    p.wait_line(PROGRESS, minimum=20)
+    r = check_failed_checkpoint(session, p, notdir)
+    assert "notadir" in r.stderr, (
+        "the error does not name the checkpoint directory: %r" % r.stderr)
+    rc = p.wait_exit()
+    assert rc == 0, "exit %d; stderr:\n%s" % (rc, p.stderr_text())
+    assert p.lines()[-1] == ref[-1]
+    assert numbers(p.lines(), PROGRESS) == list(range(1, 301))
+    with open(notdir) as f:
+        assert f.read() == "x"
+
+
+def unprivileged_session():
+    """A session whose processes run as nobody when we are root (root
+    writes into a 0500 directory regardless), using a copy of the built
+    tools that nobody can read wherever the work tree itself lives.
+    Returns (session, counter program path)."""
+    if os.geteuid() != 0:
+        return ckpt_harness.Session(), app("counter")
+    s = ckpt_harness.Session(run_as=NOBODY)
+    inst = s.path("inst")
+    shutil.copytree(ckpt_harness.BIN, os.path.join(inst, "bin"))
+    shutil.copytree(os.path.dirname(ckpt_harness.LIBCKPT),
+                    os.path.join(inst, "lib", "ckpt"))
+    shutil.copy2(app("counter"), os.path.join(inst, "counter"))
+    for root, dirs, files in os.walk(inst):
+        for d in dirs:
+            os.chmod(os.path.join(root, d), 0o755)
+    os.chmod(inst, 0o755)
+    os.chmod(s.dir, 0o755)  # nobody must traverse it; ckptdir stays 0700
+    s.bin_dir = os.path.join(inst, "bin")
+    return s, os.path.join(inst, "counter")
+
+
+@pytest.mark.time_limit(600)
+def test_unwritable_dir_keeps_app_and_previous_image(apps_only):
+    if os.geteuid() == 0 and not shutil.which("setpriv"):
+        pytest.skip("setpriv (util-linux) is needed to drop root")
+    missing = ckpt_harness.missing_core()
+    if missing:
+        (pytest.fail if os.environ.get("CI") else pytest.skip)(
+            "ckpt core not built: missing " + ", ".join(missing))
+    ref = reference_output([app("counter"), "600", "20"])
+    s, counter = unprivileged_session()
+    try:
+        p = s.launch([counter, "600", "20"])
+        p.wait_line(PROGRESS, minimum=30)
+        seen = max(numbers(p.lines(), PROGRESS))
+        images = s.checkpoint()
+        good = sha256(images[0])
+
+        os.chmod(s.ckptdir, 0o500)
+        check_failed_checkpoint(s, p, "a 0500 directory")
+        assert os.path.exists(images[0]), (
+            "the failed checkpoint removed the previous image")
+        assert sha256(images[0]) == good, (
+            "the failed checkpoint changed the previous image")
+        assert sorted(os.listdir(s.ckptdir)) == [
+            os.path.basename(images[0])], "left behind: %r" % (
+                os.listdir(s.ckptdir))
+        assert stat.S_IMODE(os.stat(images[0]).st_mode) == 0o600
+
+        rc = p.wait_exit()
+        assert rc == 0, "exit %d; stderr:\n%s" % (rc, p.stderr_text())
+        before = numbers(p.lines(), PROGRESS)
+        assert before == list(range(1, 601))
+        assert p.lines()[-1] == ref[-1]
+
+        # The good image restarts and reaches the same end.
+        r = s.restart(images)
+        rc = r.wait_exit()
+        assert rc == 0, "restart exit %d; stderr:\n%s" % (
+            rc, r.stderr_text())
+        after = numbers(r.lines(), PROGRESS)
+        assert after and seen + 1 <= after[0] < 600, after[:5]
+        assert after == list(range(after[0], 601))
+        assert tail_after_progress(r.lines(), PROGRESS) == \
+            tail_after_progress(ref, PROGRESS)
+    finally:
+        os.chmod(s.ckptdir, 0o700)
+        s.close()
