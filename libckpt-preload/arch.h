@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The architecture interface of libckpt: everything register-, TLS- or
+ * trampoline-specific lives in arch/<arch>/ behind these declarations.
+ */
+#ifndef CKPT_ARCH_H
+#define CKPT_ARCH_H
+
+#include <stdint.h>
+#include <ucontext.h>
+
+#if defined(__x86_64__)
+/* Callee-saved state at a call boundary, laid out for context.S. */
+struct ckpt_context {
+	uint64_t rbx, rbp, r12, r13, r14, r15;
+	uint64_t sp;
+	uint64_t pc;
+	uint32_t mxcsr;
+	uint16_t fpucw;
+	uint16_t pad;
+};
+#define CKPT_RSEQ_SIG 0x53053053u
+#else
+#error "libckpt: unsupported architecture"
+#endif
+
+int ckpt_save_context(struct ckpt_context *ctx)
+	__attribute__((returns_twice));
+void ckpt_resume_context(const struct ckpt_context *ctx, int value)
+	__attribute__((noreturn));
+long ckpt_clone_thread(unsigned long flags, void *stack, int *ptid,
+		       int *ctid, unsigned long tls, void (*fn)(void *),
+		       void *arg);
+
+uint64_t arch_cpu_features(void);
+uint64_t arch_get_tls(void);
+uint32_t arch_image_arch(void);
+uintptr_t arch_ucontext_pc(const void *ucontext);
+uintptr_t arch_ucontext_sp(const void *ucontext);
+
+#endif /* CKPT_ARCH_H */

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The checkpoint sequence of one process, top to bottom. The manager
+ * thread runs it on the coordinator's orders:
+ *
+ *   DO_SUSPEND  1. stop every other thread in the signal handler
+ *               2. save each resource (process attributes, signal
+ *                  actions, file descriptors) into libckpt's tables
+ *   DO_WRITE    3. write the image into a temporary file: tables, then
+ *                  memory (which contains the tables and every thread's
+ *                  saved context, the manager's included)
+ *               4. resume the threads             -> WRITTEN
+ *               5. fsync, rename over the previous image, fsync the
+ *                  directory                       -> DURABLE
+ *
+ * In a restarted process the manager comes back out of step 3 with
+ * CKPT_RESTARTED.
+ */
+#include <errno.h>
+#include <string.h>
+#include "internal.h"
+
+/* Every kind of process resource, in save and restore order. */
+const struct ckpt_resource_ops *const ckpt_resources[] = {
+	&process_resource_ops,
+	&signal_resource_ops,
+	&file_resource_ops,
+};
+const size_t ckpt_nresources =
+	sizeof(ckpt_resources) / sizeof(ckpt_resources[0]);
+
+
+
+int checkpoint_suspend(uint64_t generation, char *err, size_t errlen)
+{
+	int r;
+
+	(void)generation;
+	r = threads_suspend_all(err, errlen);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < ckpt_nresources; i++) {
+		if (!ckpt_resources[i]->save)
+			continue;
+		r = ckpt_resources[i]->save();
+		if (r < 0) {
+			ckpt_fmt(err, errlen, "saving %s: %s",
+				 ckpt_resources[i]->name, strerror(-r));
+			threads_resume_all();
+			return r;
+		}
+	}
+	return 0;
+}
+
+/* Returns 0 once the image is written and the threads run again,
+ * CKPT_RESTARTED in a restarted process, or -errno (threads resumed). */
+int checkpoint_write(uint64_t generation, const char *dir, char *path,
+		     size_t pathlen, char *tmp, size_t tmplen, char *err,
+		     size_t errlen)
+{
+	struct ckpt_thread *self = threads_manager_slot();
+	int r;
+
+	threads_capture_self(self);
+	self->is_manager = 1;
+	if (ckpt_save_context(&self->ctx) != 0)
+		return CKPT_RESTARTED;
+	r = image_write(generation, dir, path, pathlen, tmp, tmplen, err,
+			errlen);
+	threads_resume_all();
+	return r;
+}
+
+/* In the restarted process, on the leader, before any thread runs. */
+int checkpoint_restore_resources(const struct ckpt_restart_args *args)
+{
+	int r;
+
+	for (size_t i = 0; i < ckpt_nresources; i++) {
+		if (!ckpt_resources[i]->restore)
+			continue;
+		r = ckpt_resources[i]->restore(args);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}

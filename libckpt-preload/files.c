@@ -1,0 +1,412 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Open file descriptors. Regular files come back by path, flags and
+ * offset; files deleted while open come back with their content (saved in
+ * the image) in a new unlinked file; character devices are reopened;
+ * terminals and pipes/sockets on 0-2 are taken from the restarting side
+ * (ckpt_restart's stdio). Descriptors sharing one open file description
+ * inside the process (dup) come back shared. What is not supported yet is
+ * replaced by /dev/null with a warning naming the descriptor.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/kcmp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <termios.h>
+#include <unistd.h>
+#include "internal.h"
+
+#define PATH_POOL (1 << 20)
+
+struct saved_fd {
+	int fd;
+	int kind;		/* enum ckpt_fd_kind */
+	int flags, fd_flags;
+	int dup_of;		/* index of an earlier fd sharing the file */
+	int64_t offset;
+	uint64_t size;		/* deleted files: bytes of content */
+	uint64_t dev, ino;
+	uint32_t path;		/* offset in path_pool */
+};
+
+static struct saved_fd saved[CKPT_MAX_FDS];
+static int nsaved;
+static char path_pool[PATH_POOL];
+static size_t pool_used;
+
+static const char *saved_path(const struct saved_fd *s)
+{
+	return path_pool + s->path;
+}
+
+static int pool_add(const char *p, uint32_t *off)
+{
+	size_t len = strlen(p) + 1;
+
+	if (pool_used + len > PATH_POOL)
+		return -ENOMEM;
+	memcpy(path_pool + pool_used, p, len);
+	*off = pool_used;
+	pool_used += len;
+	return 0;
+}
+
+static int is_tty(int fd)
+{
+	struct termios t;
+
+	return ioctl(fd, TCGETS, &t) == 0;
+}
+
+static int fd_kind(int fd, const struct stat *st, const char *path)
+{
+	if (S_ISREG(st->st_mode))
+		return st->st_nlink == 0 ? CKPT_FD_FILE_DELETED : CKPT_FD_FILE;
+	if (S_ISDIR(st->st_mode))
+		return CKPT_FD_DIR;
+	if (S_ISCHR(st->st_mode)) {
+		if (is_tty(fd))
+			return CKPT_FD_TTY;
+		return strncmp(path, "/dev/", 5) ? CKPT_FD_UNSUPPORTED :
+						   CKPT_FD_DEVICE;
+	}
+	if (fd <= 2)
+		return CKPT_FD_STDIO_INHERIT;
+	return CKPT_FD_UNSUPPORTED;
+}
+
+static int same_description(pid_t pid, int a, int b)
+{
+	return syscall(SYS_kcmp, pid, pid, KCMP_FILE, a, b) == 0;
+}
+
+static void find_dup(struct saved_fd *s, pid_t pid)
+{
+	s->dup_of = -1;
+	for (int i = 0; i < nsaved; i++)
+		if (saved[i].dev == s->dev && saved[i].ino == s->ino &&
+		    same_description(pid, saved[i].fd, s->fd)) {
+			s->dup_of = i;
+			return;
+		}
+}
+
+static int save_one_fd(int fd, pid_t pid)
+{
+	struct saved_fd *s = &saved[nsaved];
+	char link[64], path[4096];
+	struct stat st;
+	ssize_t n;
+
+	ckpt_fmt(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, path, sizeof(path) - 1);
+	if (n < 0 || fstat(fd, &st) < 0)
+		return 0; /* closed meanwhile */
+	path[n] = 0;
+	memset(s, 0, sizeof(*s));
+	s->fd = fd;
+	s->kind = fd_kind(fd, &st, path);
+	s->flags = fcntl(fd, F_GETFL);
+	s->fd_flags = fcntl(fd, F_GETFD);
+	s->offset = lseek(fd, 0, SEEK_CUR);
+	s->dev = st.st_dev;
+	s->ino = st.st_ino;
+	s->size = s->kind == CKPT_FD_FILE_DELETED ? (uint64_t)st.st_size : 0;
+	if (pool_add(path, &s->path) < 0)
+		return -ENOMEM;
+	find_dup(s, pid);
+	nsaved++;
+	return 0;
+}
+
+static int files_save(void)
+{
+	char buf[4096];
+	pid_t pid = ckpt_real_getpid();
+	int dir, r = 0;
+	long len;
+
+	nsaved = 0;
+	pool_used = 0;
+	dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
+		return -errno;
+	while (r == 0 && (len = syscall(SYS_getdents64, dir, buf,
+					  sizeof(buf))) > 0) {
+		for (long pos = 0; pos < len && r == 0;) {
+			struct dirent64 {
+				uint64_t ino;
+				int64_t off;
+				unsigned short reclen;
+				unsigned char type;
+				char name[];
+			} *d = (void *)(buf + pos);
+			int fd;
+
+			pos += d->reclen;
+			if (d->name[0] < '0' || d->name[0] > '9')
+				continue;
+			fd = atoi(d->name);
+			if (fd == dir || ckpt_is_own_fd(fd))
+				continue;
+			if (nsaved == CKPT_MAX_FDS)
+				r = -EMFILE;
+			else
+				r = save_one_fd(fd, pid);
+		}
+	}
+	close(dir);
+	return r;
+}
+
+static int files_write(struct image_writer *w)
+{
+	for (int i = 0; i < nsaved; i++) {
+		const struct saved_fd *s = &saved[i];
+		struct ckpt_fd_info fi;
+		int deleted = s->kind == CKPT_FD_FILE_DELETED && s->dup_of < 0;
+		int r;
+
+		memset(&fi, 0, sizeof(fi));
+		fi.fd = s->fd;
+		fi.kind = s->kind;
+		fi.flags = s->flags;
+		fi.fd_flags = s->fd_flags;
+		fi.offset = s->offset;
+		r = writer_add_fd(w, &fi, saved_path(s), deleted ? s->fd : -1,
+				  s->size);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* ----- restart ----- */
+
+static int stdio_copy[3] = { -1, -1, -1 };
+
+static int is_saved_fd(int fd)
+{
+	for (int i = 0; i < nsaved; i++)
+		if (saved[i].fd == fd)
+			return 1;
+	return 0;
+}
+
+/* A descriptor number no saved descriptor will need. */
+static int move_out_of_the_way(int fd)
+{
+	int n = 3;
+
+	if (fd < 0)
+		return fd;
+	for (;;) {
+		n = fcntl(fd, F_DUPFD_CLOEXEC, n);
+		if (n < 0)
+			return fd;
+		if (!is_saved_fd(n))
+			break;
+		close(n);
+		n++;
+	}
+	close(fd);
+	ckpt_mark_own_fd(n, 1);
+	return n;
+}
+
+static int place_fd(int newfd, int fd)
+{
+	if (newfd < 0)
+		return -errno;
+	if (newfd != fd) {
+		if (dup2(newfd, fd) < 0) {
+			int e = errno;
+
+			close(newfd);
+			return -e;
+		}
+		close(newfd);
+	}
+	return 0;
+}
+
+static int open_dev_null(int fd)
+{
+	return place_fd(open("/dev/null", O_RDWR), fd);
+}
+
+/* Look up where the image keeps a deleted file's content. */
+static int find_blob(int image_fd, int fd, uint64_t *off, uint64_t *size)
+{
+	struct ckpt_image_header h;
+	struct ckpt_fd_info fi;
+
+	if (pread(image_fd, &h, sizeof(h), 0) != sizeof(h))
+		return -EIO;
+	for (uint32_t i = 0; i < h.nfds; i++) {
+		if (pread(image_fd, &fi, sizeof(fi),
+			  h.fds_offset + i * sizeof(fi)) != sizeof(fi))
+			return -EIO;
+		if (fi.fd == fd && fi.kind == CKPT_FD_FILE_DELETED) {
+			*off = fi.data_offset;
+			*size = fi.data_size;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+static int copy_range(int from, uint64_t off, uint64_t size, int to)
+{
+	char buf[65536];
+
+	while (size) {
+		ssize_t n = pread(from, buf, size < sizeof(buf) ? size :
+					sizeof(buf), off);
+
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		if (write(to, buf, n) != n)
+			return -EIO;
+		off += n;
+		size -= n;
+	}
+	return 0;
+}
+
+/* A new unlinked file with the saved content, in the original directory
+ * when it still exists. */
+static int recreate_deleted(const struct saved_fd *s, int image_fd)
+{
+	char dir[4096], proc[64], *slash;
+	uint64_t off, size;
+	int tmp, fd, r;
+
+	r = find_blob(image_fd, s->fd, &off, &size);
+	if (r < 0)
+		return r;
+	ckpt_fmt(dir, sizeof(dir), "%s", saved_path(s));
+	slash = strrchr(dir, '/');
+	if (slash)
+		*slash = 0;
+	tmp = open(dir, O_TMPFILE | O_RDWR, 0600);
+	if (tmp < 0)
+		tmp = memfd_create("ckpt-deleted-file", 0);
+	if (tmp < 0)
+		return -errno;
+	r = copy_range(image_fd, off, size, tmp);
+	if (r < 0) {
+		close(tmp);
+		return r;
+	}
+	ckpt_fmt(proc, sizeof(proc), "/proc/self/fd/%d", tmp);
+	fd = open(proc, s->flags & ~(O_CREAT | O_EXCL | O_TRUNC));
+	close(tmp);
+	return fd < 0 ? -errno : fd;
+}
+
+static int restarting_tty(void)
+{
+	for (int i = 0; i < 3; i++)
+		if (stdio_copy[i] >= 0 && is_tty(stdio_copy[i]))
+			return stdio_copy[i];
+	return -1;
+}
+
+static int reopen_flags(const struct saved_fd *s)
+{
+	return s->flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY);
+}
+
+static int restore_one_fd(const struct saved_fd *s, int image_fd)
+{
+	int r, fd = s->fd;
+
+	if (s->dup_of >= 0)
+		return dup2(saved[s->dup_of].fd, fd) < 0 ? -errno : 0;
+	switch (s->kind) {
+	case CKPT_FD_FILE:
+	case CKPT_FD_DEVICE:
+		r = place_fd(open(saved_path(s), reopen_flags(s)), fd);
+		break;
+	case CKPT_FD_DIR:
+		r = place_fd(open(saved_path(s), O_RDONLY | O_DIRECTORY), fd);
+		break;
+	case CKPT_FD_FILE_DELETED:
+		r = recreate_deleted(s, image_fd);
+		r = r < 0 ? r : place_fd(r, fd);
+		break;
+	case CKPT_FD_TTY:
+		r = fd <= 2 && stdio_copy[fd] >= 0 ? stdio_copy[fd] :
+						      restarting_tty();
+		if (r < 0) {
+			ckpt_log("fd %d was the terminal %s; ckpt_restart has "
+				 "no terminal, using /dev/null", fd,
+				 saved_path(s));
+			return open_dev_null(fd);
+		}
+		return dup2(r, fd) < 0 ? -errno : 0;
+	case CKPT_FD_STDIO_INHERIT:
+		if (stdio_copy[fd] < 0)
+			return open_dev_null(fd);
+		return dup2(stdio_copy[fd], fd) < 0 ? -errno : 0;
+	default:
+		ckpt_log("fd %d (%s) cannot be restored yet; it is replaced by"
+			 " /dev/null", fd, saved_path(s));
+		return open_dev_null(fd);
+	}
+	if (r == 0 && s->offset >= 0 && s->kind != CKPT_FD_DEVICE &&
+	    lseek(fd, s->offset, SEEK_SET) < 0)
+		r = -errno;
+	return r;
+}
+
+static void close_unsaved_fds(int keep)
+{
+	int max = getdtablesize();
+
+	if (max > 65536)
+		max = 65536;
+	for (int fd = 0; fd < max; fd++)
+		if (fd != keep && !is_saved_fd(fd) && !ckpt_is_own_fd(fd))
+			close(fd);
+}
+
+static int files_restore(const struct ckpt_restart_args *args)
+{
+	int image_fd = move_out_of_the_way(args->image_fd), r = 0;
+
+	for (int i = 0; i < 3; i++)
+		stdio_copy[i] = move_out_of_the_way(fcntl(i, F_DUPFD_CLOEXEC,
+							  3));
+	for (int i = 0; i < nsaved && r == 0; i++) {
+		r = restore_one_fd(&saved[i], image_fd);
+		if (r < 0) {
+			ckpt_log("cannot restore fd %d (%s): %s", saved[i].fd,
+				 saved_path(&saved[i]), strerror(-r));
+			break;
+		}
+		fcntl(saved[i].fd, F_SETFD, saved[i].fd_flags);
+	}
+	for (int i = 0; i < 3; i++)
+		if (stdio_copy[i] >= 0) {
+			ckpt_mark_own_fd(stdio_copy[i], 0);
+			close(stdio_copy[i]);
+		}
+	close_unsaved_fds(image_fd);
+	ckpt_mark_own_fd(image_fd, 0);
+	close(image_fd);
+	return r;
+}
+
+const struct ckpt_resource_ops file_resource_ops = {
+	.name = "file descriptors",
+	.save = files_save,
+	.write = files_write,
+	.restore = files_restore,
+};

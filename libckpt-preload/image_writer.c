@@ -1,0 +1,552 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Writing an image (format: include/ckpt/image.h). The tables are built in
+ * mmap'd arrays (no malloc while threads are stopped), the data is written
+ * sequentially in extents of at most CKPT_EXTENT_MAX bytes, each hashed
+ * just before it is written, and the metadata and header last. The file
+ * is a temporary one; image_make_durable() fsyncs and renames it after
+ * the application has resumed, so the previous image survives any crash.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "ckpt/hash.h"
+#include "internal.h"
+
+#define CKPT_EXTENT_MAX (4UL << 20)
+#define PAGE 4096UL
+
+struct table {
+	char *base;
+	size_t elem, n, cap;
+};
+
+struct blob {
+	int fd;			/* the process's own descriptor */
+	uint64_t size;
+	uint32_t fd_index;	/* which ckpt_fd_info gets the offset */
+};
+
+struct image_writer {
+	struct table regions, extents, threads, fds, strings, blobs;
+	uint64_t brk_start, brk_end;
+	int has_brk;
+};
+
+static int table_reserve(struct table *t, size_t more)
+{
+	size_t need = (t->n + more) * t->elem, cap;
+	void *p;
+
+	if (need <= t->cap * t->elem)
+		return 0;
+	cap = t->cap ? t->cap * 2 : 1024;
+	while (cap * t->elem < need)
+		cap *= 2;
+	if (t->base)
+		p = mremap(t->base, t->cap * t->elem, cap * t->elem,
+			   MREMAP_MAYMOVE);
+	else
+		p = mmap(NULL, cap * t->elem, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return -ENOMEM;
+	t->base = p;
+	t->cap = cap;
+	return 0;
+}
+
+static void *table_push(struct table *t)
+{
+	if (table_reserve(t, 1) < 0)
+		return NULL;
+	return t->base + t->elem * t->n++;
+}
+
+static void table_free(struct table *t)
+{
+	if (t->base)
+		munmap(t->base, t->cap * t->elem);
+	t->base = NULL;
+	t->n = t->cap = 0;
+}
+
+/* Offset of a copy of s in the string table; 0 is the empty string. */
+static int add_string(struct image_writer *w, const char *s, uint32_t *off)
+{
+	size_t len = strlen(s) + 1;
+
+	if (w->strings.n == 0) {
+		if (table_reserve(&w->strings, 1) < 0)
+			return -ENOMEM;
+		w->strings.base[w->strings.n++] = 0;
+	}
+	if (!*s) {
+		*off = 0;
+		return 0;
+	}
+	if (table_reserve(&w->strings, len) < 0)
+		return -ENOMEM;
+	*off = w->strings.n;
+	memcpy(w->strings.base + w->strings.n, s, len);
+	w->strings.n += len;
+	return 0;
+}
+
+int writer_add_region(struct image_writer *w, const struct ckpt_region *r,
+		      const char *name)
+{
+	struct ckpt_region *slot = table_push(&w->regions);
+
+	if (!slot)
+		return -ENOMEM;
+	*slot = *r;
+	slot->first_extent = w->extents.n;
+	slot->nextents = 0;
+	return add_string(w, name, &slot->name);
+}
+
+/* Extents belong to the last region added; long runs are split so each
+ * is hashed while it is still in the cache. */
+int writer_add_extent(struct image_writer *w, uint64_t addr, uint64_t len)
+{
+	struct ckpt_region *r;
+
+	if (w->regions.n == 0)
+		return -EINVAL;
+	r = (struct ckpt_region *)w->regions.base + w->regions.n - 1;
+	while (len) {
+		uint64_t chunk = len < CKPT_EXTENT_MAX ? len : CKPT_EXTENT_MAX;
+		struct ckpt_extent *e = table_push(&w->extents);
+
+		if (!e)
+			return -ENOMEM;
+		e->addr = addr;
+		e->len = chunk;
+		e->file_offset = 0;
+		e->hash = 0;
+		r->nextents++;
+		addr += chunk;
+		len -= chunk;
+	}
+	return 0;
+}
+
+int writer_add_fd(struct image_writer *w, const struct ckpt_fd_info *fi,
+		  const char *path, int content_fd, uint64_t content_size)
+{
+	struct ckpt_fd_info *slot = table_push(&w->fds);
+	struct blob *b;
+
+	if (!slot)
+		return -ENOMEM;
+	*slot = *fi;
+	slot->data_offset = 0;
+	slot->data_size = 0;
+	if (content_fd >= 0) {
+		b = table_push(&w->blobs);
+		if (!b)
+			return -ENOMEM;
+		b->fd = content_fd;
+		b->size = content_size;
+		b->fd_index = w->fds.n - 1;
+	}
+	return add_string(w, path, &slot->path);
+}
+
+void writer_set_brk(struct image_writer *w, uint64_t start, uint64_t end)
+{
+	w->brk_start = start;
+	w->brk_end = end;
+	w->has_brk = 1;
+}
+
+static int add_threads(struct image_writer *w)
+{
+	for (int i = 0; i <= threads_count(); i++) {
+		const struct ckpt_thread *t = threads_get(i);
+		struct ckpt_thread_info *ti = table_push(&w->threads);
+
+		if (!ti)
+			return -ENOMEM;
+		ti->vtid = t->vtid;
+		ti->is_main = t->is_main;
+		ti->tls = t->tls;
+		ti->sp = t->is_manager ? t->ctx.sp : t->sp;
+		ti->pc = t->is_manager ? t->ctx.pc : t->pc;
+	}
+	return 0;
+}
+
+static int write_all(int fd, const void *buf, size_t len, off_t off)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = pwrite(fd, p, len, off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO;
+		p += n;
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static uint64_t page_align(uint64_t x)
+{
+	return (x + PAGE - 1) & ~(PAGE - 1);
+}
+
+/* Give every extent and blob its page-aligned place in the file. */
+static uint64_t lay_out(struct image_writer *w, struct ckpt_image_header *h)
+{
+	uint64_t off = CKPT_HEADER_SIZE;
+	struct ckpt_extent *e = (struct ckpt_extent *)w->extents.base;
+	struct blob *b = (struct blob *)w->blobs.base;
+	struct ckpt_fd_info *fi = (struct ckpt_fd_info *)w->fds.base;
+
+	h->meta_offset = off;
+	h->regions_offset = off;
+	off += w->regions.n * sizeof(struct ckpt_region);
+	h->extents_offset = off;
+	off += w->extents.n * sizeof(struct ckpt_extent);
+	h->threads_offset = off;
+	off += w->threads.n * sizeof(struct ckpt_thread_info);
+	h->fds_offset = off;
+	off += w->fds.n * sizeof(struct ckpt_fd_info);
+	h->strings_offset = off;
+	h->strings_size = w->strings.n;
+	off += w->strings.n;
+	h->meta_size = off - h->meta_offset;
+	off = page_align(off);
+	h->data_offset = off;
+	for (size_t i = 0; i < w->extents.n; i++) {
+		e[i].file_offset = off;
+		off += e[i].len;
+	}
+	for (size_t i = 0; i < w->blobs.n; i++) {
+		fi[b[i].fd_index].data_offset = off;
+		fi[b[i].fd_index].data_size = b[i].size;
+		off = page_align(off + b[i].size);
+	}
+	return off;
+}
+
+static int write_extents(struct image_writer *w, int fd, char *err,
+			 size_t errlen)
+{
+	struct ckpt_extent *e = (struct ckpt_extent *)w->extents.base;
+
+	for (size_t i = 0; i < w->extents.n; i++) {
+		int r;
+
+		e[i].hash = ckpt_hash64((void *)(uintptr_t)e[i].addr,
+					e[i].len, 0);
+		r = write_all(fd, (void *)(uintptr_t)e[i].addr, e[i].len,
+			      e[i].file_offset);
+		if (r < 0) {
+			ckpt_fmt(err, errlen,
+				 "writing memory %#lx-%#lx: %s",
+				 (unsigned long)e[i].addr,
+				 (unsigned long)(e[i].addr + e[i].len),
+				 strerror(-r));
+			return r;
+		}
+	}
+	return 0;
+}
+
+static int copy_blob(int out, const struct blob *b, uint64_t off,
+		     char *buf, size_t buflen)
+{
+	uint64_t done = 0;
+
+	while (done < b->size) {
+		size_t want = b->size - done < buflen ? b->size - done : buflen;
+		ssize_t n = pread(b->fd, buf, want, done);
+		int r;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		r = write_all(out, buf, n, off + done);
+		if (r < 0)
+			return r;
+		done += n;
+	}
+	return 0;
+}
+
+static int write_blobs(struct image_writer *w, int fd, char *err,
+		       size_t errlen)
+{
+	struct blob *b = (struct blob *)w->blobs.base;
+	struct ckpt_fd_info *fi = (struct ckpt_fd_info *)w->fds.base;
+	size_t buflen = 1 << 20;
+	char *buf;
+	int r = 0;
+
+	if (w->blobs.n == 0)
+		return 0;
+	buf = mmap(NULL, buflen, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (buf == MAP_FAILED)
+		return -ENOMEM;
+	for (size_t i = 0; i < w->blobs.n && r == 0; i++) {
+		r = copy_blob(fd, &b[i], fi[b[i].fd_index].data_offset, buf,
+			      buflen);
+		if (r < 0)
+			ckpt_fmt(err, errlen,
+				 "saving the content of deleted file on fd %d: %s",
+				 fi[b[i].fd_index].fd, strerror(-r));
+	}
+	munmap(buf, buflen);
+	return r;
+}
+
+/* The metadata block is assembled contiguously so it is hashed exactly as
+ * the reader sees it. */
+static int write_meta(struct image_writer *w, int fd,
+		      struct ckpt_image_header *h)
+{
+	const struct table *parts[] = { &w->regions, &w->extents, &w->threads,
+					&w->fds, &w->strings };
+	size_t len = h->meta_size ? h->meta_size : 1, off = 0;
+	char *blk;
+	int r;
+
+	blk = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (blk == MAP_FAILED)
+		return -ENOMEM;
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+		memcpy(blk + off, parts[i]->base, parts[i]->n * parts[i]->elem);
+		off += parts[i]->n * parts[i]->elem;
+	}
+	h->meta_hash = ckpt_hash64(blk, h->meta_size, 0);
+	r = write_all(fd, blk, h->meta_size, h->meta_offset);
+	munmap(blk, len);
+	return r;
+}
+
+static void fill_header(struct ckpt_image_header *h, struct image_writer *w,
+			uint64_t generation)
+{
+	struct timespec now;
+
+	memcpy(h->magic, CKPT_IMAGE_MAGIC, 8);
+	h->version = CKPT_IMAGE_VERSION;
+	h->header_size = sizeof(*h);
+	h->arch = arch_image_arch();
+	h->page_size = PAGE;
+	h->cpu_features = arch_cpu_features();
+	h->nregions = w->regions.n;
+	h->nextents = w->extents.n;
+	h->nthreads = w->threads.n;
+	h->nfds = w->fds.n;
+	h->restore_entry = (uintptr_t)ckpt_restore_entry;
+	h->restore_stack_top = ((uintptr_t)ckpt_restore_stack +
+				ckpt_restore_stack_size) & ~15UL;
+	h->restore_tls = threads_main_tls();
+	if (w->has_brk) {
+		h->flags |= CKPT_IMG_F_HAS_BRK;
+		h->brk_start = w->brk_start;
+		h->brk_end = w->brk_end;
+	}
+	h->vpid = ckpt.vpid;
+	h->vppid = ckpt.vppid;
+	h->generation = generation;
+	clock_gettime(CLOCK_REALTIME, &now);
+	h->ckpt_time_ns = now.tv_sec * 1000000000ULL + now.tv_nsec;
+	ckpt_fmt(h->program, sizeof(h->program), "%s", ckpt.program);
+	ckpt_fmt(h->unique_id, sizeof(h->unique_id), "%s", ckpt.unique_id);
+}
+
+static int write_header(int fd, struct ckpt_image_header *h)
+{
+	char page[CKPT_HEADER_SIZE];
+
+	h->header_hash = 0;
+	h->header_hash = ckpt_hash64(h, sizeof(*h), 0);
+	memset(page, 0, sizeof(page));
+	memcpy(page, h, sizeof(*h));
+	return write_all(fd, page, sizeof(page), 0);
+}
+
+static void writer_free(struct image_writer *w)
+{
+	table_free(&w->regions);
+	table_free(&w->extents);
+	table_free(&w->threads);
+	table_free(&w->fds);
+	table_free(&w->strings);
+	table_free(&w->blobs);
+}
+
+static int build_tables(struct image_writer *w, char *err, size_t errlen)
+{
+	int r;
+
+	for (size_t i = 0; i < ckpt_nresources; i++) {
+		if (!ckpt_resources[i]->write)
+			continue;
+		r = ckpt_resources[i]->write(w);
+		if (r < 0) {
+			ckpt_fmt(err, errlen, "recording %s: %s",
+				 ckpt_resources[i]->name, strerror(-r));
+			return r;
+		}
+	}
+	r = add_threads(w);
+	if (r < 0) {
+		ckpt_fmt(err, errlen, "recording threads: %s", strerror(-r));
+		return r;
+	}
+	/* Memory last: the tables above live in memory it scans. */
+	return memory_scan(w, err, errlen);
+}
+
+/* Write the whole image into tmp_path (a new file beside final_path).
+ * Called with every other thread stopped. */
+static int write_image_file(struct image_writer *w, uint64_t generation,
+			    const char *tmp_path, char *err, size_t errlen)
+{
+	struct ckpt_image_header h;
+	int fd, r;
+
+	memset(&h, 0, sizeof(h));
+	fd = open(tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		r = -errno;
+		ckpt_fmt(err, errlen, "cannot create %s: %s", tmp_path,
+			 strerror(errno));
+		return r;
+	}
+	fchmod(fd, 0600);
+	fill_header(&h, w, generation);
+	h.image_size = lay_out(w, &h);
+	r = write_extents(w, fd, err, errlen);
+	if (r == 0)
+		r = write_blobs(w, fd, err, errlen);
+	if (r == 0 && (r = write_meta(w, fd, &h)) < 0)
+		ckpt_fmt(err, errlen, "writing metadata to %s: %s", tmp_path,
+			 strerror(-r));
+	if (r == 0 && (r = write_header(fd, &h)) < 0)
+		ckpt_fmt(err, errlen, "writing header to %s: %s", tmp_path,
+			 strerror(-r));
+	if (close(fd) < 0 && r == 0) {
+		r = -errno;
+		ckpt_fmt(err, errlen, "closing %s: %s", tmp_path,
+			 strerror(errno));
+	}
+	if (r < 0)
+		unlink(tmp_path);
+	return r;
+}
+
+static void image_paths(const char *dir, char *final_path, size_t pathlen,
+			char *tmp_path, size_t tmplen)
+{
+	ckpt_fmt(final_path, pathlen, "%s/ckpt_%s_%s.img", dir, ckpt.program,
+		 ckpt.unique_id);
+	ckpt_fmt(tmp_path, tmplen, "%s/.ckpt_%s_%s.img.tmp", dir,
+		 ckpt.program, ckpt.unique_id);
+}
+
+int image_write(uint64_t generation, const char *dir, char *final_path,
+		size_t pathlen, char *tmp_path, size_t tmplen, char *err,
+		size_t errlen)
+{
+	struct image_writer w;
+	int r;
+
+	memset(&w, 0, sizeof(w));
+	w.regions.elem = sizeof(struct ckpt_region);
+	w.extents.elem = sizeof(struct ckpt_extent);
+	w.threads.elem = sizeof(struct ckpt_thread_info);
+	w.fds.elem = sizeof(struct ckpt_fd_info);
+	w.strings.elem = 1;
+	w.blobs.elem = sizeof(struct blob);
+	/* Reserve (virtual, untouched) room up front: growing a table by
+	 * mremap during the memory scan could punch a hole into a region
+	 * that is already listed. */
+	if (table_reserve(&w.regions, 1 << 16) < 0 ||
+	    table_reserve(&w.extents, 1 << 21) < 0 ||
+	    table_reserve(&w.strings, 1 << 24) < 0) {
+		writer_free(&w);
+		ckpt_fmt(err, errlen, "reserving image tables: %s",
+			 strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	image_paths(dir, final_path, pathlen, tmp_path, tmplen);
+	r = build_tables(&w, err, errlen);
+	if (r == 0)
+		r = write_image_file(&w, generation, tmp_path, err, errlen);
+	memory_reprotect();
+	writer_free(&w);
+	return r;
+}
+
+static int fsync_dir_of(const char *path)
+{
+	char dir[4096];
+	char *slash;
+	int fd, r = 0;
+
+	ckpt_fmt(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash == dir)
+		slash[1] = 0;
+	else if (slash)
+		*slash = 0;
+	else
+		strcpy(dir, ".");
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd) < 0 && errno != EINVAL)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+/* After the application resumed: make the new image durable, then let it
+ * replace the previous one. */
+int image_make_durable(const char *tmp_path, const char *final_path,
+		       char *err, size_t errlen)
+{
+	int fd = open(tmp_path, O_RDONLY | O_CLOEXEC), r = 0;
+
+	if (fd < 0 || fsync(fd) < 0) {
+		r = -errno;
+		ckpt_fmt(err, errlen, "fsync %s: %s", tmp_path, strerror(errno));
+	}
+	if (fd >= 0)
+		close(fd);
+	if (r == 0 && rename(tmp_path, final_path) < 0) {
+		r = -errno;
+		ckpt_fmt(err, errlen, "rename %s to %s: %s", tmp_path,
+			 final_path, strerror(errno));
+	}
+	if (r < 0) {
+		unlink(tmp_path);
+		return r;
+	}
+	r = fsync_dir_of(final_path);
+	if (r < 0)
+		ckpt_fmt(err, errlen, "fsync of the directory of %s: %s",
+			 final_path, strerror(-r));
+	return r;
+}

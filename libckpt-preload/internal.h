@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * libckpt internals shared by the files of libckpt-preload/, wrappers/ and
+ * vpid/. Rule for everything reachable while application threads are
+ * suspended or while a restart is in progress: no malloc, no stdio, no
+ * locks (a suspended thread may hold any of them). Raw syscalls,
+ * stack buffers and the mmap'd tables below only.
+ */
+#ifndef CKPT_INTERNAL_H
+#define CKPT_INTERNAL_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "arch.h"
+#include "ckpt/image.h"
+#include "ckpt/restart_args.h"
+#include <unistd.h>
+
+/* libckpt exports a syscall() wrapper (virtual ids); its own code must
+ * reach the kernel directly. */
+long ckpt_syscall(long nr, ...);
+long ckpt_syscall_error(long err);
+#define syscall ckpt_syscall
+
+#define CKPT_SIGNAL_DEFAULT	62	/* reserved; CKPT_SIGNAL=N moves it */
+#define CKPT_MAX_THREADS	4096
+#define CKPT_MAX_FDS		4096
+#define CKPT_SUSPEND_TIMEOUT_MS	10000
+#define CKPT_SUSPENDED_IDLE_MS	120000	/* resume if the coordinator
+					   vanishes while we are stopped */
+
+struct ckpt_state {
+	int coord_fd;			/* -1 when not connected */
+	int signal;			/* the reserved checkpoint signal */
+	pid_t vpid, vppid;
+	uint64_t generation;		/* last generation written */
+	uint32_t restarts;		/* times this process was restarted */
+	char coord_addr[512];
+	char ckpt_dir[4096];
+	char program[64];
+	char unique_id[64];
+	char hostname[64];
+	char image_path[4096];		/* last durable image */
+};
+extern struct ckpt_state ckpt;
+
+/* Per-thread record captured in the suspend handler. */
+struct ckpt_thread {
+	pid_t vtid;
+	pid_t real_tid;			/* rewritten at restart */
+	int is_main;
+	int is_manager;
+	uint64_t tls;
+	pid_t *clear_tid;		/* set_tid_address / &pd->tid */
+	void *robust_head;
+	size_t robust_len;
+	void *rseq;
+	uint32_t rseq_len;
+	int rseq_registered;
+	uintptr_t pc, sp;		/* where the thread was interrupted */
+	struct ckpt_context ctx;
+};
+
+/* One kind of process resource: the checkpoint sequence calls save while
+ * the threads are stopped, write to add records to the image, and restore
+ * in the restarted process before the threads resume. */
+struct image_writer;
+struct ckpt_resource_ops {
+	const char *name;
+	int (*save)(void);
+	int (*write)(struct image_writer *w);
+	int (*restore)(const struct ckpt_restart_args *args);
+};
+extern const struct ckpt_resource_ops process_resource_ops;
+extern const struct ckpt_resource_ops signal_resource_ops;
+extern const struct ckpt_resource_ops file_resource_ops;
+extern const struct ckpt_resource_ops *const ckpt_resources[];
+extern const size_t ckpt_nresources;
+
+/* log.c */
+void ckpt_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void ckpt_fmt(char *buf, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+pid_t ckpt_real_getpid(void);
+pid_t ckpt_real_gettid(void);
+int ckpt_is_own_fd(int fd);
+void ckpt_mark_own_fd(int fd, int own);
+int ckpt_move_fd_high(int fd);
+void ckpt_forget_own_fds(void);
+
+/* threads.c */
+int threads_install_handler(void);
+int threads_suspend_all(char *err, size_t errlen);
+void threads_resume_all(void);
+int threads_count(void);
+const struct ckpt_thread *threads_get(int i);
+void threads_capture_self(struct ckpt_thread *t);
+struct ckpt_thread *threads_manager_slot(void);
+int threads_restore_all(char *err, size_t errlen);
+void threads_release_restored(void) __attribute__((noreturn));
+void threads_manager_restored(void);
+uint64_t threads_main_tls(void);
+extern __thread unsigned ckpt_interrupts;
+
+/* memory.c */
+struct image_writer;
+int memory_scan(struct image_writer *w, char *err, size_t errlen);
+void memory_reprotect(void);
+
+/* image_writer.c */
+int image_write(uint64_t generation, const char *dir, char *final_path,
+		size_t pathlen, char *tmp_path, size_t tmplen, char *err,
+		size_t errlen);
+int image_make_durable(const char *tmp_path, const char *final_path,
+		       char *err, size_t errlen);
+int writer_add_region(struct image_writer *w, const struct ckpt_region *r,
+		      const char *name);
+int writer_add_extent(struct image_writer *w, uint64_t addr, uint64_t len);
+int writer_add_fd(struct image_writer *w, const struct ckpt_fd_info *fi,
+		  const char *path, int content_fd, uint64_t content_size);
+void writer_set_brk(struct image_writer *w, uint64_t start, uint64_t end);
+
+/* checkpoint.c */
+int checkpoint_suspend(uint64_t generation, char *err, size_t errlen);
+int checkpoint_write(uint64_t generation, const char *dir, char *path,
+		     size_t pathlen, char *tmp, size_t tmplen, char *err,
+		     size_t errlen);
+#define CKPT_RESTARTED 1
+int checkpoint_restore_resources(const struct ckpt_restart_args *args);
+
+/* manager.c */
+int manager_start(void);
+void manager_after_restart(void);
+
+/* restore.c */
+void ckpt_restore_entry(struct ckpt_restart_args *args)
+	__attribute__((noreturn));
+extern char ckpt_restore_stack[];
+extern const size_t ckpt_restore_stack_size;
+
+/* vpid/vpid.c */
+void vpid_init(pid_t vpid, pid_t real);
+pid_t vpid_self(void);
+pid_t vpid_virt_from_real(pid_t real);
+pid_t vpid_real_from_virt(pid_t virt);
+void vpid_map(pid_t virt, pid_t real);
+void vpid_reset_after_fork(void);
+
+#endif /* CKPT_INTERNAL_H */

@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Messages, raw ids and the bookkeeping of libckpt's own descriptors. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "internal.h"
+
+#define OWN_FD_BITS 4096
+#define OWN_FD_BASE 800		/* libckpt's descriptors live up here */
+
+static unsigned long own_fds[OWN_FD_BITS / (8 * sizeof(unsigned long))];
+
+/* vsnprintf on a stack buffer takes no lock and does not allocate for
+ * the plain conversions used here. */
+void ckpt_fmt(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+}
+
+void ckpt_log(const char *fmt, ...)
+{
+	char buf[1024];
+	int n, saved = errno;
+	va_list ap;
+
+	n = snprintf(buf, sizeof(buf), "ckpt[%d]: ", (int)ckpt.vpid);
+	va_start(ap, fmt);
+	vsnprintf(buf + n, sizeof(buf) - n - 1, fmt, ap);
+	va_end(ap);
+	n = strlen(buf);
+	buf[n++] = '\n';
+	if (write(STDERR_FILENO, buf, n) < 0) {
+		/* nowhere left to report to */
+	}
+	errno = saved;
+}
+
+pid_t ckpt_real_getpid(void)
+{
+	return syscall(SYS_getpid);
+}
+
+pid_t ckpt_real_gettid(void)
+{
+	return syscall(SYS_gettid);
+}
+
+int ckpt_is_own_fd(int fd)
+{
+	if (fd < 0 || fd >= OWN_FD_BITS)
+		return 0;
+	return !!(own_fds[fd / (8 * sizeof(long))] &
+		  (1UL << (fd % (8 * sizeof(long)))));
+}
+
+void ckpt_mark_own_fd(int fd, int own)
+{
+	unsigned long bit;
+
+	if (fd < 0 || fd >= OWN_FD_BITS)
+		return;
+	bit = 1UL << (fd % (8 * sizeof(long)));
+	if (own)
+		own_fds[fd / (8 * sizeof(long))] |= bit;
+	else
+		own_fds[fd / (8 * sizeof(long))] &= ~bit;
+}
+
+/* Move one of libckpt's descriptors above the range programs use, mark
+ * it close-on-exec and as ours (skipped by the checkpoint). */
+int ckpt_move_fd_high(int fd)
+{
+	int nfd = fcntl(fd, F_DUPFD_CLOEXEC, OWN_FD_BASE);
+
+	if (nfd < 0)
+		nfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (nfd < 0)
+		return fd;
+	close(fd);
+	ckpt_mark_own_fd(nfd, 1);
+	return nfd;
+}
+
+/* After a restart none of libckpt's old descriptors exist any more. */
+void ckpt_forget_own_fds(void)
+{
+	memset(own_fds, 0, sizeof(own_fds));
+}
+
+long ckpt_syscall_error(long err)
+{
+	errno = (int)err;
+	return -1;
+}

@@ -1,0 +1,331 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Start-up of libckpt in a launched process, and the manager thread that
+ * talks to the coordinator and runs the checkpoint sequence
+ * (checkpoint.c) on its orders.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+#include "ckpt/coord_client.h"
+#include "internal.h"
+
+struct ckpt_state ckpt = { .coord_fd = -1, .signal = CKPT_SIGNAL_DEFAULT };
+
+#define HELLO_TIMEOUT_MS 5000
+#define CONNECT_TIMEOUT_MS 5000
+
+union manager_msg {
+	struct ckpt_msg_welcome welcome;
+	struct ckpt_msg_do_checkpoint do_ckpt;
+	char raw[8192];
+};
+
+static void sanitize_name(char *dst, size_t len, const char *src)
+{
+	size_t i;
+
+	for (i = 0; src[i] && i + 1 < len; i++) {
+		char c = src[i];
+		int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			 (c >= '0' && c <= '9') || c == '.' || c == '-';
+
+		dst[i] = ok ? c : '_';
+	}
+	dst[i] = 0;
+	if (!i)
+		ckpt_fmt(dst, len, "program");
+}
+
+static uint32_t host_hash(const char *host)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *host; host++)
+		h = (h ^ (unsigned char)*host) * 16777619u;
+	return h;
+}
+
+/* A name stable for the life of the process (and across restarts). */
+static void make_identity(void)
+{
+	struct utsname u;
+	struct timespec now;
+
+	if (uname(&u) == 0)
+		ckpt_fmt(ckpt.hostname, sizeof(ckpt.hostname), "%s",
+			 u.nodename);
+	clock_gettime(CLOCK_REALTIME, &now);
+	sanitize_name(ckpt.program, sizeof(ckpt.program),
+		      program_invocation_short_name);
+	ckpt_fmt(ckpt.unique_id, sizeof(ckpt.unique_id), "%08x-%d-%lx",
+		 host_hash(ckpt.hostname), (int)ckpt.vpid,
+		 (unsigned long)now.tv_sec);
+}
+
+static void read_settings(void)
+{
+	const char *sig = getenv("CKPT_SIGNAL"), *dir = getenv("CKPT_DIR");
+	const char *coord = getenv("CKPT_COORD");
+
+	if (sig && atoi(sig) >= 32 && atoi(sig) <= 64 && atoi(sig) != 32 &&
+	    atoi(sig) != 33)
+		ckpt.signal = atoi(sig);
+	if (dir && dir[0])
+		ckpt_fmt(ckpt.ckpt_dir, sizeof(ckpt.ckpt_dir), "%s", dir);
+	else if (!getcwd(ckpt.ckpt_dir, sizeof(ckpt.ckpt_dir)))
+		strcpy(ckpt.ckpt_dir, ".");
+	if (ckpt_coord_resolve_addr(coord, ckpt.coord_addr,
+				    sizeof(ckpt.coord_addr)) < 0)
+		ckpt.coord_addr[0] = 0;
+}
+
+static int send_result(uint16_t type, uint64_t gen, int error,
+		       const char *path, const char *message)
+{
+	struct ckpt_msg_result res;
+
+	memset(&res, 0, sizeof(res));
+	res.generation = gen;
+	res.error = error;
+	if (path)
+		ckpt_fmt(res.path, sizeof(res.path), "%s", path);
+	if (message)
+		ckpt_fmt(res.message, sizeof(res.message), "%s", message);
+	return ckpt_msg_send(ckpt.coord_fd, type, &res, sizeof(res));
+}
+
+/* Connect and introduce this process; the coordinator answers WELCOME. */
+static int join_coordinator(uint32_t flags)
+{
+	struct ckpt_msg_hello hello;
+	union manager_msg msg;
+	uint32_t len;
+	int fd, r;
+
+	if (!ckpt.coord_addr[0])
+		return -EINVAL;
+	fd = ckpt_coord_connect(ckpt.coord_addr, CONNECT_TIMEOUT_MS);
+	if (fd < 0)
+		return fd;
+	fd = ckpt_move_fd_high(fd);
+	memset(&hello, 0, sizeof(hello));
+	hello.real_pid = ckpt_real_getpid();
+	hello.vpid = ckpt.vpid;
+	hello.vppid = ckpt.vppid;
+	hello.flags = flags;
+	hello.generation = ckpt.generation;
+	ckpt_fmt(hello.program, sizeof(hello.program), "%s", ckpt.program);
+	ckpt_fmt(hello.unique_id, sizeof(hello.unique_id), "%s",
+		 ckpt.unique_id);
+	ckpt_fmt(hello.hostname, sizeof(hello.hostname), "%s", ckpt.hostname);
+	if (ckpt.coord_addr[0] != '/')
+		ckpt_secret_load(hello.secret, sizeof(hello.secret));
+	r = ckpt_msg_send(fd, CKPT_MSG_HELLO, &hello, sizeof(hello));
+	if (r >= 0)
+		r = ckpt_msg_recv(fd, &msg, sizeof(msg), &len,
+				  HELLO_TIMEOUT_MS);
+	if (r >= 0 && r != CKPT_MSG_WELCOME)
+		r = -EPROTO;
+	if (r < 0) {
+		ckpt_mark_own_fd(fd, 0);
+		close(fd);
+		return r;
+	}
+	ckpt.coord_fd = fd;
+	return 0;
+}
+
+static void leave_coordinator(void)
+{
+	if (ckpt.coord_fd >= 0) {
+		ckpt_mark_own_fd(ckpt.coord_fd, 0);
+		close(ckpt.coord_fd);
+	}
+	ckpt.coord_fd = -1;
+}
+
+static void handle_write(const struct ckpt_msg_do_checkpoint *m)
+{
+	char err[512] = "", path[4096], tmp[4096];
+	const char *dir = m->ckpt_dir[0] ? m->ckpt_dir : ckpt.ckpt_dir;
+	int r;
+
+	r = checkpoint_write(m->generation, dir, path, sizeof(path), tmp,
+			     sizeof(tmp), err, sizeof(err));
+	if (r == CKPT_RESTARTED) {
+		manager_after_restart();
+		return;
+	}
+	if (r < 0) {
+		send_result(CKPT_MSG_FAILED, m->generation, -r, NULL, err);
+		return;
+	}
+	send_result(CKPT_MSG_WRITTEN, m->generation, 0, tmp, NULL);
+	r = image_make_durable(tmp, path, err, sizeof(err));
+	if (r < 0) {
+		send_result(CKPT_MSG_FAILED, m->generation, -r, NULL, err);
+		return;
+	}
+	ckpt.generation = m->generation;
+	ckpt_fmt(ckpt.image_path, sizeof(ckpt.image_path), "%s", path);
+	send_result(CKPT_MSG_DURABLE, m->generation, 0, path, NULL);
+}
+
+/* While the threads are stopped, wait (bounded) for DO_WRITE or ABORT. */
+static void handle_suspend(const struct ckpt_msg_do_checkpoint *m)
+{
+	char err[512] = "";
+	union manager_msg msg;
+	uint32_t len;
+	int r;
+
+	r = checkpoint_suspend(m->generation, err, sizeof(err));
+	if (r < 0) {
+		send_result(CKPT_MSG_FAILED, m->generation, -r, NULL, err);
+		return;
+	}
+	send_result(CKPT_MSG_SUSPENDED, m->generation, 0, NULL, NULL);
+	r = ckpt_msg_recv(ckpt.coord_fd, &msg, sizeof(msg), &len,
+			  CKPT_SUSPENDED_IDLE_MS);
+	if (r == CKPT_MSG_DO_WRITE) {
+		handle_write(&msg.do_ckpt);
+		return;
+	}
+	threads_resume_all();
+	if (r == CKPT_MSG_DO_KILL)
+		kill(ckpt_real_getpid(), SIGKILL);
+	if (r < 0 && r != -ETIMEDOUT)
+		leave_coordinator();
+	else if (r < 0)
+		ckpt_log("no word from the coordinator for %d s while stopped;"
+			 " resuming", CKPT_SUSPENDED_IDLE_MS / 1000);
+}
+
+static void *manager_main(void *arg)
+{
+	union manager_msg msg;
+	uint32_t len;
+	int r;
+
+	(void)arg;
+	while (ckpt.coord_fd >= 0) {
+		r = ckpt_msg_recv(ckpt.coord_fd, &msg, sizeof(msg), &len, -1);
+		switch (r) {
+		case CKPT_MSG_DO_SUSPEND:
+			handle_suspend(&msg.do_ckpt);
+			break;
+		case CKPT_MSG_DO_KILL:
+			kill(ckpt_real_getpid(), SIGKILL);
+			break;
+		case CKPT_MSG_DO_ABORT:
+		case CKPT_MSG_DO_WRITE:
+			break; /* stale: no round of ours is open */
+		default:
+			if (r < 0) {
+				ckpt_log("lost the coordinator at %s (%s); "
+					 "checkpoints of this process are off",
+					 ckpt.coord_addr, strerror(-r));
+				leave_coordinator();
+			}
+		}
+	}
+	return NULL;
+}
+
+int manager_start(void)
+{
+	pthread_attr_t attr;
+	pthread_t tid;
+	sigset_t all, old;
+	int r;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 256 * 1024);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	/* The manager must never take the program's signals. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	r = pthread_create(&tid, &attr, manager_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	return -r;
+}
+
+/* The manager thread of a restarted process: wait until the process is
+ * whole again, then rejoin the coordinator the restart named. */
+void manager_after_restart(void)
+{
+	int r;
+
+	threads_manager_restored();
+	ckpt.coord_fd = -1;
+	ckpt.restarts++;
+	r = join_coordinator(CKPT_HELLO_F_RESTARTED);
+	if (r < 0)
+		ckpt_log("restarted, but cannot reach the coordinator at %s: "
+			 "%s; checkpoints of this process are off",
+			 ckpt.coord_addr, strerror(-r));
+}
+
+static void start_in_this_process(uint32_t flags)
+{
+	int r = join_coordinator(flags);
+
+	if (r < 0) {
+		ckpt_log("cannot reach the coordinator at %s: %s; running "
+			 "without checkpoints", ckpt.coord_addr[0] ?
+			 ckpt.coord_addr : "(none)", strerror(-r));
+		return;
+	}
+	r = manager_start();
+	if (r < 0) {
+		ckpt_log("cannot start the checkpoint thread: %s",
+			 strerror(-r));
+		leave_coordinator();
+	}
+}
+
+/* A forked child is a new process of the computation: its own identity,
+ * its own connection, its own manager thread. */
+static void after_fork_in_child(void)
+{
+	if (ckpt.coord_fd >= 0) {
+		ckpt_mark_own_fd(ckpt.coord_fd, 0);
+		close(ckpt.coord_fd);
+		ckpt.coord_fd = -1;
+	}
+	ckpt.vppid = ckpt.vpid;
+	vpid_reset_after_fork();
+	ckpt.vpid = vpid_self();
+	ckpt.generation = 0;
+	make_identity();
+	start_in_this_process(0);
+}
+
+__attribute__((constructor)) static void ckpt_init(void)
+{
+	pid_t pid = ckpt_real_getpid();
+
+	vpid_init(pid, pid);
+	ckpt.vpid = pid;
+	ckpt.vppid = getppid();
+	read_settings();
+	make_identity();
+	if (threads_install_handler() < 0) {
+		ckpt_log("cannot install the handler of signal %d: %s; "
+			 "running without checkpoints", ckpt.signal,
+			 strerror(errno));
+		return;
+	}
+	pthread_atfork(NULL, NULL, after_fork_in_child);
+	start_in_this_process(0);
+}

@@ -1,0 +1,363 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Memory: every mapping listed in /proc/self/maps becomes a region of the
+ * image. Which pages carry data comes from /proc/self/pagemap (populated
+ * anonymous pages; for private file mappings only the pages copied on
+ * write) and, for shared memory, mincore(). Files mapped unchanged are
+ * saved by reference. The kernel's special mappings ([vdso], [vvar],
+ * [vvar_vclock]) are recorded by address only, [vsyscall] not at all.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "internal.h"
+
+#define PAGE 4096UL
+#define PM_PRESENT (1ULL << 63)
+#define PM_SWAPPED (1ULL << 62)
+#define PM_FILE (1ULL << 61)
+#define PAGEMAP_BATCH 8192
+#define STACK_RESERVE_MAX (64UL << 20)
+
+struct map_line {
+	uint64_t start, end, offset, ino;
+	uint32_t prot;
+	int shared;
+	const char *name;	/* "" when anonymous */
+};
+
+/* Regions made readable for the write; protected again afterwards. */
+#define MAX_UNPROTECTED 256
+static struct map_line unprotected[MAX_UNPROTECTED];
+static int nunprotected;
+
+struct scan {
+	struct image_writer *w;
+	int pagemap_fd;
+	uint64_t prev_end;
+	uint64_t pm[PAGEMAP_BATCH];
+	unsigned char mc[PAGEMAP_BATCH];
+};
+
+/* Read all of /proc/self/maps into a buffer that stays mapped for the
+ * life of the process: unmapping it before the data is written would
+ * leave a hole in a region already listed. If the buffer had to grow,
+ * the listing may describe its old place, so read again. */
+static char *maps_buf;
+static size_t maps_cap;
+
+static int grow_maps_buf(void)
+{
+	size_t cap = maps_cap ? maps_cap * 2 : (1 << 20);
+	char *nb = maps_buf ? mremap(maps_buf, maps_cap, cap, MREMAP_MAYMOVE) :
+			      mmap(NULL, cap, PROT_READ | PROT_WRITE,
+				   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+				   -1, 0);
+
+	if (nb == MAP_FAILED)
+		return -ENOMEM;
+	maps_buf = nb;
+	maps_cap = cap;
+	return 0;
+}
+
+static int read_maps_once(int *grew)
+{
+	size_t len = 0;
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC), r = 0;
+
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		ssize_t n;
+
+		if (len + 4096 > maps_cap) {
+			r = grow_maps_buf();
+			if (r < 0)
+				break;
+			*grew = 1;
+		}
+		n = read(fd, maps_buf + len, maps_cap - len - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			r = -errno;
+			break;
+		}
+		if (n == 0)
+			break;
+		len += n;
+	}
+	close(fd);
+	maps_buf[len] = 0;
+	return r;
+}
+
+static int read_maps(void)
+{
+	int r, grew;
+
+	if (!maps_buf && grow_maps_buf() < 0)
+		return -ENOMEM;
+	do {
+		grew = 0;
+		r = read_maps_once(&grew);
+	} while (r == 0 && grew);
+	return r;
+}
+
+static int parse_map_line(char *line, struct map_line *m)
+{
+	char perms[8], *p = line;
+	unsigned dev_major, dev_minor;
+	int consumed = 0;
+	unsigned long long start, end, off, ino;
+
+	if (sscanf(p, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms,
+		   &off, &dev_major, &dev_minor, &ino, &consumed) < 7)
+		return -EINVAL;
+	m->start = start;
+	m->end = end;
+	m->offset = off;
+	m->ino = ino;
+	m->prot = (perms[0] == 'r' ? PROT_READ : 0) |
+		  (perms[1] == 'w' ? PROT_WRITE : 0) |
+		  (perms[2] == 'x' ? PROT_EXEC : 0);
+	m->shared = perms[3] == 's';
+	m->name = p + consumed;
+	return 0;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t a = strlen(s), b = strlen(suffix);
+
+	return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+/* Classify a mapping; 0 means "leave it out of the image". */
+static int region_kind(const struct map_line *m, struct stat *st)
+{
+	const char *n = m->name;
+
+	if (!strcmp(n, "[vdso]"))
+		return CKPT_REGION_VDSO;
+	if (!strcmp(n, "[vvar]"))
+		return CKPT_REGION_VVAR;
+	if (!strcmp(n, "[vvar_vclock]"))
+		return CKPT_REGION_VVAR_VCLOCK;
+	if (!strcmp(n, "[heap]"))
+		return CKPT_REGION_HEAP;
+	if (!strcmp(n, "[stack]"))
+		return CKPT_REGION_STACK;
+	if (n[0] == '[') {
+		if (!strncmp(n, "[anon:", 6) || !strncmp(n, "[stack:", 7))
+			return m->shared ? CKPT_REGION_ANON_SHARED :
+					   CKPT_REGION_ANON;
+		return 0; /* [vsyscall], [uprobes], ... */
+	}
+	if (!n[0])
+		return m->shared ? CKPT_REGION_ANON_SHARED : CKPT_REGION_ANON;
+	if (ends_with(n, " (deleted)") || !strncmp(n, "/memfd:", 7) ||
+	    !strncmp(n, "/SYSV", 5) || !strncmp(n, "/dev/zero", 9) ||
+	    stat(n, st) < 0 || st->st_ino != m->ino || !S_ISREG(st->st_mode))
+		return m->shared ? CKPT_REGION_ANON_SHARED :
+				   CKPT_REGION_DELETED_PRIVATE;
+	return m->shared ? CKPT_REGION_FILE_SHARED : CKPT_REGION_FILE_PRIVATE;
+}
+
+static int page_has_data(int kind, uint64_t pm, unsigned char mc)
+{
+	switch (kind) {
+	case CKPT_REGION_FILE_PRIVATE:
+		/* only pages copied on write; the rest is in the file */
+		return (pm & PM_SWAPPED) ||
+		       ((pm & PM_PRESENT) && !(pm & PM_FILE));
+	case CKPT_REGION_ANON_SHARED:
+	case CKPT_REGION_DELETED_PRIVATE:
+		return (pm & (PM_PRESENT | PM_SWAPPED)) || (mc & 1);
+	default:
+		return !!(pm & (PM_PRESENT | PM_SWAPPED));
+	}
+}
+
+/* Add the runs of pages of [start,end) that carry data. */
+static int add_populated_extents(struct scan *s, int kind, uint64_t start,
+				 uint64_t end, uint64_t *saved)
+{
+	uint64_t run = 0, addr = start;
+	int need_mincore = kind == CKPT_REGION_ANON_SHARED ||
+			   kind == CKPT_REGION_DELETED_PRIVATE;
+	int r;
+
+	while (addr < end) {
+		size_t n = (end - addr) / PAGE, i;
+		ssize_t got;
+
+		if (n > PAGEMAP_BATCH)
+			n = PAGEMAP_BATCH;
+		got = pread(s->pagemap_fd, s->pm, n * 8, (addr / PAGE) * 8);
+		if (got != (ssize_t)(n * 8))
+			return got < 0 ? -errno : -EIO;
+		memset(s->mc, 0, n);
+		if (need_mincore)
+			mincore((void *)(uintptr_t)addr, n * PAGE, s->mc);
+		for (i = 0; i < n; i++) {
+			uint64_t a = addr + i * PAGE;
+
+			if (page_has_data(kind, s->pm[i], s->mc[i])) {
+				if (!run)
+					run = a;
+				continue;
+			}
+			if (run) {
+				r = writer_add_extent(s->w, run, a - run);
+				if (r < 0)
+					return r;
+				*saved += a - run;
+				run = 0;
+			}
+		}
+		addr += n * PAGE;
+	}
+	if (run) {
+		*saved += end - run;
+		return writer_add_extent(s->w, run, end - run);
+	}
+	return 0;
+}
+
+/* The main stack grows on demand, which a plain mapping would not: give
+ * the restored one room down to RLIMIT_STACK (pages stay untouched). */
+static uint64_t stack_reserve_start(const struct map_line *m, uint64_t floor)
+{
+	struct rlimit rl;
+	uint64_t want = STACK_RESERVE_MAX, start;
+
+	if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur < want)
+		want = rl.rlim_cur;
+	if (m->end - m->start >= want)
+		return m->start;
+	start = (m->end - want) & ~(PAGE - 1);
+	/* keep the kernel's guard gap to the mapping below */
+	if (start < floor + (1UL << 20))
+		start = floor + (1UL << 20);
+	return start < m->start ? start : m->start;
+}
+
+static int save_region(struct scan *s, const struct map_line *m,
+		       char *err, size_t errlen)
+{
+	struct ckpt_region r;
+	struct stat st;
+	uint64_t saved = 0;
+	int kind, rc;
+
+	memset(&st, 0, sizeof(st));
+	kind = region_kind(m, &st);
+	if (!kind)
+		return 0;
+	memset(&r, 0, sizeof(r));
+	r.start = m->start;
+	r.end = m->end;
+	r.prot = m->prot;
+	r.kind = kind;
+	if (kind == CKPT_REGION_FILE_PRIVATE || kind == CKPT_REGION_FILE_SHARED) {
+		r.file_offset = m->offset;
+		r.file_size = st.st_size;
+		r.file_mtime_ns = st.st_mtim.tv_sec * 1000000000ULL +
+				  st.st_mtim.tv_nsec;
+		r.file_ino = st.st_ino;
+	}
+	if (kind == CKPT_REGION_STACK) {
+		r.start = stack_reserve_start(m, s->prev_end);
+		r.flags |= CKPT_REGION_F_GROWSDOWN | CKPT_REGION_F_NORESERVE;
+	}
+	rc = writer_add_region(s->w, &r, m->name);
+	if (rc < 0)
+		goto fail;
+	if (kind == CKPT_REGION_FILE_SHARED || kind == CKPT_REGION_VDSO ||
+	    kind == CKPT_REGION_VVAR || kind == CKPT_REGION_VVAR_VCLOCK)
+		return 0;
+	rc = add_populated_extents(s, kind, m->start, m->end, &saved);
+	if (rc < 0)
+		goto fail;
+	/* Unreadable pages can still hold data (guard pages do not): make
+	 * them readable until the data is written. */
+	if (saved && !(m->prot & PROT_READ)) {
+		if (nunprotected == MAX_UNPROTECTED ||
+		    mprotect((void *)(uintptr_t)m->start, m->end - m->start,
+			     m->prot | PROT_READ) < 0) {
+			rc = -EACCES;
+			goto fail;
+		}
+		unprotected[nunprotected++] = *m;
+	}
+	return 0;
+fail:
+	ckpt_fmt(err, errlen, "recording memory %#lx-%#lx %s: %s",
+		 (unsigned long)m->start, (unsigned long)m->end, m->name,
+		 strerror(-rc));
+	return rc;
+}
+
+void memory_reprotect(void)
+{
+	for (int i = 0; i < nunprotected; i++)
+		mprotect((void *)(uintptr_t)unprotected[i].start,
+			 unprotected[i].end - unprotected[i].start,
+			 unprotected[i].prot);
+	nunprotected = 0;
+}
+
+static struct scan scan_state;
+
+int memory_scan(struct image_writer *w, char *err, size_t errlen)
+{
+	struct scan *s = &scan_state;
+	char *line, *next;
+	struct map_line m;
+	int r;
+
+	nunprotected = 0;
+	r = read_maps();
+	if (r < 0) {
+		ckpt_fmt(err, errlen, "reading /proc/self/maps: %s",
+			 strerror(-r));
+		return r;
+	}
+	s->w = w;
+	s->prev_end = 0;
+	s->pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	if (s->pagemap_fd < 0) {
+		r = -errno;
+		ckpt_fmt(err, errlen, "open /proc/self/pagemap: %s",
+			 strerror(errno));
+		return r;
+	}
+	for (line = maps_buf; *line && r == 0; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = 0;
+		else
+			next = line + strlen(line);
+		if (parse_map_line(line, &m) < 0)
+			continue;
+		r = save_region(s, &m, err, errlen);
+		if (!strcmp(m.name, "[heap]"))
+			writer_set_brk(w, m.start, syscall(SYS_brk, 0));
+		s->prev_end = m.end;
+	}
+	close(s->pagemap_fd);
+	if (r < 0)
+		memory_reprotect();
+	return r;
+}

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Process attributes: working directory, umask and resource limits. */
+#include <errno.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "internal.h"
+
+static char saved_cwd[4096];
+static mode_t saved_umask;
+static struct rlimit saved_limits[RLIM_NLIMITS];
+static int saved_limit_ok[RLIM_NLIMITS];
+
+static int process_save(void)
+{
+	if (syscall(SYS_getcwd, saved_cwd, sizeof(saved_cwd)) < 0)
+		saved_cwd[0] = 0;
+	saved_umask = umask(0);
+	umask(saved_umask);
+	for (int i = 0; i < RLIM_NLIMITS; i++)
+		saved_limit_ok[i] = getrlimit(i, &saved_limits[i]) == 0;
+	return 0;
+}
+
+static int process_restore(const struct ckpt_restart_args *args)
+{
+	(void)args;
+	if (saved_cwd[0] && chdir(saved_cwd) < 0)
+		ckpt_log("cannot return to working directory %s: %s; "
+			 "staying in the restart directory",
+			 saved_cwd, strerror(errno));
+	umask(saved_umask);
+	for (int i = 0; i < RLIM_NLIMITS; i++) {
+		struct rlimit cur;
+
+		if (!saved_limit_ok[i] || getrlimit(i, &cur) < 0 ||
+		    (cur.rlim_cur == saved_limits[i].rlim_cur &&
+		     cur.rlim_max == saved_limits[i].rlim_max))
+			continue;
+		if (setrlimit(i, &saved_limits[i]) < 0)
+			ckpt_log("cannot restore resource limit %d (%lu/%lu): %s",
+				 i, (unsigned long)saved_limits[i].rlim_cur,
+				 (unsigned long)saved_limits[i].rlim_max,
+				 strerror(errno));
+	}
+	return 0;
+}
+
+const struct ckpt_resource_ops process_resource_ops = {
+	.name = "process attributes",
+	.save = process_save,
+	.restore = process_restore,
+};

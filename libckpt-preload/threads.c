@@ -1,0 +1,481 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Threads: stopping every thread of the process for a checkpoint, and
+ * bringing them back in a restarted process.
+ *
+ * Each thread is stopped inside the handler of the reserved signal. The
+ * kernel's signal frame on that thread's stack already holds its complete
+ * register file (general, FPU/SSE/AVX via xsave), signal mask and
+ * alternate stack; the handler adds what the frame lacks (TLS base,
+ * clear-child-tid, robust list, rseq) and parks on a futex. After a
+ * restart the thread is recreated with clone() on its old stack, jumps
+ * back into the handler, re-registers the per-thread kernel state and
+ * returns through rt_sigreturn, which reloads everything else.
+ * Threads are found from the kernel's view (/proc/self/task), so threads
+ * created without pthread_create are stopped too.
+ */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include "internal.h"
+
+__thread unsigned ckpt_interrupts __attribute__((tls_model("initial-exec")));
+
+extern const ptrdiff_t __rseq_offset __attribute__((weak));
+extern const unsigned int __rseq_size __attribute__((weak));
+
+static struct ckpt_thread slots[CKPT_MAX_THREADS];
+static struct ckpt_thread manager_slot;
+static int nslots;
+static int suspended_count;	/* futex: threads parked in the handler */
+static int resume_word;		/* futex: bumped to release them */
+static int round_active;	/* the handler only parks during a round */
+static int restored_count;	/* futex: threads back after a restart */
+static int restart_go;		/* futex: restored threads may continue */
+static int slot_overflow;
+
+static long futex(int *addr, int op, int val, const struct timespec *ts)
+{
+	return syscall(SYS_futex, addr, op, val, ts, NULL, 0);
+}
+
+static void futex_wake_all(int *addr)
+{
+	futex(addr, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL);
+}
+
+static void wait_while_equal(int *addr, int val)
+{
+	while (__atomic_load_n(addr, __ATOMIC_ACQUIRE) == val)
+		futex(addr, FUTEX_WAIT_PRIVATE, val, NULL);
+}
+
+void threads_capture_self(struct ckpt_thread *t)
+{
+	void *head = NULL;
+	size_t len = 0;
+
+	t->real_tid = ckpt_real_gettid();
+	t->vtid = vpid_virt_from_real(t->real_tid);
+	t->is_main = t->real_tid == ckpt_real_getpid();
+	t->tls = arch_get_tls();
+	t->clear_tid = NULL;
+	prctl(PR_GET_TID_ADDRESS, &t->clear_tid, 0, 0, 0);
+	syscall(SYS_get_robust_list, 0, &head, &len);
+	t->robust_head = head;
+	t->robust_len = len;
+	t->rseq = NULL;
+	t->rseq_registered = 0;
+	if (&__rseq_size && __rseq_size > 0) {
+		/* glibc registers the area at tp + __rseq_offset; a
+		 * negative cpu_id means registration failed or never ran. */
+		t->rseq = (char *)t->tls + __rseq_offset;
+		t->rseq_len = __rseq_size < 32 ? 32 : __rseq_size;
+		t->rseq_registered =
+			((volatile int32_t *)t->rseq)[1] >= 0;
+	}
+}
+
+/* Give the kernel back what clone() does not: rseq, robust list and the
+ * tid glibc caches in the thread descriptor. */
+static void reregister_self(struct ckpt_thread *t)
+{
+	t->real_tid = ckpt_real_gettid();
+	if (t->clear_tid) {
+		*t->clear_tid = t->real_tid;
+		syscall(SYS_set_tid_address, t->clear_tid);
+	}
+	if (t->robust_head)
+		syscall(SYS_set_robust_list, t->robust_head, t->robust_len);
+	if (t->rseq_registered &&
+	    syscall(SYS_rseq, t->rseq, t->rseq_len, 0, CKPT_RSEQ_SIG) != 0)
+		ckpt_log("thread %d: rseq re-registration at %p failed: %s",
+			 t->vtid, t->rseq, strerror(errno));
+}
+
+/* Called by every restored thread, the manager included: re-register,
+ * report, and wait until the process-wide state is back. */
+static void restored_barrier(struct ckpt_thread *t)
+{
+	reregister_self(t);
+	__atomic_add_fetch(&restored_count, 1, __ATOMIC_RELEASE);
+	futex_wake_all(&restored_count);
+	wait_while_equal(&restart_go, 0);
+}
+
+void threads_manager_restored(void)
+{
+	restored_barrier(&manager_slot);
+}
+
+static void suspend_handler(int sig, siginfo_t *si, void *uc)
+{
+	int saved_errno = errno, gen, idx;
+	struct ckpt_thread *t;
+
+	(void)sig;
+	ckpt_interrupts++;
+	if (!__atomic_load_n(&round_active, __ATOMIC_ACQUIRE) ||
+	    si->si_code != SI_TKILL || si->si_pid != ckpt_real_getpid())
+		goto out;
+	idx = __atomic_fetch_add(&nslots, 1, __ATOMIC_ACQ_REL);
+	gen = __atomic_load_n(&resume_word, __ATOMIC_ACQUIRE);
+	if (idx >= CKPT_MAX_THREADS) {
+		slot_overflow = 1;
+		__atomic_add_fetch(&suspended_count, 1, __ATOMIC_RELEASE);
+		futex_wake_all(&suspended_count);
+		wait_while_equal(&resume_word, gen);
+		goto out;
+	}
+	t = &slots[idx];
+	threads_capture_self(t);
+	t->is_manager = 0;
+	t->pc = arch_ucontext_pc(uc);
+	t->sp = arch_ucontext_sp(uc);
+	if (ckpt_save_context(&t->ctx) == 0) {
+		__atomic_add_fetch(&suspended_count, 1, __ATOMIC_RELEASE);
+		futex_wake_all(&suspended_count);
+		wait_while_equal(&resume_word, gen);
+	} else {
+		restored_barrier(t);
+	}
+out:
+	errno = saved_errno;
+}
+
+int threads_install_handler(void)
+{
+	/* past libckpt's own sigaction wrapper, which hides this signal */
+	int (*real_sigaction)(int, const struct sigaction *,
+			      struct sigaction *) =
+		(int (*)(int, const struct sigaction *, struct sigaction *))
+			dlsym(RTLD_NEXT, "sigaction");
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = suspend_handler;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigfillset(&sa.sa_mask);
+	if (!real_sigaction)
+		return -ENOSYS;
+	return real_sigaction(ckpt.signal, &sa, NULL) < 0 ? -errno : 0;
+}
+
+/* Next tid listed in /proc/self/task, read with getdents64 (no malloc). */
+struct task_iter {
+	int fd;
+	long pos, len;
+	char buf[4096];
+};
+
+static int task_next(struct task_iter *it)
+{
+	for (;;) {
+		struct dirent64 *d;
+
+		if (it->pos >= it->len) {
+			it->len = syscall(SYS_getdents64, it->fd, it->buf,
+					  sizeof(it->buf));
+			it->pos = 0;
+			if (it->len <= 0)
+				return 0;
+		}
+		d = (struct dirent64 *)(it->buf + it->pos);
+		it->pos += d->d_reclen;
+		if (d->d_name[0] >= '0' && d->d_name[0] <= '9')
+			return atoi(d->d_name);
+	}
+}
+
+/* A zombie leader (main called pthread_exit) cannot take a signal. */
+static int task_is_zombie(int tid)
+{
+	char path[64], buf[512], *p;
+	int fd, n;
+
+	ckpt_fmt(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 1;
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	return p && (p[2] == 'Z' || p[2] == 'X');
+}
+
+static int task_exists(int tid)
+{
+	char path[64];
+
+	ckpt_fmt(path, sizeof(path), "/proc/self/task/%d", tid);
+	return access(path, F_OK) == 0 && !task_is_zombie(tid);
+}
+
+static int signaled[CKPT_MAX_THREADS];
+static int nsignaled;
+
+static int was_signaled(int tid)
+{
+	for (int i = 0; i < nsignaled; i++)
+		if (signaled[i] == tid)
+			return 1;
+	return 0;
+}
+
+/* Signal every thread not yet signaled; returns how many were new. */
+static int signal_new_threads(char *err, size_t errlen)
+{
+	struct task_iter it = { .fd = -1 };
+	int tid, self = ckpt_real_gettid(), pid = ckpt_real_getpid();
+	int fresh = 0;
+
+	it.fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (it.fd < 0) {
+		ckpt_fmt(err, errlen, "open /proc/self/task: %s",
+			 strerror(errno));
+		return -errno;
+	}
+	while ((tid = task_next(&it)) > 0) {
+		if (tid == self || was_signaled(tid) || task_is_zombie(tid))
+			continue;
+		if (nsignaled >= CKPT_MAX_THREADS) {
+			ckpt_fmt(err, errlen, "more than %d threads",
+				 CKPT_MAX_THREADS);
+			close(it.fd);
+			return -E2BIG;
+		}
+		if (syscall(SYS_tgkill, pid, tid, ckpt.signal) < 0) {
+			if (errno == ESRCH)
+				continue;
+			ckpt_fmt(err, errlen, "tgkill thread %d: %s", tid,
+				 strerror(errno));
+			close(it.fd);
+			return -errno;
+		}
+		signaled[nsignaled++] = tid;
+		fresh++;
+	}
+	close(it.fd);
+	return fresh;
+}
+
+/* Threads that exited after being signaled will never park. */
+static int count_live_signaled(void)
+{
+	int live = 0;
+
+	for (int i = 0; i < nsignaled; i++)
+		if (task_exists(signaled[i]))
+			live++;
+	return live;
+}
+
+static const char *first_unparked_hint(char *buf, size_t len)
+{
+	for (int i = 0; i < nsignaled; i++) {
+		int tid = signaled[i], found = 0;
+
+		for (int j = 0; j < nslots && j < CKPT_MAX_THREADS; j++)
+			if (slots[j].real_tid == tid)
+				found = 1;
+		if (!found && task_exists(tid)) {
+			ckpt_fmt(buf, len, "thread %d", tid);
+			return buf;
+		}
+	}
+	return "a thread";
+}
+
+static int wait_parked(char *err, size_t errlen)
+{
+	struct timespec start, now, slice = { 0, 50 * 1000 * 1000 };
+	char who[32];
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (;;) {
+		int have = __atomic_load_n(&suspended_count, __ATOMIC_ACQUIRE);
+
+		if (have >= nsignaled || have >= count_live_signaled())
+			return 0;
+		futex(&suspended_count, FUTEX_WAIT_PRIVATE, have, &slice);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if ((now.tv_sec - start.tv_sec) * 1000 +
+		    (now.tv_nsec - start.tv_nsec) / 1000000 >
+		    CKPT_SUSPEND_TIMEOUT_MS)
+			break;
+	}
+	ckpt_fmt(err, errlen,
+		 "%s did not stop within %d s (it may be in an uninterruptible"
+		 " wait, or block signal %d with a raw system call)",
+		 first_unparked_hint(who, sizeof(who)),
+		 CKPT_SUSPEND_TIMEOUT_MS / 1000, ckpt.signal);
+	return -ETIMEDOUT;
+}
+
+int threads_suspend_all(char *err, size_t errlen)
+{
+	int r;
+
+	nslots = 0;
+	nsignaled = 0;
+	slot_overflow = 0;
+	restored_count = 0;
+	restart_go = 0;
+	__atomic_store_n(&suspended_count, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&round_active, 1, __ATOMIC_RELEASE);
+	/* Repeat until a pass finds no new thread: a thread may be in the
+	 * middle of clone() when the first pass runs. */
+	do {
+		r = signal_new_threads(err, errlen);
+		if (r < 0 || (r = wait_parked(err, errlen)) < 0)
+			goto fail;
+	} while ((r = signal_new_threads(err, errlen)) > 0 &&
+		 (r = wait_parked(err, errlen)) == 0);
+	if (r < 0)
+		goto fail;
+	if (slot_overflow) {
+		ckpt_fmt(err, errlen, "more than %d threads", CKPT_MAX_THREADS);
+		r = -E2BIG;
+		goto fail;
+	}
+	return 0;
+fail:
+	threads_resume_all();
+	return r;
+}
+
+void threads_resume_all(void)
+{
+	__atomic_store_n(&round_active, 0, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&resume_word, 1, __ATOMIC_RELEASE);
+	futex_wake_all(&resume_word);
+}
+
+int threads_count(void)
+{
+	int n = __atomic_load_n(&nslots, __ATOMIC_ACQUIRE);
+
+	return n > CKPT_MAX_THREADS ? CKPT_MAX_THREADS : n;
+}
+
+const struct ckpt_thread *threads_get(int i)
+{
+	return i < threads_count() ? &slots[i] : &manager_slot;
+}
+
+struct ckpt_thread *threads_manager_slot(void)
+{
+	return &manager_slot;
+}
+
+static struct ckpt_thread *main_slot(void)
+{
+	for (int i = 0; i < threads_count(); i++)
+		if (slots[i].is_main)
+			return &slots[i];
+	return manager_slot.is_main ? &manager_slot : NULL;
+}
+
+/* The TLS base the restore entry runs with: the main thread's. */
+uint64_t threads_main_tls(void)
+{
+	struct ckpt_thread *m = main_slot();
+
+	return m ? m->tls : manager_slot.tls;
+}
+
+static void resume_restored_thread(void *arg)
+{
+	struct ckpt_thread *t = arg;
+
+	ckpt_resume_context(&t->ctx, CKPT_RESTARTED);
+}
+
+static int clone_restored_thread(struct ckpt_thread *t, char *err,
+				 size_t errlen)
+{
+	unsigned long flags = CLONE_VM | CLONE_FS | CLONE_FILES |
+			      CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM |
+			      CLONE_SETTLS | CLONE_PARENT_SETTID;
+	/* The trampoline runs just below the stack pointer saved in the
+	 * thread's context, on its own stack. */
+	char *stack = (char *)(uintptr_t)t->ctx.sp - 1024;
+	long tid;
+
+	if (t->clear_tid)
+		flags |= CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID;
+	tid = ckpt_clone_thread(flags, stack, &t->real_tid, t->clear_tid,
+				t->tls, resume_restored_thread, t);
+	if (tid < 0) {
+		ckpt_fmt(err, errlen, "clone thread %d: %s", t->vtid,
+			 strerror((int)-tid));
+		return (int)tid;
+	}
+	vpid_map(t->vtid, (pid_t)tid);
+	return 0;
+}
+
+/* In the restarted process, on the leader: recreate every thread but the
+ * main one (the leader becomes it) and wait until all have re-registered
+ * their per-thread kernel state. */
+int threads_restore_all(char *err, size_t errlen)
+{
+	struct timespec slice = { 0, 50 * 1000 * 1000 };
+	int expected = 0, r, waited_ms = 0;
+	struct ckpt_thread *m = main_slot();
+
+	if (m)
+		vpid_map(m->vtid, ckpt_real_gettid());
+	for (int i = 0; i <= threads_count(); i++) {
+		struct ckpt_thread *t = i < threads_count() ? &slots[i] :
+							       &manager_slot;
+
+		if (t->is_main)
+			continue;
+		r = clone_restored_thread(t, err, errlen);
+		if (r < 0)
+			return r;
+		expected++;
+	}
+	for (;;) {
+		int have = __atomic_load_n(&restored_count, __ATOMIC_ACQUIRE);
+
+		if (have >= expected)
+			return 0;
+		if (waited_ms > CKPT_SUSPEND_TIMEOUT_MS) {
+			ckpt_fmt(err, errlen,
+				 "only %d of %d restored threads came back",
+				 have, expected);
+			return -ETIMEDOUT;
+		}
+		futex(&restored_count, FUTEX_WAIT_PRIVATE, have, &slice);
+		waited_ms += 50;
+	}
+}
+
+/* Let the restored threads go, then turn the leader into the main thread
+ * (or end it, when the main thread had already exited). */
+void threads_release_restored(void)
+{
+	struct ckpt_thread *m = main_slot();
+
+	__atomic_store_n(&restart_go, 1, __ATOMIC_RELEASE);
+	futex_wake_all(&restart_go);
+	if (m && m != &manager_slot)
+		ckpt_resume_context(&m->ctx, CKPT_RESTARTED);
+	syscall(SYS_exit, 0);
+	__builtin_unreachable();
+}

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Process and thread ids as the program saw them before any restart
+ * (translation in vpid/vpid.c). */
+#include <signal.h>
+#include <stdarg.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "wrappers.h"
+
+CKPT_WRAPPER pid_t getpid(void)
+{
+	return vpid_self();
+}
+
+CKPT_WRAPPER pid_t gettid(void)
+{
+	return vpid_virt_from_real(ckpt_syscall(SYS_gettid));
+}
+
+CKPT_WRAPPER pid_t getppid(void)
+{
+	return vpid_virt_from_real(ckpt_syscall(SYS_getppid));
+}
+
+/* pid > 0 names a process, < -1 a process group, 0 and -1 are special. */
+static pid_t real_target(pid_t pid)
+{
+	if (pid > 0)
+		return vpid_real_from_virt(pid);
+	if (pid < -1)
+		return -vpid_real_from_virt(-pid);
+	return pid;
+}
+
+static int reserved_signal(int sig)
+{
+	if (sig != ckpt.signal)
+		return 0;
+	errno = EINVAL;
+	return 1;
+}
+
+CKPT_WRAPPER int kill(pid_t pid, int sig)
+{
+	if (reserved_signal(sig))
+		return -1;
+	return ckpt_syscall(SYS_kill, real_target(pid), sig);
+}
+
+CKPT_WRAPPER int tgkill(pid_t tgid, pid_t tid, int sig)
+{
+	if (reserved_signal(sig))
+		return -1;
+	return ckpt_syscall(SYS_tgkill, vpid_real_from_virt(tgid),
+		       vpid_real_from_virt(tid), sig);
+}
+
+/* Programs (CPython among them) also ask for ids with syscall(2). */
+#undef syscall
+CKPT_WRAPPER long syscall(long nr, ...)
+{
+	long a[6];
+	va_list ap;
+
+	va_start(ap, nr);
+	for (int i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	switch (nr) {
+	case SYS_getpid:
+		return getpid();
+	case SYS_gettid:
+		return gettid();
+	case SYS_getppid:
+		return getppid();
+	case SYS_kill:
+		return kill(a[0], a[1]);
+	case SYS_tgkill:
+		return tgkill(a[0], a[1], a[2]);
+	case SYS_tkill:
+		if (reserved_signal(a[1]))
+			return -1;
+		a[0] = vpid_real_from_virt(a[0]);
+		break;
+	}
+	return ckpt_syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+}

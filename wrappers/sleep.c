@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Blocking calls that a signal handler interrupts with EINTR even under
+ * SA_RESTART (sleeps, poll/select/epoll, pause): retried when the
+ * interruption was a checkpoint, with the time that was left.
+ */
+#include <poll.h>
+#include <semaphore.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <time.h>
+#include <unistd.h>
+#include "wrappers.h"
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+static int remaining_ms(int timeout, int64_t start)
+{
+	int64_t left;
+
+	if (timeout < 0)
+		return timeout;
+	left = timeout - (now_ms() - start);
+	return left < 0 ? 0 : (int)left;
+}
+
+CKPT_WRAPPER int nanosleep(const struct timespec *req, struct timespec *rem)
+{
+	struct timespec left = *req, mine;
+	unsigned before;
+	int r;
+
+	do {
+		before = ckpt_interrupts;
+		r = NEXT_FN(nanosleep)(&left, &mine);
+		left = mine;
+	} while (ckpt_interrupted(r, before));
+	if (r < 0 && rem)
+		*rem = mine;
+	return r;
+}
+
+CKPT_WRAPPER int clock_nanosleep(clockid_t clk, int flags,
+				 const struct timespec *req,
+				 struct timespec *rem)
+{
+	struct timespec left = *req, mine;
+	unsigned before;
+	int r;
+
+	do {
+		before = ckpt_interrupts;
+		r = NEXT_FN(clock_nanosleep)(clk, flags, &left, &mine);
+		if (r == EINTR && ckpt_interrupts != before) {
+			if (!(flags & TIMER_ABSTIME))
+				left = mine;
+			continue;
+		}
+		break;
+	} while (1);
+	if (r == EINTR && rem && !(flags & TIMER_ABSTIME))
+		*rem = mine;
+	return r;
+}
+
+CKPT_WRAPPER unsigned int sleep(unsigned int seconds)
+{
+	struct timespec req = { seconds, 0 }, rem = { 0, 0 };
+
+	if (nanosleep(&req, &rem) < 0)
+		return rem.tv_sec + (rem.tv_nsec > 0);
+	return 0;
+}
+
+CKPT_WRAPPER int usleep(useconds_t usec)
+{
+	struct timespec req = { usec / 1000000, (usec % 1000000) * 1000 };
+
+	return nanosleep(&req, NULL);
+}
+
+CKPT_WRAPPER int pause(void)
+{
+	unsigned before;
+	int r;
+
+	do {
+		before = ckpt_interrupts;
+		r = NEXT_FN(pause)();
+	} while (ckpt_interrupted(r, before));
+	return r;
+}
+
+CKPT_WRAPPER int poll(struct pollfd *fds, nfds_t n, int timeout)
+{
+	int64_t start = now_ms();
+	unsigned before;
+	int r;
+
+	do {
+		before = ckpt_interrupts;
+		r = NEXT_FN(poll)(fds, n, remaining_ms(timeout, start));
+	} while (ckpt_interrupted(r, before));
+	return r;
+}
+
+CKPT_WRAPPER int epoll_wait(int epfd, struct epoll_event *ev, int max,
+			    int timeout)
+{
+	int64_t start = now_ms();
+	unsigned before;
+	int r;
+
+	do {
+		before = ckpt_interrupts;
+		r = NEXT_FN(epoll_wait)(epfd, ev, max,
+					remaining_ms(timeout, start));
+	} while (ckpt_interrupted(r, before));
+	return r;
+}
+
+CKPT_WRAPPER int epoll_pwait(int epfd, struct epoll_event *ev, int max,
+			     int timeout, const sigset_t *mask)
+{
+	int64_t start = now_ms();
+	unsigned before;
+	int r;
+
+	do {
+		before = ckpt_interrupts;
+		r = NEXT_FN(epoll_pwait)(epfd, ev, max,
+					 remaining_ms(timeout, start), mask);
+	} while (ckpt_interrupted(r, before));
+	return r;
+}
+
+/* select: Linux updates the timeout with the time left, so a retry
+ * continues where the interrupted call stopped. The fd sets are
+ * overwritten on error, so they are restored first. */
+CKPT_WRAPPER int select(int n, fd_set *rd, fd_set *wr, fd_set *ex,
+			struct timeval *tv)
+{
+	fd_set r0, w0, e0;
+	unsigned before;
+	int r;
+
+	if (rd)
+		r0 = *rd;
+	if (wr)
+		w0 = *wr;
+	if (ex)
+		e0 = *ex;
+	for (;;) {
+		before = ckpt_interrupts;
+		r = NEXT_FN(select)(n, rd, wr, ex, tv);
+		if (!ckpt_interrupted(r, before))
+			return r;
+		if (rd)
+			*rd = r0;
+		if (wr)
+			*wr = w0;
+		if (ex)
+			*ex = e0;
+	}
+}
+
+CKPT_WRAPPER int sem_wait(sem_t *sem)
+{
+	unsigned before;
+	int r;
+
+	do {
+		before = ckpt_interrupts;
+		r = NEXT_FN(sem_wait)(sem);
+	} while (ckpt_interrupted(r, before));
+	return r;
+}
+
+CKPT_WRAPPER int sem_timedwait(sem_t *sem, const struct timespec *abs)
+{
+	unsigned before;
+	int r;
+
+	do {
+		before = ckpt_interrupts;
+		r = NEXT_FN(sem_timedwait)(sem, abs);
+	} while (ckpt_interrupted(r, before));
+	return r;
+}
