@@ -6,7 +6,7 @@ BENCH_APPS := $(BUILD)/bench/fill_idle
 all: bench-apps
 bench-apps: $(BENCH_APPS)
 
-$(BUILD)/bench/%: bench/%.c
+$(BUILD)/bench/fill_idle: bench/fill_idle.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CKPT_CFLAGS) $< -o $@
 
