@@ -28,7 +28,7 @@ def pytest_configure(config):
         "markers", "needs_core: needs the built ckpt tools and libckpt.so")
 
 
-class TestTimeLimit(Exception):
+class TimeLimitExceeded(Exception):
     pass
 
 
@@ -38,7 +38,7 @@ def _time_limit(request):
     limit = marker.args[0] if marker else DEFAULT_TIME_LIMIT
 
     def expired(signum, frame):
-        raise TestTimeLimit("test exceeded its %d s time limit" % limit)
+        raise TimeLimitExceeded("test exceeded its %d s time limit" % limit)
 
     old = signal.signal(signal.SIGALRM, expired)
     signal.alarm(limit)
