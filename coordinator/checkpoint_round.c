@@ -1,0 +1,392 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * One checkpoint round, driven only by events (no sleeps, no polling):
+ *
+ *   start:   DO_SUSPEND{g} to every process
+ *   phase 1: all SUSPENDED      -> DO_WRITE{g} to every process
+ *   phase 2: all DURABLE        -> reply 0 + image paths
+ *   failure: FAILED, a disconnect or a timeout; in phase 1 every process
+ *            that suspended (or may still) gets DO_ABORT; the reply names
+ *            each failed process, one line each.
+ *
+ * CHECKPOINT commands that arrive during a round are queued and served by
+ * one new round right after it (the program state they ask to save is
+ * newer than the running round's). See docs/protocol.md.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "coordinator.h"
+
+const char *proc_state_name(enum proc_state s)
+{
+	static const char *const names[] = {
+		[PROC_IDLE] = "idle",
+		[PROC_SUSPENDING] = "suspending",
+		[PROC_SUSPENDED] = "suspended",
+		[PROC_WRITING] = "writing",
+		[PROC_WRITTEN] = "written",
+		[PROC_DURABLE] = "durable",
+		[PROC_FAILED] = "failed",
+		[PROC_ABORTING] = "aborting",
+		[PROC_ABORTED] = "aborted",
+	};
+
+	return s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
+}
+
+static bool in_round(struct coordinator *co, struct conn *c)
+{
+	return co->round.active && c->kind == CONN_PROCESS &&
+	       c->proc.round_generation == co->round.generation;
+}
+
+static bool state_is_final(enum proc_state s)
+{
+	return s == PROC_DURABLE || s == PROC_FAILED || s == PROC_ABORTED ||
+	       s == PROC_IDLE;
+}
+
+static void send_do(struct conn *c, uint16_t type, uint64_t generation)
+{
+	struct ckpt_msg_do_checkpoint m;
+
+	memset(&m, 0, sizeof(m));
+	m.generation = generation;	/* ckpt_dir "": the process's own */
+	conn_send(c, type, &m, sizeof(m));
+}
+
+/* Phase 1 failed: nobody may stay suspended. A process still suspending
+ * reads DO_ABORT right after it suspends (messages stay in order). */
+static void abort_suspended(struct coordinator *co)
+{
+	for (size_t i = 0; i < co->nconns; i++) {
+		struct conn *c = co->conns[i];
+
+		if (!in_round(co, c))
+			continue;
+		if (c->proc.state == PROC_SUSPENDED) {
+			conn_send(c, CKPT_MSG_DO_ABORT, NULL, 0);
+			c->proc.state = PROC_ABORTED;
+		} else if (c->proc.state == PROC_SUSPENDING) {
+			conn_send(c, CKPT_MSG_DO_ABORT, NULL, 0);
+			c->proc.state = PROC_ABORTING;
+		}
+	}
+}
+
+/* One line per failed process: who it is and what went wrong. */
+static void record_failure(struct coordinator *co, struct conn *c, int err,
+			   const char *what)
+{
+	struct round *r = &co->round;
+	char name[256];
+
+	proc_name(c, name, sizeof(name));
+	buf_printf(&r->failures, "%s: checkpoint %llu failed: %s\n", name,
+		   (unsigned long long)r->generation, what);
+	coord_log("checkpoint %llu: %s: %s", (unsigned long long)r->generation,
+		  name, what);
+	if (!r->first_error)
+		r->first_error = err > 0 ? err : EIO;
+	c->proc.state = PROC_FAILED;
+}
+
+static void mark_round_failed(struct coordinator *co)
+{
+	struct round *r = &co->round;
+
+	if (r->failed)
+		return;
+	r->failed = true;
+	if (!r->writing)
+		abort_suspended(co);
+}
+
+static void fail_process(struct coordinator *co, struct conn *c, int err,
+			 const char *what)
+{
+	record_failure(co, c, err, what);
+	mark_round_failed(co);
+}
+
+static void reply_requesters(struct coordinator *co, int status,
+			     const char *text)
+{
+	for (size_t i = 0; i < co->nconns; i++) {
+		struct conn *c = co->conns[i];
+
+		if (c->pending == PENDING_CHECKPOINT &&
+		    c->pending_generation == co->round.generation) {
+			conn_reply(c, status, text);
+			c->pending = PENDING_NONE;
+		}
+	}
+}
+
+static bool have_queued_requests(struct coordinator *co)
+{
+	for (size_t i = 0; i < co->nconns; i++)
+		if (co->conns[i]->pending == PENDING_CHECKPOINT &&
+		    co->conns[i]->pending_generation == 0 &&
+		    !co->conns[i]->eof)
+			return true;
+	return false;
+}
+
+static void round_start(struct coordinator *co);
+
+static void round_finish(struct coordinator *co)
+{
+	struct round *r = &co->round;
+	int64_t end = now_ms();
+	double ms = (double)(end - r->start_ms);
+
+	co->last = (struct last_round){
+		.generation = r->generation, .ok = !r->failed,
+		.nprocs = r->nprocs, .ms = ms, .end_ms = end,
+	};
+	if (!r->failed) {
+		co->last_ok = co->last;
+		coord_log("checkpoint %llu: %d process(es) durable in %.0f ms "
+			  "(suspended after %lld ms)",
+			  (unsigned long long)r->generation, r->nprocs, ms,
+			  (long long)(r->suspended_ms - r->start_ms));
+		reply_requesters(co, 0, buf_str(&r->paths));
+	} else {
+		coord_log("checkpoint %llu failed after %.0f ms",
+			  (unsigned long long)r->generation, ms);
+		reply_requesters(co, r->first_error, buf_str(&r->failures));
+	}
+	for (size_t i = 0; i < co->nconns; i++)
+		if (in_round(co, co->conns[i]))
+			co->conns[i]->proc.state = PROC_IDLE;
+	r->active = false;
+	if (co->interval_s)
+		co->next_interval_ms = end + (int64_t)co->interval_s * 1000;
+	if (have_queued_requests(co))
+		round_start(co);
+}
+
+static void start_writing(struct coordinator *co)
+{
+	struct round *r = &co->round;
+
+	r->writing = true;
+	r->suspended_ms = now_ms();
+	for (size_t i = 0; i < co->nconns; i++) {
+		struct conn *c = co->conns[i];
+
+		if (in_round(co, c)) {
+			send_do(c, CKPT_MSG_DO_WRITE, r->generation);
+			c->proc.state = PROC_WRITING;
+		}
+	}
+}
+
+/* Move the round on after any event: to phase 2, or to its end. */
+static void round_advance(struct coordinator *co)
+{
+	struct round *r = &co->round;
+	bool all_suspended = true, all_final = true;
+
+	if (!r->active)
+		return;
+	for (size_t i = 0; i < co->nconns; i++) {
+		struct conn *c = co->conns[i];
+
+		if (!in_round(co, c))
+			continue;
+		if (c->proc.state != PROC_SUSPENDED)
+			all_suspended = false;
+		if (!state_is_final(c->proc.state))
+			all_final = false;
+	}
+	if (!r->writing && !r->failed && all_suspended) {
+		start_writing(co);
+		return;
+	}
+	if (all_final)
+		round_finish(co);
+}
+
+static void round_start(struct coordinator *co)
+{
+	struct round *r = &co->round;
+	int64_t now = now_ms();
+	int n = count_processes(co);
+
+	if (n == 0) {
+		for (size_t i = 0; i < co->nconns; i++) {
+			struct conn *c = co->conns[i];
+
+			if (c->pending != PENDING_CHECKPOINT)
+				continue;
+			conn_reply(c, ESRCH, "no processes are connected to "
+				   "this coordinator; nothing to checkpoint");
+			c->pending = PENDING_NONE;
+		}
+		return;
+	}
+	buf_free(&r->paths);
+	buf_free(&r->failures);
+	*r = (struct round){
+		.active = true,
+		.generation = ++co->generation,
+		.nprocs = n,
+		.start_ms = now,
+		.suspend_deadline = now + COORD_SUSPEND_TIMEOUT_MS,
+		.round_deadline = now + COORD_ROUND_TIMEOUT_MS,
+	};
+	for (size_t i = 0; i < co->nconns; i++) {
+		struct conn *c = co->conns[i];
+
+		if (c->pending == PENDING_CHECKPOINT && !c->pending_generation)
+			c->pending_generation = r->generation;
+		if (c->kind != CONN_PROCESS || c->eof)
+			continue;
+		c->proc.round_generation = r->generation;
+		c->proc.state = PROC_SUSPENDING;
+		send_do(c, CKPT_MSG_DO_SUSPEND, r->generation);
+	}
+	/* a send may have failed: the reaper reports it as a disconnect */
+}
+
+void round_request(struct coordinator *co, struct conn *requester)
+{
+	if (requester) {
+		requester->pending = PENDING_CHECKPOINT;
+		requester->pending_generation = 0;
+	}
+	if (!co->round.active)
+		round_start(co);
+}
+
+static void record_durable(struct coordinator *co, struct conn *c,
+			   const struct ckpt_msg_result *res)
+{
+	char name[256];
+
+	if (res->path[0]) {
+		buf_printf(&co->round.paths, "%s\n", res->path);
+		return;
+	}
+	proc_name(c, name, sizeof(name));
+	buf_printf(&co->round.paths, "(%s reported no image path)\n", name);
+}
+
+static void on_failed(struct coordinator *co, struct conn *c,
+		      const struct ckpt_msg_result *res)
+{
+	char what[1024];
+
+	if (res->message[0] && res->error)
+		snprintf(what, sizeof(what), "%s (%s)", res->message,
+			 strerror(res->error));
+	else if (res->message[0])
+		snprintf(what, sizeof(what), "%s", res->message);
+	else
+		snprintf(what, sizeof(what), "%s", res->error ?
+			 strerror(res->error) : "failed, no reason given");
+	fail_process(co, c, res->error, what);
+}
+
+void round_on_result(struct coordinator *co, struct conn *c, uint16_t type,
+		     const struct ckpt_msg_result *res)
+{
+	enum proc_state *st = &c->proc.state;
+
+	if (!in_round(co, c) || res->generation != co->round.generation)
+		return;	/* late answer to a finished round: ignore */
+	switch (type) {
+	case CKPT_MSG_SUSPENDED:
+		if (*st == PROC_SUSPENDING)
+			*st = PROC_SUSPENDED;
+		else if (*st == PROC_ABORTING)
+			*st = PROC_ABORTED;
+		break;
+	case CKPT_MSG_WRITTEN:
+		if (*st == PROC_WRITING)
+			*st = PROC_WRITTEN;
+		break;
+	case CKPT_MSG_DURABLE:
+		if (*st == PROC_WRITING || *st == PROC_WRITTEN) {
+			*st = PROC_DURABLE;
+			record_durable(co, c, res);
+		}
+		break;
+	case CKPT_MSG_FAILED:
+		if (!state_is_final(*st))
+			on_failed(co, c, res);
+		break;
+	}
+	round_advance(co);
+}
+
+void round_on_gone(struct coordinator *co, struct conn *c)
+{
+	char what[128];
+
+	if (!in_round(co, c) || state_is_final(c->proc.state))
+		return;
+	snprintf(what, sizeof(what), "the process disconnected while %s",
+		 proc_state_name(c->proc.state));
+	fail_process(co, c, ECONNRESET, what);
+	round_advance(co);
+}
+
+static void time_out_suspend(struct coordinator *co)
+{
+	for (size_t i = 0; i < co->nconns; i++) {
+		struct conn *c = co->conns[i];
+
+		if (!in_round(co, c))
+			continue;
+		if (c->proc.state == PROC_SUSPENDING)
+			/* it may still suspend: make sure it resumes then */
+			conn_send(c, CKPT_MSG_DO_ABORT, NULL, 0);
+		else if (c->proc.state != PROC_ABORTING)
+			continue;
+		record_failure(co, c, ETIMEDOUT,
+			       "did not answer DO_SUSPEND within 30 s");
+	}
+	mark_round_failed(co);
+}
+
+static void time_out_round(struct coordinator *co)
+{
+	for (size_t i = 0; i < co->nconns; i++) {
+		struct conn *c = co->conns[i];
+		char what[128];
+
+		if (!in_round(co, c) || state_is_final(c->proc.state))
+			continue;
+		snprintf(what, sizeof(what), "no DURABLE within 300 s "
+			 "(last state: %s)", proc_state_name(c->proc.state));
+		fail_process(co, c, ETIMEDOUT, what);
+	}
+}
+
+void round_check_timeouts(struct coordinator *co)
+{
+	struct round *r = &co->round;
+	int64_t now = now_ms();
+
+	if (!r->active)
+		return;
+	if (!r->writing && now >= r->suspend_deadline)
+		time_out_suspend(co);
+	else if (now >= r->round_deadline)
+		time_out_round(co);
+	round_advance(co);
+}
+
+int64_t round_next_deadline(struct coordinator *co)
+{
+	struct round *r = &co->round;
+
+	if (!r->active)
+		return 0;
+	return r->writing ? r->round_deadline : r->suspend_deadline;
+}

@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * ckpt_command: send one command to a coordinator and print its reply.
+ * Exit 0 on success, 1 on failure (the reply or the reason on stderr),
+ * 2 on bad usage.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ckpt/coord_client.h"
+#include "client_internal.h"
+#include "tool_common.h"
+
+#define CONNECT_TIMEOUT_MS	5000
+#define CHECKPOINT_TIMEOUT_MS	600000	/* coordinator gives up at 300 s */
+#define KILL_TIMEOUT_MS		60000	/* coordinator gives up at 10 s */
+#define QUICK_TIMEOUT_MS	10000
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: ckpt_command [--coord ADDR] COMMAND\n"
+"Send COMMAND to the ckpt coordinator and print its reply.\n"
+"\n"
+"Commands (exactly one):\n"
+"  -c, --checkpoint     checkpoint every process now; prints image paths\n"
+"  -s, --status         coordinator address, processes, interval, last\n"
+"                       checkpoint, running round, accelerator use\n"
+"  -l, --list           one line per process\n"
+"  -i, --interval N     checkpoint every N seconds (0: off)\n"
+"  -k, --kill           kill every process of the computation\n"
+"  -q, --quit           kill every process, then stop the coordinator\n"
+"\n"
+"  --coord ADDR         Unix socket path or HOST:PORT (default:\n"
+"                       $CKPT_COORD, else the per-user socket)\n"
+"  --help, --version\n"
+"\n"
+"Exit status: 0 success, 1 failure, 2 bad usage.\n");
+}
+
+struct request {
+	const char *coord;
+	uint32_t cmd;
+	uint32_t arg;
+	int timeout_ms;
+};
+
+static void set_cmd(struct request *q, uint32_t cmd, int timeout_ms)
+{
+	if (q->cmd) {
+		fprintf(stderr, "ckpt_command: give exactly one command "
+			"(see --help)\n");
+		exit(2);
+	}
+	q->cmd = cmd;
+	q->timeout_ms = timeout_ms;
+}
+
+static uint32_t parse_seconds(const char *s)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-' || v > UINT32_MAX) {
+		fprintf(stderr, "ckpt_command: bad interval '%s': expected "
+			"seconds (0 = off)\n", s);
+		exit(2);
+	}
+	return (uint32_t)v;
+}
+
+static void parse_args(int argc, char **argv, struct request *q)
+{
+	static const struct option longopts[] = {
+		{ "coord", required_argument, NULL, 'C' },
+		{ "checkpoint", no_argument, NULL, 'c' },
+		{ "status", no_argument, NULL, 's' },
+		{ "list", no_argument, NULL, 'l' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "kill", no_argument, NULL, 'k' },
+		{ "quit", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ 0 }
+	};
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "csli:kqh", longopts, NULL)) !=
+	       -1) {
+		switch (opt) {
+		case 'C':
+			q->coord = optarg;
+			break;
+		case 'c':
+			set_cmd(q, CKPT_CMD_CHECKPOINT, CHECKPOINT_TIMEOUT_MS);
+			break;
+		case 's':
+			set_cmd(q, CKPT_CMD_STATUS, QUICK_TIMEOUT_MS);
+			break;
+		case 'l':
+			set_cmd(q, CKPT_CMD_LIST, QUICK_TIMEOUT_MS);
+			break;
+		case 'i':
+			set_cmd(q, CKPT_CMD_INTERVAL, QUICK_TIMEOUT_MS);
+			q->arg = parse_seconds(optarg);
+			break;
+		case 'k':
+			set_cmd(q, CKPT_CMD_KILL, KILL_TIMEOUT_MS);
+			break;
+		case 'q':
+			set_cmd(q, CKPT_CMD_QUIT, KILL_TIMEOUT_MS);
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case 'V':
+			printf("ckpt_command (ckpt) %s, protocol %d\n",
+			       CKPT_VERSION, CKPT_PROTOCOL_VERSION);
+			exit(0);
+		default:
+			usage(stderr);
+			exit(2);
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "ckpt_command: unexpected argument '%s' "
+			"(see --help)\n", argv[optind]);
+		exit(2);
+	}
+	if (!q->cmd) {
+		fprintf(stderr, "ckpt_command: no command given (see "
+			"--help)\n");
+		exit(2);
+	}
+}
+
+static void print_text(FILE *f, const char *text)
+{
+	size_t n = strlen(text);
+
+	fputs(text, f);
+	if (n && text[n - 1] != '\n')
+		fputc('\n', f);
+}
+
+int main(int argc, char **argv)
+{
+	struct request q = { 0 };
+	char addr[512];
+	char *text = NULL;
+	int fd, r, status = 0;
+
+	parse_args(argc, argv, &q);
+	if (tool_resolve_addr("ckpt_command", q.coord, addr, sizeof(addr)) < 0)
+		return 1;
+	fd = ckpt_coord_connect(addr, CONNECT_TIMEOUT_MS);
+	if (fd < 0) {
+		fprintf(stderr, "ckpt_command: no coordinator at %s: %s\n",
+			addr, fd == -EACCES ? "it runs as another user" :
+			tool_strerror(fd));
+		return 1;
+	}
+	r = tool_command(fd, ckpt_cc_is_tcp_addr(addr), q.cmd, q.arg,
+			 q.timeout_ms, &status, &text);
+	close(fd);
+	if (r < 0) {
+		fprintf(stderr, "ckpt_command: coordinator at %s: no reply: "
+			"%s\n", addr, r == -ECONNRESET ?
+			"it closed the connection" : tool_strerror(r));
+		return 1;
+	}
+	print_text(status ? stderr : stdout, text);
+	if (status)
+		fprintf(stderr, "ckpt_command: the coordinator reports "
+			"failure: %s\n", tool_strerror(status));
+	free(text);
+	return status ? 1 : 0;
+}

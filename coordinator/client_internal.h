@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Helpers shared by coordinator/client*.c. They run inside libckpt while
+ * the application's threads are suspended, so: no malloc, no stdio, no
+ * locks; only stack buffers and plain system calls.
+ */
+#ifndef CKPT_COORD_CLIENT_INTERNAL_H
+#define CKPT_COORD_CLIENT_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* A message, once its first byte arrived, must be complete this soon:
+ * senders write each message with one sendmsg(). */
+#define CKPT_CC_MSG_REST_TIMEOUT_MS	10000
+/* A peer that does not drain its socket for this long is broken. */
+#define CKPT_CC_SEND_TIMEOUT_MS		30000
+
+/* A bounded string builder over a caller's buffer; never overflows, always
+ * NUL-terminates, remembers truncation. */
+struct ckpt_cc_str {
+	char *buf;
+	size_t cap;
+	size_t len;
+	bool truncated;
+};
+
+void ckpt_cc_str_init(struct ckpt_cc_str *s, char *buf, size_t cap);
+void ckpt_cc_str_add(struct ckpt_cc_str *s, const char *text);
+void ckpt_cc_str_add_u64(struct ckpt_cc_str *s, uint64_t v);
+void ckpt_cc_str_add_i64(struct ckpt_cc_str *s, int64_t v);
+
+size_t ckpt_cc_strlcpy(char *dst, const char *src, size_t cap);
+
+/* Milliseconds of CLOCK_MONOTONIC. */
+int64_t ckpt_cc_now_ms(void);
+/* Deadline for a timeout in ms (< 0: none, returned as -1). */
+int64_t ckpt_cc_deadline(int timeout_ms);
+/* poll() one fd for events until deadline_ms (-1: forever); 0 when ready,
+ * -ETIMEDOUT, or -errno. Retries EINTR. */
+int ckpt_cc_wait_fd(int fd, short events, int64_t deadline_ms);
+
+/* Write a one-line message to stderr (fd 2) with write(2). Used only for
+ * refusals the caller cannot explain from an errno alone. */
+void ckpt_cc_report(const char *a, const char *b, const char *c,
+		    const char *d);
+
+/* "HOST:PORT" (contains ':' and does not start with '/') vs a Unix path. */
+bool ckpt_cc_is_tcp_addr(const char *addr);
+
+/* Check that an existing directory belongs to us and is not writable by
+ * group or others; -EPERM (after a one-line report) otherwise. */
+int ckpt_cc_check_private_dir(const char *path);
+/* mkdir -m 0700 if missing, then ckpt_cc_check_private_dir(). */
+int ckpt_cc_make_private_dir(const char *path);
+
+/* out = dir + "/" + rel with "." and ".." removed lexically (dir must be
+ * absolute and free of symlink tricks, e.g. from /proc/self/exe). */
+int ckpt_cc_path_join(const char *dir, const char *rel, char *out,
+		      size_t len);
+
+#endif /* CKPT_COORD_CLIENT_INTERNAL_H */

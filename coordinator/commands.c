@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Commands from ckpt_command: CHECKPOINT (see checkpoint_round.c), STATUS,
+ * LIST, INTERVAL, KILL and QUIT. Replies are text, printed as they are.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "coordinator.h"
+
+static void status_last_round(struct coordinator *co, struct buf *t)
+{
+	int64_t now = now_ms();
+
+	if (!co->last_ok.generation)
+		buf_printf(t, "last checkpoint: none\n");
+	else
+		buf_printf(t, "last checkpoint: generation %llu, %d "
+			   "process(es), %.0f ms, %lld s ago\n",
+			   (unsigned long long)co->last_ok.generation,
+			   co->last_ok.nprocs, co->last_ok.ms,
+			   (long long)((now - co->last_ok.end_ms) / 1000));
+	if (co->last.generation && !co->last.ok)
+		buf_printf(t, "last round: generation %llu FAILED, %lld s "
+			   "ago\n", (unsigned long long)co->last.generation,
+			   (long long)((now - co->last.end_ms) / 1000));
+}
+
+static void status_round(struct coordinator *co, struct buf *t)
+{
+	struct round *r = &co->round;
+
+	if (!r->active) {
+		buf_printf(t, "round: idle\n");
+		return;
+	}
+	buf_printf(t, "round: running, generation %llu, %s phase, %d "
+		   "process(es), %lld ms so far%s\n",
+		   (unsigned long long)r->generation,
+		   r->writing ? "write" : "suspend", r->nprocs,
+		   (long long)(now_ms() - r->start_ms),
+		   r->failed ? ", failing" : "");
+}
+
+static void reply_status(struct coordinator *co, struct conn *c)
+{
+	struct buf t = { 0 };
+
+	buf_printf(&t, "coordinator: %s (pid %d, computation %016llx)\n",
+		   co->addr, (int)getpid(),
+		   (unsigned long long)co->computation_id);
+	buf_printf(&t, "processes: %d\n", count_processes(co));
+	if (co->interval_s)
+		buf_printf(&t, "interval: %u s\n", co->interval_s);
+	else
+		buf_printf(&t, "interval: off\n");
+	status_last_round(co, &t);
+	status_round(co, &t);
+	for (size_t i = 0; i < co->nconns; i++) {
+		struct conn *p = co->conns[i];
+		char name[256];
+
+		if (p->kind != CONN_PROCESS || p->eof)
+			continue;
+		buf_printf(&t, "process %s: accel=%s state=%s\n",
+			   proc_name(p, name, sizeof(name)),
+			   p->proc.hello.flags & CKPT_HELLO_F_ACCEL ? "yes"
+								     : "no",
+			   proc_state_name(p->proc.state));
+	}
+	conn_reply(c, 0, buf_str(&t));
+	buf_free(&t);
+}
+
+static void reply_list(struct coordinator *co, struct conn *c)
+{
+	struct buf t = { 0 };
+
+	for (size_t i = 0; i < co->nconns; i++) {
+		struct conn *p = co->conns[i];
+		struct ckpt_msg_hello *h = &p->proc.hello;
+
+		if (p->kind != CONN_PROCESS || p->eof)
+			continue;
+		buf_printf(&t, "vpid=%d pid=%d host=%s program=%s id=%s "
+			   "restarted=%s\n", h->vpid, h->real_pid,
+			   h->hostname, h->program, h->unique_id,
+			   h->flags & CKPT_HELLO_F_RESTARTED ? "yes" : "no");
+	}
+	conn_reply(c, 0, buf_str(&t));
+	buf_free(&t);
+}
+
+static void set_interval(struct coordinator *co, struct conn *c,
+			 uint32_t seconds)
+{
+	char text[64];
+
+	co->interval_s = seconds;
+	co->next_interval_ms = seconds ? now_ms() + (int64_t)seconds * 1000
+				       : 0;
+	coord_log("interval set to %u s by %s", seconds, c->peer);
+	if (seconds)
+		snprintf(text, sizeof(text), "interval: %u s\n", seconds);
+	else
+		snprintf(text, sizeof(text), "interval: off\n");
+	conn_reply(c, 0, text);
+}
+
+static int alive_killed(struct coordinator *co)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < co->nconns; i++) {
+		struct conn *p = co->conns[i];
+
+		if (p->kind == CONN_PROCESS && !p->eof && p->proc.kill_sent)
+			n++;
+	}
+	return n;
+}
+
+static void start_kill(struct coordinator *co, struct conn *c,
+		       enum pending_cmd pending)
+{
+	int n = 0;
+
+	c->pending = pending;
+	for (size_t i = 0; i < co->nconns; i++) {
+		struct conn *p = co->conns[i];
+
+		if (p->kind != CONN_PROCESS || p->eof || p->proc.kill_sent)
+			continue;
+		conn_send(p, CKPT_MSG_DO_KILL, NULL, 0);
+		p->proc.kill_sent = true;
+		n++;
+	}
+	coord_log("%s: sent DO_KILL to %d process(es)",
+		  pending == PENDING_QUIT ? "quit" : "kill", n);
+	co->kill_deadline = now_ms() + COORD_KILL_TIMEOUT_MS;
+	kill_check(co);
+}
+
+static void kill_report(struct coordinator *co, struct buf *t)
+{
+	for (size_t i = 0; i < co->nconns; i++) {
+		struct conn *p = co->conns[i];
+		char name[256];
+
+		if (p->kind != CONN_PROCESS || p->eof || !p->proc.kill_sent)
+			continue;
+		buf_printf(t, "%s: still connected 10 s after DO_KILL\n",
+			   proc_name(p, name, sizeof(name)));
+	}
+}
+
+/* Reply to KILL/QUIT once every killed process has gone, or at the
+ * deadline with the names of those that did not. */
+void kill_check(struct coordinator *co)
+{
+	int alive = alive_killed(co);
+	struct buf t = { 0 };
+	int status = 0;
+
+	if (!co->kill_deadline || (alive && now_ms() < co->kill_deadline))
+		return;
+	co->kill_deadline = 0;
+	if (alive) {
+		kill_report(co, &t);
+		status = ETIMEDOUT;
+	}
+	for (size_t i = 0; i < co->nconns; i++) {
+		struct conn *c = co->conns[i];
+
+		if (c->pending != PENDING_KILL && c->pending != PENDING_QUIT)
+			continue;
+		if (c->pending == PENDING_QUIT)
+			co->quit = true;
+		conn_reply(c, status, status ? buf_str(&t) :
+			   c->pending == PENDING_QUIT ?
+			   "all processes gone; coordinator exiting\n" :
+			   "all processes gone\n");
+		c->pending = PENDING_NONE;
+	}
+	buf_free(&t);
+}
+
+void command_handle(struct coordinator *co, struct conn *c,
+		    const struct ckpt_msg_cmd *cmd)
+{
+	char text[128];
+
+	if (c->pending != PENDING_NONE) {
+		conn_reply(c, EBUSY, "this connection already waits for a "
+			   "command; send one at a time\n");
+		return;
+	}
+	switch (cmd->cmd) {
+	case CKPT_CMD_CHECKPOINT:
+		round_request(co, c);
+		break;
+	case CKPT_CMD_STATUS:
+		reply_status(co, c);
+		break;
+	case CKPT_CMD_LIST:
+		reply_list(co, c);
+		break;
+	case CKPT_CMD_INTERVAL:
+		set_interval(co, c, cmd->arg);
+		break;
+	case CKPT_CMD_KILL:
+		start_kill(co, c, PENDING_KILL);
+		break;
+	case CKPT_CMD_QUIT:
+		start_kill(co, c, PENDING_QUIT);
+		break;
+	default:
+		snprintf(text, sizeof(text), "unknown command %u (this "
+			 "coordinator speaks protocol %d)\n", cmd->cmd,
+			 CKPT_PROTOCOL_VERSION);
+		conn_reply(c, EINVAL, text);
+	}
+}

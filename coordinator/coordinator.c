@@ -1,0 +1,624 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * ckpt_coordinator: tracks the processes of one computation and runs
+ * checkpoint rounds (checkpoint_round.c) and commands (commands.c). One
+ * thread, one poll loop; every wait is bounded by a deadline.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ckpt/coord_client.h"
+#include "client_internal.h"
+#include "coordinator.h"
+
+static volatile sig_atomic_t exit_signal;
+
+int64_t now_ms(void)
+{
+	return ckpt_cc_now_ms();
+}
+
+void coord_log(const char *fmt, ...)
+{
+	char stamp[32];
+	struct timeval tv;
+	struct tm tm;
+	va_list ap;
+
+	gettimeofday(&tv, NULL);
+	localtime_r(&tv.tv_sec, &tm);
+	strftime(stamp, sizeof(stamp), "%H:%M:%S", &tm);
+	fprintf(stderr, "ckpt_coordinator[%d] %s.%03ld: ", (int)getpid(),
+		stamp, (long)tv.tv_usec / 1000);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int count_processes(struct coordinator *co)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < co->nconns; i++)
+		if (co->conns[i]->kind == CONN_PROCESS && !co->conns[i]->eof)
+			n++;
+	return n;
+}
+
+const char *proc_name(struct conn *c, char *out, size_t len)
+{
+	struct ckpt_msg_hello *h = &c->proc.hello;
+
+	snprintf(out, len, "%s (vpid %d, pid %d, host %s)",
+		 h->program[0] ? h->program : "?", h->vpid, h->real_pid,
+		 h->hostname[0] ? h->hostname : "?");
+	return out;
+}
+
+/* Payloads may be shorter (older peer: zero-filled) or longer (newer
+ * peer: extra ignored) than our struct. */
+static void copy_payload(void *dst, size_t size, const char *p, uint32_t len)
+{
+	memset(dst, 0, size);
+	memcpy(dst, p, len < size ? len : size);
+}
+
+static bool secret_ok(struct coordinator *co, const char *given)
+{
+	unsigned char diff = 0;
+
+	if (!co->is_tcp)
+		return true;	/* Unix: SO_PEERCRED already checked */
+	for (int i = 0; i < CKPT_SECRET_LEN; i++)
+		diff |= (unsigned char)(co->secret[i] ^ given[i]);
+	return diff == 0;
+}
+
+static void accept_process(struct coordinator *co, struct conn *c,
+			   const char *p, uint32_t len)
+{
+	struct ckpt_msg_hello *h = &c->proc.hello;
+	struct ckpt_msg_welcome w = { 0 };
+	char name[256];
+
+	copy_payload(h, sizeof(*h), p, len);
+	h->program[sizeof(h->program) - 1] = '\0';
+	h->unique_id[sizeof(h->unique_id) - 1] = '\0';
+	h->hostname[sizeof(h->hostname) - 1] = '\0';
+	h->secret[sizeof(h->secret) - 1] = '\0';
+	if (!secret_ok(co, h->secret)) {
+		coord_log("rejected process %s from %s: wrong secret",
+			  proc_name(c, name, sizeof(name)), c->peer);
+		c->eof = true;
+		return;
+	}
+	memset(h->secret, 0, sizeof(h->secret));
+	c->kind = CONN_PROCESS;
+	c->proc.state = PROC_IDLE;
+	co->ever_had_process = true;
+	if (h->generation > co->generation)
+		co->generation = h->generation;
+	w.computation_id = co->computation_id;
+	w.interval_s = co->interval_s;
+	conn_send(c, CKPT_MSG_WELCOME, &w, sizeof(w));
+	coord_log("process %s joined from %s%s%s",
+		  proc_name(c, name, sizeof(name)), c->peer,
+		  h->flags & CKPT_HELLO_F_RESTARTED ? ", restarted" : "",
+		  h->flags & CKPT_HELLO_F_ACCEL ? ", accel" : "");
+}
+
+static void accept_command(struct coordinator *co, struct conn *c,
+			   const char *p, uint32_t len)
+{
+	struct ckpt_msg_cmd cmd;
+
+	copy_payload(&cmd, sizeof(cmd), p, len);
+	cmd.secret[sizeof(cmd.secret) - 1] = '\0';
+	if (!secret_ok(co, cmd.secret)) {
+		coord_log("rejected command from %s: wrong secret", c->peer);
+		conn_reply(c, EACCES, "the coordinator refused the command: "
+			   "wrong secret (is $HOME/.ckpt/secret the same as "
+			   "the coordinator's?)\n");
+		c->close_after_flush = true;
+		return;
+	}
+	c->kind = CONN_COMMAND;
+	command_handle(co, c, &cmd);
+}
+
+static void handle_process_msg(struct coordinator *co, struct conn *c,
+			       const struct ckpt_msg_header *hdr,
+			       const char *p)
+{
+	struct ckpt_msg_result res;
+	char name[256];
+
+	switch (hdr->type) {
+	case CKPT_MSG_SUSPENDED:
+	case CKPT_MSG_WRITTEN:
+	case CKPT_MSG_DURABLE:
+	case CKPT_MSG_FAILED:
+		copy_payload(&res, sizeof(res), p, hdr->len);
+		res.path[sizeof(res.path) - 1] = '\0';
+		res.message[sizeof(res.message) - 1] = '\0';
+		round_on_result(co, c, hdr->type, &res);
+		break;
+	default:
+		coord_log("process %s sent unexpected message type %u; "
+			  "ignored", proc_name(c, name, sizeof(name)),
+			  hdr->type);
+	}
+}
+
+static void handle_msg(struct coordinator *co, struct conn *c,
+		       const struct ckpt_msg_header *hdr, const char *p)
+{
+	if (c->kind == CONN_PROCESS) {
+		handle_process_msg(co, c, hdr, p);
+	} else if (hdr->type == CKPT_MSG_CMD) {
+		accept_command(co, c, p, hdr->len);
+	} else if (c->kind == CONN_NEW && hdr->type == CKPT_MSG_HELLO) {
+		accept_process(co, c, p, hdr->len);
+	} else {
+		coord_log("%s: unexpected message type %u from a %s "
+			  "connection; closing it", c->peer, hdr->type,
+			  c->kind == CONN_NEW ? "new" : "command");
+		c->eof = true;
+	}
+}
+
+static void read_conn(struct coordinator *co, struct conn *c)
+{
+	struct ckpt_msg_header hdr;
+	const char *payload;
+	int r;
+
+	conn_fill(c);
+	/* messages that arrived before a disconnect still count */
+	while ((r = conn_next_msg(c, &hdr, &payload)) == 1) {
+		handle_msg(co, c, &hdr, payload);
+		conn_drop_msg(c, &hdr);
+		if (c->close_after_flush)
+			break;
+	}
+	if (r < 0) {
+		coord_log("%s: bad message header (magic %#x, version %u, "
+			  "length %u); closing the connection", c->peer,
+			  hdr.magic, hdr.version, hdr.len);
+		c->eof = true;
+	}
+}
+
+static void on_gone(struct coordinator *co, struct conn *c)
+{
+	char name[256];
+
+	if (c->kind != CONN_PROCESS)
+		return;
+	coord_log("process %s left", proc_name(c, name, sizeof(name)));
+	round_on_gone(co, c);
+}
+
+/* Handle disconnects (which may fail a round and send to others, which
+ * may find more broken peers), then free them. */
+static void reap(struct coordinator *co)
+{
+	bool again = true;
+	size_t j = 0;
+
+	while (again) {
+		again = false;
+		for (size_t i = 0; i < co->nconns; i++) {
+			struct conn *c = co->conns[i];
+
+			if (c->close_after_flush && !c->out.len)
+				c->eof = true;
+			if (c->eof && !c->reaped) {
+				c->reaped = true;
+				on_gone(co, c);
+				again = true;
+			}
+		}
+	}
+	for (size_t i = 0; i < co->nconns; i++) {
+		if (co->conns[i]->reaped)
+			conn_free(co->conns[i]);
+		else
+			co->conns[j++] = co->conns[i];
+	}
+	co->nconns = j;
+	kill_check(co);
+}
+
+static void run_interval(struct coordinator *co, int64_t now)
+{
+	if (!co->interval_s || !co->next_interval_ms ||
+	    now < co->next_interval_ms || co->round.active)
+		return;
+	co->next_interval_ms = now + (int64_t)co->interval_s * 1000;
+	if (count_processes(co) > 0) {
+		coord_log("interval checkpoint (every %u s)", co->interval_s);
+		round_request(co, NULL);
+	}
+}
+
+static void run_timers(struct coordinator *co)
+{
+	int64_t now = now_ms();
+
+	for (size_t i = 0; i < co->nconns; i++) {
+		struct conn *c = co->conns[i];
+
+		if (c->kind == CONN_NEW && !c->eof &&
+		    now >= c->first_msg_deadline) {
+			coord_log("%s: sent nothing within %d s; closing",
+				  c->peer, COORD_HELLO_TIMEOUT_MS / 1000);
+			c->eof = true;
+		}
+	}
+	round_check_timeouts(co);
+	run_interval(co, now);
+	kill_check(co);
+}
+
+static int64_t min_deadline(int64_t a, int64_t b)
+{
+	if (!a)
+		return b;
+	if (!b)
+		return a;
+	return a < b ? a : b;
+}
+
+static int64_t next_deadline(struct coordinator *co)
+{
+	int64_t d = round_next_deadline(co);
+
+	for (size_t i = 0; i < co->nconns; i++)
+		if (co->conns[i]->kind == CONN_NEW)
+			d = min_deadline(d, co->conns[i]->first_msg_deadline);
+	if (!co->round.active)
+		d = min_deadline(d, co->next_interval_ms);
+	d = min_deadline(d, co->kill_deadline);
+	if (!co->daemon && !co->ever_had_process)
+		d = min_deadline(d, co->started_ms + COORD_IDLE_EXIT_MS);
+	return d;
+}
+
+static bool busy_with_clients(struct coordinator *co)
+{
+	for (size_t i = 0; i < co->nconns; i++) {
+		struct conn *c = co->conns[i];
+
+		if (c->kind == CONN_NEW || c->pending != PENDING_NONE)
+			return true;
+	}
+	return false;
+}
+
+static bool should_exit(struct coordinator *co)
+{
+	if (exit_signal) {
+		coord_log("exiting on signal %d", (int)exit_signal);
+		return true;
+	}
+	if (co->quit) {
+		coord_log("exiting on QUIT");
+		return true;
+	}
+	if (co->daemon || co->round.active || co->kill_deadline)
+		return false;
+	if (co->ever_had_process && !count_processes(co) &&
+	    !busy_with_clients(co)) {
+		coord_log("the last process left; exiting");
+		return true;
+	}
+	if (!co->ever_had_process &&
+	    now_ms() - co->started_ms >= COORD_IDLE_EXIT_MS) {
+		coord_log("no process connected within %d s; exiting",
+			  COORD_IDLE_EXIT_MS / 1000);
+		return true;
+	}
+	return false;
+}
+
+static void poll_once(struct coordinator *co, const sigset_t *wait_mask)
+{
+	static struct pollfd *pfds;
+	static size_t pfds_cap;
+	size_t n = co->nconns;
+	int64_t d = next_deadline(co);
+	struct timespec ts, *tsp = NULL;
+
+	if (n + 1 > pfds_cap) {
+		pfds_cap = (n + 1) * 2;
+		pfds = realloc(pfds, pfds_cap * sizeof(*pfds));
+		if (!pfds) {
+			coord_log("out of memory for %zu poll entries", n + 1);
+			exit(1);
+		}
+	}
+	pfds[0] = (struct pollfd){ .fd = co->listen_fd, .events = POLLIN };
+	for (size_t i = 0; i < n; i++) {
+		struct conn *c = co->conns[i];
+
+		pfds[i + 1] = (struct pollfd){
+			.fd = c->eof ? -1 : c->fd,
+			.events = POLLIN | (c->out.len ? POLLOUT : 0),
+		};
+	}
+	if (d) {
+		int64_t left = d - now_ms();
+
+		if (left < 0)
+			left = 0;
+		ts.tv_sec = left / 1000;
+		ts.tv_nsec = (left % 1000) * 1000000;
+		tsp = &ts;
+	}
+	if (ppoll(pfds, n + 1, tsp, wait_mask) < 0) {
+		if (errno != EINTR)
+			coord_log("poll failed: %s", strerror(errno));
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct conn *c = co->conns[i];
+		short rev = pfds[i + 1].revents;
+
+		if (rev & POLLOUT)
+			conn_flush(c);
+		if (rev & (POLLIN | POLLHUP | POLLERR))
+			read_conn(co, c);
+	}
+	if (pfds[0].revents & POLLIN)
+		listener_accept(co);
+}
+
+/* Last replies (QUIT's, for one) get a bounded chance to leave. */
+static void flush_all(struct coordinator *co)
+{
+	int64_t deadline = now_ms() + COORD_EXIT_FLUSH_MS;
+
+	for (size_t i = 0; i < co->nconns; i++) {
+		struct conn *c = co->conns[i];
+
+		while (c->out.len && !c->eof &&
+		       ckpt_cc_wait_fd(c->fd, POLLOUT, deadline) == 0)
+			conn_flush(c);
+		conn_free(c);
+	}
+	co->nconns = 0;
+}
+
+static void on_signal(int sig)
+{
+	exit_signal = sig;
+}
+
+/* Termination signals are blocked except inside ppoll(), so none is
+ * lost between the check and the wait. */
+static void setup_signals(sigset_t *wait_mask)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigset_t block;
+
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&block);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGHUP);
+	sigprocmask(SIG_BLOCK, &block, wait_mask);
+	sigdelset(wait_mask, SIGTERM);
+	sigdelset(wait_mask, SIGINT);
+	sigdelset(wait_mask, SIGHUP);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: ckpt_coordinator [--coord ADDR] [--daemon] [-i SECONDS]\n"
+"Coordinate checkpoints of the processes started with ckpt_launch.\n"
+"\n"
+"  --coord ADDR     Unix socket path or HOST:PORT (default: $CKPT_COORD,\n"
+"                   else ($XDG_RUNTIME_DIR or /tmp)/ckpt-UID/coordinator.sock)\n"
+"  --daemon         run in the background and keep running when no\n"
+"                   process is left (default: exit with the last process)\n"
+"  -i, --interval SECONDS  checkpoint every SECONDS (0: off, the default)\n"
+"  --notify-fd FD   write \"ready\" or \"error ERRNO MESSAGE\" to FD once\n"
+"                   listening (used by ckpt_launch)\n"
+"  --help, --version\n"
+"\n"
+"Control it with ckpt_command; the protocol is in docs/protocol.md.\n");
+}
+
+struct options {
+	const char *coord;
+	bool daemon;
+	long interval;
+	int notify_fd;
+};
+
+static int parse_number(const char *s, long max, long *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtol(s, &end, 10);
+	if (errno || end == s || *end || *out < 0 || *out > max)
+		return -EINVAL;
+	return 0;
+}
+
+static void parse_args(int argc, char **argv, struct options *o)
+{
+	static const struct option longopts[] = {
+		{ "coord", required_argument, NULL, 'c' },
+		{ "daemon", no_argument, NULL, 'd' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "notify-fd", required_argument, NULL, 'n' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ 0 }
+	};
+	long fd;
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "c:di:h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'c':
+			o->coord = optarg;
+			break;
+		case 'd':
+			o->daemon = true;
+			break;
+		case 'i':
+			if (parse_number(optarg, UINT32_MAX, &o->interval) < 0) {
+				fprintf(stderr, "ckpt_coordinator: bad interval "
+					"'%s': expected seconds (0 = off)\n",
+					optarg);
+				exit(2);
+			}
+			break;
+		case 'n':
+			if (parse_number(optarg, INT_MAX, &fd) < 0 ||
+			    fcntl((int)fd, F_GETFD) < 0) {
+				fprintf(stderr, "ckpt_coordinator: bad "
+					"--notify-fd '%s'\n", optarg);
+				exit(2);
+			}
+			o->notify_fd = (int)fd;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case 'V':
+			printf("ckpt_coordinator (ckpt) %s, protocol %d\n",
+			       CKPT_VERSION, CKPT_PROTOCOL_VERSION);
+			exit(0);
+		default:
+			usage(stderr);
+			exit(2);
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "ckpt_coordinator: unexpected argument '%s'\n",
+			argv[optind]);
+		exit(2);
+	}
+}
+
+static void notify(int fd, const char *line)
+{
+	if (fd < 0)
+		return;
+	if (write(fd, line, strlen(line)) < 0)
+		coord_log("cannot write to --notify-fd %d: %s", fd,
+			  strerror(errno));
+	close(fd);
+}
+
+static void startup_fail(int notify_fd, int err, const char *msg)
+{
+	char line[1200];
+
+	fprintf(stderr, "ckpt_coordinator: %s\n", msg);
+	snprintf(line, sizeof(line), "error %d ckpt_coordinator: %s\n",
+		 err > 0 ? err : EIO, msg);
+	notify(notify_fd, line);
+	exit(1);
+}
+
+/* Fork into the background once listening; the parent reports the pid. */
+static void daemonize(struct coordinator *co)
+{
+	pid_t pid = fork();
+	int null_fd;
+
+	if (pid < 0)
+		startup_fail(co->notify_fd, errno, "cannot fork into the "
+			     "background");
+	if (pid > 0) {
+		printf("ckpt_coordinator: listening on %s in the background "
+		       "(pid %d)\n", co->addr, (int)pid);
+		exit(0);
+	}
+	setsid();
+	null_fd = open("/dev/null", O_RDWR);
+	if (null_fd >= 0) {
+		dup2(null_fd, 0);
+		dup2(null_fd, 1);
+		dup2(null_fd, 2);
+		if (null_fd > 2)
+			close(null_fd);
+	}
+}
+
+static void setup(struct coordinator *co, const struct options *o)
+{
+	char err[1024];
+	int r;
+
+	r = ckpt_coord_resolve_addr(o->coord, co->addr, sizeof(co->addr));
+	if (r < 0) {
+		snprintf(err, sizeof(err), "cannot use coordinator address "
+			 "'%s': %s", o->coord ? o->coord : "(default)",
+			 strerror(-r));
+		startup_fail(o->notify_fd, -r, err);
+	}
+	co->is_tcp = ckpt_cc_is_tcp_addr(co->addr);
+	co->daemon = o->daemon;
+	co->notify_fd = o->notify_fd;
+	co->interval_s = (uint32_t)o->interval;
+	co->started_ms = now_ms();
+	if (co->interval_s)
+		co->next_interval_ms = co->started_ms +
+				       (int64_t)co->interval_s * 1000;
+	if (getrandom(&co->computation_id, sizeof(co->computation_id), 0) < 0)
+		co->computation_id = (uint64_t)co->started_ms ^ getpid();
+	r = listener_open(co, err, sizeof(err));
+	if (r < 0)
+		startup_fail(o->notify_fd, -r, err);
+}
+
+int main(int argc, char **argv)
+{
+	struct options o = { .notify_fd = -1 };
+	struct coordinator co = { 0 };
+	sigset_t wait_mask;
+
+	parse_args(argc, argv, &o);
+	setup_signals(&wait_mask);
+	setup(&co, &o);
+	if (co.daemon)
+		daemonize(&co);
+	notify(co.notify_fd, "ready\n");
+	if (co.interval_s)
+		coord_log("listening on %s, checkpoint every %u s", co.addr,
+			  co.interval_s);
+	else
+		coord_log("listening on %s", co.addr);
+	while (!should_exit(&co)) {
+		poll_once(&co, &wait_mask);
+		reap(&co);
+		run_timers(&co);
+		reap(&co);
+	}
+	flush_all(&co);
+	listener_close(&co);
+	return 0;
+}

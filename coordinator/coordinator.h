@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * ckpt_coordinator internals: one process, one thread, one poll loop.
+ * Connections are processes (libckpt), commands (ckpt_command), or new
+ * ones that have not said which yet. docs/protocol.md tells the story.
+ */
+#ifndef CKPT_COORDINATOR_H
+#define CKPT_COORDINATOR_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ckpt/protocol.h"
+
+#define COORD_HELLO_TIMEOUT_MS		10000	/* first message of a conn */
+#define COORD_SUSPEND_TIMEOUT_MS	30000	/* all SUSPENDED */
+#define COORD_ROUND_TIMEOUT_MS		300000	/* all DURABLE */
+#define COORD_KILL_TIMEOUT_MS		10000	/* all gone after DO_KILL */
+#define COORD_IDLE_EXIT_MS		60000	/* nobody ever came */
+#define COORD_EXIT_FLUSH_MS		2000	/* last replies on exit */
+#define COORD_MAX_IN_PAYLOAD		(64u << 10)
+#define COORD_MAX_OUT_BYTES		(16u << 20)
+
+/* A growable byte buffer (input/output queues, reply text). */
+struct buf {
+	char *data;
+	size_t len;
+	size_t cap;
+};
+
+void buf_append(struct buf *b, const void *data, size_t len);
+void buf_printf(struct buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void buf_consume(struct buf *b, size_t len);
+void buf_free(struct buf *b);
+/* NUL-terminated view of the text (the NUL is not counted in len). */
+const char *buf_str(struct buf *b);
+
+enum conn_kind {
+	CONN_NEW,		/* accepted, no message yet */
+	CONN_PROCESS,		/* sent HELLO */
+	CONN_COMMAND,		/* sent CMD */
+};
+
+/* Where a process is in the current checkpoint round. */
+enum proc_state {
+	PROC_IDLE,		/* not in a round */
+	PROC_SUSPENDING,	/* DO_SUSPEND sent */
+	PROC_SUSPENDED,
+	PROC_WRITING,		/* DO_WRITE sent */
+	PROC_WRITTEN,
+	PROC_DURABLE,		/* done: image in place */
+	PROC_FAILED,		/* done: sent FAILED, timed out or left */
+	PROC_ABORTING,		/* DO_ABORT sent before it answered */
+	PROC_ABORTED,		/* done: resumed without writing */
+};
+
+enum pending_cmd {
+	PENDING_NONE,
+	PENDING_CHECKPOINT,	/* waits for a round */
+	PENDING_KILL,		/* waits for the killed processes to go */
+	PENDING_QUIT,		/* same, then the coordinator exits */
+};
+
+struct process_info {
+	struct ckpt_msg_hello hello;
+	enum proc_state state;
+	uint64_t round_generation;	/* round it takes part in */
+	bool kill_sent;
+};
+
+struct conn {
+	int fd;
+	enum conn_kind kind;
+	uint64_t serial;
+	char peer[96];			/* "uid 1000 pid 42" or "1.2.3.4:5" */
+	int64_t first_msg_deadline;
+	struct buf in;
+	struct buf out;
+	bool eof;			/* peer gone or broken: reap it */
+	bool close_after_flush;
+	bool reaped;			/* disconnect handled, free it */
+	struct process_info proc;
+	enum pending_cmd pending;
+	uint64_t pending_generation;	/* 0: queued for the next round */
+};
+
+struct round {
+	bool active;
+	bool failed;
+	bool writing;			/* phase 2: DO_WRITE sent */
+	uint64_t generation;
+	int nprocs;
+	int first_error;
+	int64_t start_ms;
+	int64_t suspended_ms;		/* all SUSPENDED */
+	int64_t suspend_deadline;
+	int64_t round_deadline;
+	struct buf paths;		/* one image path per line */
+	struct buf failures;		/* one failure per line */
+};
+
+struct last_round {
+	uint64_t generation;		/* 0: none yet */
+	bool ok;
+	int nprocs;
+	double ms;
+	int64_t end_ms;
+};
+
+struct coordinator {
+	char addr[512];
+	bool is_tcp;
+	bool daemon;
+	int notify_fd;
+	int listen_fd;
+	int lock_fd;
+	char lock_path[4200];
+	char secret[CKPT_SECRET_LEN + 1];
+	uint64_t computation_id;
+	uint32_t interval_s;
+	int64_t next_interval_ms;	/* 0: none */
+	uint64_t generation;		/* last one handed out */
+	uint64_t next_serial;
+	int64_t started_ms;
+	bool ever_had_process;
+	bool quit;			/* exit once replies are out */
+	int64_t kill_deadline;		/* 0: no KILL/QUIT in progress */
+	struct conn **conns;
+	size_t nconns;
+	size_t conns_cap;
+	struct round round;
+	struct last_round last;
+	struct last_round last_ok;
+};
+
+/* coordinator.c */
+int64_t now_ms(void);
+void coord_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int count_processes(struct coordinator *co);
+/* "app (vpid 7, pid 4242 on node1)" */
+const char *proc_name(struct conn *c, char *out, size_t len);
+
+/* conn.c */
+struct conn *conn_add(struct coordinator *co, int fd, const char *peer);
+void conn_send(struct conn *c, uint16_t type, const void *payload,
+	       uint32_t len);
+void conn_reply(struct conn *c, int status, const char *text);
+int conn_flush(struct conn *c);
+/* Read what is there; 0 or -errno (then c->eof is set). */
+int conn_fill(struct conn *c);
+/* Next complete message from c->in, 1 if one, 0 if none yet, -EPROTO. */
+int conn_next_msg(struct conn *c, struct ckpt_msg_header *hdr,
+		  const char **payload);
+void conn_drop_msg(struct conn *c, const struct ckpt_msg_header *hdr);
+void conn_free(struct conn *c);
+
+/* listener.c */
+int listener_open(struct coordinator *co, char *err, size_t errlen);
+void listener_accept(struct coordinator *co);
+void listener_close(struct coordinator *co);
+
+/* checkpoint_round.c */
+void round_request(struct coordinator *co, struct conn *requester);
+void round_on_result(struct coordinator *co, struct conn *c, uint16_t type,
+		     const struct ckpt_msg_result *res);
+void round_on_gone(struct coordinator *co, struct conn *c);
+void round_check_timeouts(struct coordinator *co);
+int64_t round_next_deadline(struct coordinator *co);
+const char *proc_state_name(enum proc_state s);
+
+/* commands.c */
+void command_handle(struct coordinator *co, struct conn *c,
+		    const struct ckpt_msg_cmd *cmd);
+void kill_check(struct coordinator *co);
+
+#endif /* CKPT_COORDINATOR_H */

@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * ckpt_launch: run PROGRAM under checkpoint control. Makes sure a
+ * coordinator answers (starting one if needed), then execs PROGRAM with
+ * libckpt.so preloaded and CKPT_COORD / CKPT_DIR set for it.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ckpt/coord_client.h"
+#include "../../coordinator/client_internal.h"
+#include "../../coordinator/tool_common.h"
+
+#define COORD_TIMEOUT_MS	10000
+
+struct launch {
+	const char *coord;
+	const char *ckptdir;
+	const char *interval;		/* as given, passed on to a coordinator */
+	uint32_t interval_s;
+	char **argv;			/* PROGRAM ARGS... */
+	char addr[512];
+	char dir[PATH_MAX];
+	char lib[PATH_MAX];
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: ckpt_launch [--coord ADDR] [--ckptdir DIR] [-i SECONDS] [--] PROGRAM [ARGS...]\n"
+"Run PROGRAM so that it can be checkpointed (ckpt_command --checkpoint)\n"
+"and restarted (ckpt_restart).\n"
+"\n"
+"  --coord ADDR        coordinator: Unix socket path or HOST:PORT (default:\n"
+"                      $CKPT_COORD, else the per-user socket); started if\n"
+"                      none answers there\n"
+"  --ckptdir DIR       where images go (default: $CKPT_DIR, else the\n"
+"                      current directory)\n"
+"  -i, --interval SECONDS  checkpoint every SECONDS (0: off)\n"
+"  --help, --version\n"
+"\n"
+"Exit status: PROGRAM's, or 1 if ckpt_launch fails, 127 if PROGRAM is\n"
+"not found, 126 if it cannot be executed.\n");
+}
+
+static void parse_args(int argc, char **argv, struct launch *l)
+{
+	static const struct option longopts[] = {
+		{ "coord", required_argument, NULL, 'C' },
+		{ "ckptdir", required_argument, NULL, 'd' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ 0 }
+	};
+	unsigned long v;
+	char *end;
+	int opt;
+
+	/* "+": stop at PROGRAM, its options are its own */
+	while ((opt = getopt_long(argc, argv, "+i:h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'C':
+			l->coord = optarg;
+			break;
+		case 'd':
+			l->ckptdir = optarg;
+			break;
+		case 'i':
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (errno || end == optarg || *end || optarg[0] == '-' ||
+			    v > UINT32_MAX) {
+				fprintf(stderr, "ckpt_launch: bad interval '%s': "
+					"expected seconds (0 = off)\n", optarg);
+				exit(1);
+			}
+			l->interval = optarg;
+			l->interval_s = (uint32_t)v;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case 'V':
+			printf("ckpt_launch (ckpt) %s, protocol %d\n",
+			       CKPT_VERSION, CKPT_PROTOCOL_VERSION);
+			exit(0);
+		default:
+			usage(stderr);
+			exit(1);
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "ckpt_launch: no PROGRAM given (see --help)\n");
+		exit(1);
+	}
+	l->argv = argv + optind;
+}
+
+/* Like execvp's search, so a missing program fails before a coordinator
+ * is started for it. */
+static int find_program(const char *prog)
+{
+	const char *path = getenv("PATH");
+	char full[PATH_MAX];
+
+	if (strchr(prog, '/'))
+		return access(prog, F_OK) == 0 ? 0 : -errno;
+	if (!path)
+		path = "/bin:/usr/bin";
+	while (*path) {
+		const char *colon = strchrnul(path, ':');
+		int n = (int)(colon - path);
+
+		snprintf(full, sizeof(full), "%.*s/%s", n ? n : 1,
+			 n ? path : ".", prog);
+		if (access(full, X_OK) == 0)
+			return 0;
+		path = *colon ? colon + 1 : colon;
+	}
+	return -ENOENT;
+}
+
+static int resolve_ckptdir(struct launch *l)
+{
+	const char *dir = l->ckptdir;
+	struct stat st;
+
+	if (!dir || !*dir)
+		dir = getenv("CKPT_DIR");
+	if (!dir || !*dir)
+		dir = ".";
+	if (!realpath(dir, l->dir) || stat(l->dir, &st) < 0) {
+		fprintf(stderr, "ckpt_launch: checkpoint directory %s: %s\n",
+			dir, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "ckpt_launch: checkpoint directory %s: not a "
+			"directory\n", dir);
+		return -1;
+	}
+	if (access(l->dir, W_OK | X_OK) < 0) {
+		fprintf(stderr, "ckpt_launch: checkpoint directory %s: not "
+			"writable: %s\n", l->dir, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int find_libckpt(struct launch *l)
+{
+	int r = ckpt_install_path("../lib/ckpt/libckpt.so", l->lib,
+				  sizeof(l->lib));
+
+	if (r == 0 && access(l->lib, R_OK) < 0)
+		r = -errno;
+	if (r < 0) {
+		fprintf(stderr, "ckpt_launch: cannot find libckpt.so at %s: "
+			"%s\n", l->lib[0] ? l->lib : "../lib/ckpt next to "
+			"ckpt_launch", strerror(-r));
+		return -1;
+	}
+	return 0;
+}
+
+static int spawn_coordinator(struct launch *l)
+{
+	const char *extra[] = { "-i", l->interval, NULL };
+	char path[PATH_MAX];
+	int r;
+
+	r = ckpt_install_path("ckpt_coordinator", path, sizeof(path));
+	if (r == 0 && access(path, X_OK) < 0)
+		r = -errno;
+	if (r < 0) {
+		fprintf(stderr, "ckpt_launch: cannot find ckpt_coordinator at "
+			"%s: %s\n", path, strerror(-r));
+		return r;
+	}
+	r = ckpt_coord_spawn(path, l->addr, l->interval ? extra : NULL,
+			     COORD_TIMEOUT_MS);
+	if (r < 0 && r != -EADDRINUSE) {
+		fprintf(stderr, "ckpt_launch: cannot start a coordinator on "
+			"%s: %s\n", l->addr, strerror(-r));
+		return r;
+	}
+	return ckpt_coord_connect(l->addr, COORD_TIMEOUT_MS);
+}
+
+static int send_interval(struct launch *l, int fd)
+{
+	char *text = NULL;
+	int status = 0;
+	int r = tool_command(fd, ckpt_cc_is_tcp_addr(l->addr),
+			     CKPT_CMD_INTERVAL, l->interval_s, COORD_TIMEOUT_MS,
+			     &status, &text);
+
+	if (r == 0 && status)
+		r = -status;
+	if (r < 0)
+		fprintf(stderr, "ckpt_launch: cannot set the interval on the "
+			"coordinator at %s: %s\n", l->addr, strerror(-r));
+	free(text);
+	return r;
+}
+
+/* Make sure a coordinator answers at l->addr; the probe connection is
+ * closed (and CLOEXEC anyway) so PROGRAM does not inherit it. */
+static int ensure_coordinator(struct launch *l)
+{
+	char secret[CKPT_SECRET_LEN + 1];
+	int fd, r = 0;
+
+	if (ckpt_cc_is_tcp_addr(l->addr)) {
+		r = ckpt_secret_load(secret, sizeof(secret));
+		if (r < 0) {
+			fprintf(stderr, "ckpt_launch: cannot load the secret "
+				"for TCP ($HOME/.ckpt/secret): %s\n",
+				strerror(-r));
+			return r;
+		}
+	}
+	fd = ckpt_coord_connect(l->addr, COORD_TIMEOUT_MS);
+	if (fd == -ENOENT || fd == -ECONNREFUSED) {
+		fd = spawn_coordinator(l);
+	} else if (fd >= 0 && l->interval) {
+		r = send_interval(l, fd);
+	}
+	if (fd < 0) {
+		fprintf(stderr, "ckpt_launch: no coordinator at %s: %s\n",
+			l->addr, fd == -EACCES ? "it runs as another user" :
+			strerror(-fd));
+		return fd;
+	}
+	close(fd);
+	return r;
+}
+
+static int set_preload(struct launch *l)
+{
+	const char *old = getenv("LD_PRELOAD");
+	char *value;
+	int r;
+
+	if (old && strstr(old, l->lib))
+		return 0;
+	if (old && *old)
+		r = asprintf(&value, "%s %s", l->lib, old);
+	else
+		r = asprintf(&value, "%s", l->lib);
+	if (r < 0)
+		return -ENOMEM;
+	r = setenv("LD_PRELOAD", value, 1);
+	free(value);
+	return r < 0 ? -errno : 0;
+}
+
+static int set_environment(struct launch *l)
+{
+	if (setenv("CKPT_COORD", l->addr, 1) < 0 ||
+	    setenv("CKPT_DIR", l->dir, 1) < 0 || set_preload(l) < 0) {
+		fprintf(stderr, "ckpt_launch: cannot set the environment: %s\n",
+			strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct launch l = { 0 };
+	int r;
+
+	parse_args(argc, argv, &l);
+	r = find_program(l.argv[0]);
+	if (r < 0) {
+		fprintf(stderr, "ckpt_launch: %s: %s\n", l.argv[0],
+			r == -ENOENT ? "command not found" : strerror(-r));
+		return 127;
+	}
+	if (resolve_ckptdir(&l) < 0 || find_libckpt(&l) < 0)
+		return 1;
+	if (tool_resolve_addr("ckpt_launch", l.coord, l.addr,
+			      sizeof(l.addr)) < 0)
+		return 1;
+	if (ensure_coordinator(&l) < 0 || set_environment(&l) < 0)
+		return 1;
+	execvp(l.argv[0], l.argv);
+	r = errno;
+	fprintf(stderr, "ckpt_launch: cannot execute %s: %s\n", l.argv[0],
+		strerror(r));
+	return r == ENOENT ? 127 : 126;
+}
