@@ -159,6 +159,14 @@ int writer_add_fd(struct image_writer *w, const struct ckpt_fd_info *fi,
 	return add_string(w, path, &slot->path);
 }
 
+int writer_reserve_memory_tables(struct image_writer *w)
+{
+	if (table_reserve(&w->regions, 1 << 16) < 0 ||
+	    table_reserve(&w->extents, 1 << 21) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
 void writer_set_brk(struct image_writer *w, uint64_t start, uint64_t end)
 {
 	w->brk_start = start;
@@ -243,28 +251,41 @@ static uint64_t lay_out(struct image_writer *w, struct ckpt_image_header *h)
 	return off;
 }
 
+/* The manager's own stack changes while it writes: its pages are copied
+ * first so the hash matches what lands in the file. */
+static int write_extent(int fd, const struct ckpt_extent *e, char *bounce)
+{
+	const void *src = (const void *)(uintptr_t)e->addr;
+
+	if (bounce && manager_stack_overlaps(e->addr, e->len)) {
+		memcpy(bounce, src, e->len);
+		src = bounce;
+	}
+	((struct ckpt_extent *)e)->hash = ckpt_hash64(src, e->len, 0);
+	return write_all(fd, src, e->len, e->file_offset);
+}
+
 static int write_extents(struct image_writer *w, int fd, char *err,
 			 size_t errlen)
 {
 	struct ckpt_extent *e = (struct ckpt_extent *)w->extents.base;
+	char *bounce = mmap(NULL, CKPT_EXTENT_MAX, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int r = 0;
 
-	for (size_t i = 0; i < w->extents.n; i++) {
-		int r;
-
-		e[i].hash = ckpt_hash64((void *)(uintptr_t)e[i].addr,
-					e[i].len, 0);
-		r = write_all(fd, (void *)(uintptr_t)e[i].addr, e[i].len,
-			      e[i].file_offset);
-		if (r < 0) {
+	if (bounce == MAP_FAILED)
+		return -ENOMEM;
+	for (size_t i = 0; i < w->extents.n && r == 0; i++) {
+		r = write_extent(fd, &e[i], bounce);
+		if (r < 0)
 			ckpt_fmt(err, errlen,
 				 "writing memory %#lx-%#lx: %s",
 				 (unsigned long)e[i].addr,
 				 (unsigned long)(e[i].addr + e[i].len),
 				 strerror(-r));
-			return r;
-		}
 	}
-	return 0;
+	munmap(bounce, CKPT_EXTENT_MAX);
+	return r;
 }
 
 static int copy_blob(int out, const struct blob *b, uint64_t off,
@@ -481,10 +502,10 @@ int image_write(uint64_t generation, const char *dir, char *final_path,
 	w.blobs.elem = sizeof(struct blob);
 	/* Reserve (virtual, untouched) room up front: growing a table by
 	 * mremap during the memory scan could punch a hole into a region
-	 * that is already listed. */
-	if (table_reserve(&w.regions, 1 << 16) < 0 ||
-	    table_reserve(&w.extents, 1 << 21) < 0 ||
-	    table_reserve(&w.strings, 1 << 24) < 0) {
+	 * that is already listed. The region and extent tables are made
+	 * by memory_scan once /proc/self/maps is read, so they are not
+	 * part of the image while their hashes are filled in. */
+	if (table_reserve(&w.strings, 1 << 24) < 0) {
 		writer_free(&w);
 		ckpt_fmt(err, errlen, "reserving image tables: %s",
 			 strerror(ENOMEM));

@@ -120,6 +120,7 @@ int writer_add_region(struct image_writer *w, const struct ckpt_region *r,
 int writer_add_extent(struct image_writer *w, uint64_t addr, uint64_t len);
 int writer_add_fd(struct image_writer *w, const struct ckpt_fd_info *fi,
 		  const char *path, int content_fd, uint64_t content_size);
+int writer_reserve_memory_tables(struct image_writer *w);
 void writer_set_brk(struct image_writer *w, uint64_t start, uint64_t end);
 
 /* checkpoint.c */
@@ -132,6 +133,7 @@ int checkpoint_restore_resources(const struct ckpt_restart_args *args);
 
 /* manager.c */
 int manager_start(void);
+int manager_stack_overlaps(uint64_t addr, uint64_t len);
 void manager_after_restart(void);
 
 /* restore.c */

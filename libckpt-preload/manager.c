@@ -210,6 +210,32 @@ static void handle_suspend(const struct ckpt_msg_do_checkpoint *m)
 			 " resuming", CKPT_SUSPENDED_IDLE_MS / 1000);
 }
 
+/* The manager thread's stack (and TLS, in the same mapping). */
+static uint64_t manager_stack_lo, manager_stack_hi;
+
+static void note_manager_stack(void)
+{
+	pthread_attr_t attr;
+	void *base;
+	size_t size;
+
+	if (pthread_getattr_np(pthread_self(), &attr) != 0)
+		return;
+	if (pthread_attr_getstack(&attr, &base, &size) == 0) {
+		manager_stack_lo = (uintptr_t)base;
+		/* glibc keeps the thread descriptor right above the stack */
+		manager_stack_hi = (uintptr_t)base + size + (64 << 10);
+	}
+	pthread_attr_destroy(&attr);
+}
+
+int manager_stack_overlaps(uint64_t addr, uint64_t len)
+{
+	if (!manager_stack_hi)
+		return 1; /* unknown: copy everything, stay correct */
+	return addr < manager_stack_hi && addr + len > manager_stack_lo;
+}
+
 static void *manager_main(void *arg)
 {
 	union manager_msg msg;
@@ -217,6 +243,7 @@ static void *manager_main(void *arg)
 	int r;
 
 	(void)arg;
+	note_manager_stack();
 	while (ckpt.coord_fd >= 0) {
 		r = ckpt_msg_recv(ckpt.coord_fd, &msg, sizeof(msg), &len, -1);
 		switch (r) {

@@ -334,6 +334,12 @@ int memory_scan(struct image_writer *w, char *err, size_t errlen)
 			 strerror(-r));
 		return r;
 	}
+	r = writer_reserve_memory_tables(w);
+	if (r < 0) {
+		ckpt_fmt(err, errlen, "reserving image tables: %s",
+			 strerror(-r));
+		return r;
+	}
 	s->w = w;
 	s->prev_end = 0;
 	s->pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
