@@ -1,0 +1,80 @@
+# restart/: ckpt_restart, ckpt_inspect, the freestanding loader blob and
+# the loader's self-test. Included by the top-level Makefile.
+#
+# Architecture files: restart/arch/$(ARCH)/*.S and *.h belong to the
+# loader (freestanding); restart/arch/$(ARCH)/*.c to the tools (glibc).
+
+RESTART_ARCH := restart/arch/$(ARCH)
+
+# --- the loader blob -------------------------------------------------------
+# Freestanding, position-independent and free of dynamic relocations: the
+# blob runs wherever ckpt_restart places it, with nothing to relocate it.
+LOADER_CFLAGS := -O2 -g -std=gnu11 $(WARN) -ffreestanding -nostdlib \
+	-fno-stack-protector -fPIE -fvisibility=hidden -fno-builtin \
+	-fno-asynchronous-unwind-tables -fno-unwind-tables \
+	-fno-tree-loop-distribute-patterns -Iinclude -I$(RESTART_ARCH)
+LOADER_LDFLAGS := -nostdlib -static-pie -Wl,-T,restart/loader/blob.lds \
+	-Wl,-z,noexecstack -Wl,-z,norelro -Wl,--build-id=none
+BLOB_SECTIONS := -j .blob_header -j .text -j .rodata -j .data
+
+LOADER_SRCS := $(wildcard restart/loader/*.c) $(wildcard $(RESTART_ARCH)/*.S)
+LOADER_OBJS := $(patsubst %,$(OBJ)/freestanding/%.o,$(LOADER_SRCS))
+LOADER_ELF := $(OBJ)/restart/ckpt_restart_loader.elf
+
+$(OBJ)/freestanding/%.c.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(LOADER_CFLAGS) -MMD -MP -c $< -o $@
+
+$(OBJ)/freestanding/%.S.o: %.S
+	@mkdir -p $(dir $@)
+	$(CC) $(LOADER_CFLAGS) -MMD -MP -c $< -o $@
+
+# Link, refuse any dynamic relocation, then flatten to the blob.
+# $(1): output blob, $(2): ELF, $(3): objects
+define link_blob
+	@mkdir -p $(dir $(1)) $(dir $(2))
+	$(CC) $(LOADER_LDFLAGS) -o $(2) $(3)
+	@if readelf -rW $(2) | grep -q 'Relocation section'; then \
+		echo "error: $(2) has dynamic relocations:" >&2; \
+		readelf -rW $(2) >&2; rm -f $(2); exit 1; fi
+	objcopy -O binary $(BLOB_SECTIONS) $(2) $(1)
+endef
+
+$(LIBDIR)/ckpt_restart_loader.bin: $(LOADER_OBJS) restart/loader/blob.lds
+	$(call link_blob,$@,$(LOADER_ELF),$(LOADER_OBJS))
+
+# --- ckpt_restart and ckpt_inspect ----------------------------------------
+RESTART_COMMON_SRCS := restart/image_check.c $(wildcard $(RESTART_ARCH)/*.c)
+RESTART_COMMON_OBJS := $(patsubst %,$(OBJ)/app/%.o,$(RESTART_COMMON_SRCS))
+# The coordinator client (coordinator/client*.c); overridable for testing.
+RESTART_CLIENT_OBJS ?= $(patsubst %,$(OBJ)/app/%.o,$(CLIENT_SRCS))
+
+RESTART_OBJS := $(OBJ)/app/restart/ckpt_restart.c.o \
+	$(OBJ)/app/restart/loader_exec.c.o $(RESTART_COMMON_OBJS)
+
+$(BIN)/ckpt_restart: $(RESTART_OBJS) $(RESTART_CLIENT_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^
+
+$(BIN)/ckpt_inspect: $(OBJ)/app/restart/ckpt_inspect.c.o $(RESTART_COMMON_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^
+
+# --- the self-test: a synthetic image of a tiny freestanding program ------
+SELFTEST_DIR := $(BUILD)/selftest/restart
+SELFTEST_SRCS := $(wildcard restart/selftest/restored*.c)
+SELFTEST_OBJS := $(patsubst %,$(OBJ)/freestanding/%.o,$(SELFTEST_SRCS)) \
+	$(OBJ)/freestanding/restart/loader/string.c.o
+
+$(SELFTEST_DIR)/restored.bin: $(SELFTEST_OBJS) restart/loader/blob.lds
+	$(call link_blob,$@,$(OBJ)/restart/selftest_restored.elf,$(SELFTEST_OBJS))
+
+$(SELFTEST_DIR)/mkimage: $(OBJ)/app/restart/selftest/mkimage.c.o
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^
+
+.PHONY: restart
+restart: $(BIN)/ckpt_restart $(BIN)/ckpt_inspect \
+	$(LIBDIR)/ckpt_restart_loader.bin $(SELFTEST_DIR)/restored.bin \
+	$(SELFTEST_DIR)/mkimage
+all: restart

@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * ckpt_inspect IMAGE: decode a checkpoint image (header, regions, extents,
+ * threads, fds) and verify every checksum. Exit 1 if the image is corrupt;
+ * whether this machine could restart it is only reported.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include "image_check.h"
+
+static void print_header(const struct ckpt_image *img)
+{
+	const struct ckpt_image_header *h = &img->hdr;
+	time_t secs = h->ckpt_time_ns / 1000000000ULL;
+	char when[64] = "?";
+	struct tm tm;
+
+	if (localtime_r(&secs, &tm))
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S %z", &tm);
+	printf("image       %s\n", img->path);
+	printf("version     %u, %s, page size %u, %llu bytes\n", h->version,
+	       arch_name(h->arch), h->page_size,
+	       (unsigned long long)h->image_size);
+	printf("program     %.*s (vpid %d, vppid %d)\n", CKPT_PROGRAM_MAX,
+	       h->program, h->vpid, h->vppid);
+	printf("unique id   %.*s\n", (int)sizeof(h->unique_id), h->unique_id);
+	printf("generation  %llu, taken %s\n",
+	       (unsigned long long)h->generation, when);
+	printf("cpu         features %#llx\n",
+	       (unsigned long long)h->cpu_features);
+	printf("restore     entry %#llx, stack top %#llx, tls %#llx\n",
+	       (unsigned long long)h->restore_entry,
+	       (unsigned long long)h->restore_stack_top,
+	       (unsigned long long)h->restore_tls);
+	if (h->flags & CKPT_IMG_F_HAS_BRK)
+		printf("brk         %#llx-%#llx\n",
+		       (unsigned long long)h->brk_start,
+		       (unsigned long long)h->brk_end);
+	printf("metadata    %llu bytes at %llu; data from %llu\n",
+	       (unsigned long long)h->meta_size,
+	       (unsigned long long)h->meta_offset,
+	       (unsigned long long)h->data_offset);
+}
+
+static void prot_string(uint32_t prot, char out[4])
+{
+	out[0] = prot & PROT_READ ? 'r' : '-';
+	out[1] = prot & PROT_WRITE ? 'w' : '-';
+	out[2] = prot & PROT_EXEC ? 'x' : '-';
+	out[3] = '\0';
+}
+
+static uint64_t region_saved_bytes(const struct ckpt_image *img,
+				   const struct ckpt_region *r)
+{
+	uint64_t i, sum = 0;
+
+	for (i = 0; i < r->nextents; i++)
+		sum += img->extents[r->first_extent + i].len;
+	return sum;
+}
+
+static void print_regions(const struct ckpt_image *img)
+{
+	uint64_t total = 0, saved;
+	char prot[4];
+	uint32_t i;
+
+	printf("\n%u regions:\n", img->hdr.nregions);
+	printf("  %-33s %-4s %-15s %5s %12s  %s\n", "address", "prot", "kind",
+	       "flags", "saved", "name");
+	for (i = 0; i < img->hdr.nregions; i++) {
+		const struct ckpt_region *r = &img->regions[i];
+
+		prot_string(r->prot, prot);
+		saved = region_saved_bytes(img, r);
+		total += saved;
+		printf("  %016llx-%016llx %-4s %-15s %c%c    %12llu  %s",
+		       (unsigned long long)r->start,
+		       (unsigned long long)r->end, prot,
+		       region_kind_name(r->kind),
+		       r->flags & CKPT_REGION_F_GROWSDOWN ? 'g' : '-',
+		       r->flags & CKPT_REGION_F_NORESERVE ? 'n' : '-',
+		       (unsigned long long)saved, image_string(img, r->name));
+		if (region_is_file(r))
+			printf(" @%llu (size %llu, ino %llu)",
+			       (unsigned long long)r->file_offset,
+			       (unsigned long long)r->file_size,
+			       (unsigned long long)r->file_ino);
+		printf("\n");
+	}
+	printf("\n%u extents, %llu bytes of memory saved\n", img->hdr.nextents,
+	       (unsigned long long)total);
+}
+
+static void print_threads(const struct ckpt_image *img)
+{
+	uint32_t i;
+
+	printf("\n%u threads:\n", img->hdr.nthreads);
+	for (i = 0; i < img->hdr.nthreads; i++) {
+		const struct ckpt_thread_info *t = &img->threads[i];
+
+		printf("  vtid %-7d %-4s tls %#llx sp %#llx pc %#llx\n", t->vtid,
+		       t->is_main ? "main" : "", (unsigned long long)t->tls,
+		       (unsigned long long)t->sp, (unsigned long long)t->pc);
+	}
+}
+
+static void print_fds(const struct ckpt_image *img)
+{
+	const char *kind;
+	uint32_t i;
+
+	printf("\n%u fds:\n", img->hdr.nfds);
+	for (i = 0; i < img->hdr.nfds; i++) {
+		const struct ckpt_fd_info *f = &img->fds[i];
+
+		kind = fd_kind_name(f->kind);
+		printf("  %4d %-14s flags %#o%s offset %lld %s", f->fd,
+		       kind ? kind : "?", f->flags,
+		       f->fd_flags & 1 ? " cloexec" : "",
+		       (long long)f->offset, image_string(img, f->path));
+		if (f->kind == CKPT_FD_FILE_DELETED)
+			printf(" (%llu bytes saved)",
+			       (unsigned long long)f->data_size);
+		printf("\n");
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct ckpt_image img;
+
+	if (argc == 2 && !strcmp(argv[1], "--help")) {
+		printf("Usage: ckpt_inspect IMAGE\nDecode a checkpoint image "
+		       "and verify its checksums (exit 1 if corrupt).\n");
+		return 0;
+	}
+	if (argc == 2 && !strcmp(argv[1], "--version")) {
+		printf("ckpt_inspect %s\n", CKPT_VERSION);
+		return 0;
+	}
+	if (argc != 2) {
+		fprintf(stderr, "Usage: ckpt_inspect IMAGE\n");
+		return 1;
+	}
+	if (image_open(&img, argv[1], O_CLOEXEC)) {
+		fprintf(stderr, "ckpt_inspect: %s: %s\n", argv[1], img.err);
+		return 1;
+	}
+	print_header(&img);
+	print_regions(&img);
+	print_threads(&img);
+	print_fds(&img);
+	fflush(stdout);
+	if (image_verify_data(&img)) {
+		fprintf(stderr, "ckpt_inspect: %s: %s\n", argv[1], img.err);
+		return 1;
+	}
+	printf("\nall checksums verified\n");
+	if (image_check_host(&img))
+		printf("note: this machine cannot restart it: %s\n", img.err);
+	image_close(&img);
+	return 0;
+}

@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * ckpt_restart [--coord ADDR] [--ckptdir DIR] IMAGE...
+ *
+ * Validate every image completely, make sure a coordinator runs, then exec
+ * the freestanding loader for each image: in place for one image (the
+ * restarted program keeps our pid slot, terminal and stdio, and our caller
+ * can wait for it), one forked child per image otherwise.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "ckpt/coord_client.h"
+#include "image_check.h"
+#include "loader_exec.h"
+
+#define COORD_TIMEOUT_MS	10000
+
+struct options {
+	const char *coord;
+	const char *ckpt_dir;
+	char **images;
+	int nimages;
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: ckpt_restart [--coord ADDR] [--ckptdir DIR] IMAGE...\n"
+		"Restart checkpointed processes from their images.\n\n"
+		"  --coord ADDR    coordinator to join (/path or HOST:PORT);\n"
+		"                  default $CKPT_COORD or the per-user socket;\n"
+		"                  started if none answers\n"
+		"  --ckptdir DIR   where later checkpoints go (default: the\n"
+		"                  directory saved in the image)\n"
+		"  --help          show this help\n"
+		"  --version       show the version\n\n"
+		"One image: the program replaces ckpt_restart (same pid slot,\n"
+		"terminal and stdio). Several: one child each; ckpt_restart\n"
+		"waits for all and exits with the first failure's status.\n");
+}
+
+static int parse_options(int argc, char **argv, struct options *o)
+{
+	static const struct option longopts[] = {
+		{ "coord", required_argument, NULL, 'c' },
+		{ "ckptdir", required_argument, NULL, 'd' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			o->coord = optarg;
+			break;
+		case 'd':
+			o->ckpt_dir = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case 'V':
+			printf("ckpt_restart %s\n", CKPT_VERSION);
+			exit(0);
+		default:
+			usage(stderr);
+			return -EINVAL;
+		}
+	}
+	o->images = argv + optind;
+	o->nimages = argc - optind;
+	if (o->nimages == 0) {
+		fprintf(stderr, "ckpt_restart: no image given\n");
+		usage(stderr);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The restored program restores its cwd: hand over absolute paths. */
+static int absolute_path(const char *path, char *out, size_t len)
+{
+	char cwd[PATH_MAX];
+
+	if (path[0] == '/' || !path[0]) {
+		if ((size_t)snprintf(out, len, "%s", path) >= len)
+			return -ENAMETOOLONG;
+		return 0;
+	}
+	if (!getcwd(cwd, sizeof(cwd)))
+		return -errno;
+	if ((size_t)snprintf(out, len, "%s/%s", cwd, path) >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+static int validate_image(struct ckpt_image *img, const char *path)
+{
+	int err;
+
+	/* Not close-on-exec: the loader reads the memory data from it. */
+	err = image_open(img, path, 0);
+	if (!err)
+		err = image_check_host(img);
+	if (err)
+		fprintf(stderr, "ckpt_restart: %s: %s\n", path, img->err);
+	return err;
+}
+
+static int ensure_coordinator(const char *explicit_addr, char *addr,
+			      size_t len)
+{
+	int fd;
+
+	fd = ckpt_coord_resolve_addr(explicit_addr, addr, len);
+	if (fd < 0) {
+		fprintf(stderr, "ckpt_restart: resolving the coordinator "
+			"address failed: %s\n", strerror(-fd));
+		return fd;
+	}
+	fd = ckpt_coord_connect_or_spawn(addr, COORD_TIMEOUT_MS);
+	if (fd < 0) {
+		fprintf(stderr, "ckpt_restart: coordinator %s: cannot connect "
+			"or start it: %s\n", addr, strerror(-fd));
+		return fd;
+	}
+	close(fd);
+	return 0;
+}
+
+/* Returns only on failure, after printing why. */
+static void exec_loader(struct ckpt_image *img, const char *coord,
+			const char *ckpt_dir)
+{
+	char path[PATH_MAX], err[1024];
+	int ret;
+
+	ret = absolute_path(img->path, path, sizeof(path));
+	if (ret) {
+		fprintf(stderr, "ckpt_restart: %s: making the path absolute "
+			"failed: %s\n", img->path, strerror(-ret));
+		return;
+	}
+	fflush(NULL);
+	loader_exec(img, path, coord, ckpt_dir, err, sizeof(err));
+	fprintf(stderr, "ckpt_restart: %s: %s\n", img->path, err);
+}
+
+static int exit_status(int wstatus)
+{
+	if (WIFEXITED(wstatus))
+		return WEXITSTATUS(wstatus);
+	if (WIFSIGNALED(wstatus))
+		return 128 + WTERMSIG(wstatus);
+	return 1;
+}
+
+/* One child per image; wait for all of them (no timeout: they are the
+ * restarted programs), exit with the first failure's status. */
+static int restart_all(struct ckpt_image *imgs, int n, const char *coord,
+		       const char *ckpt_dir)
+{
+	int i, status, first_failure = 0, running = 0;
+	pid_t pid;
+
+	for (i = 0; i < n; i++) {
+		fflush(NULL);
+		pid = fork();
+		if (pid < 0) {
+			fprintf(stderr, "ckpt_restart: %s: fork failed: %s\n",
+				imgs[i].path, strerror(errno));
+			first_failure = first_failure ? first_failure : 1;
+			break;
+		}
+		if (pid == 0) {
+			exec_loader(&imgs[i], coord, ckpt_dir);
+			_exit(1);
+		}
+		running++;
+	}
+	while (running > 0) {
+		pid = waitpid(-1, &status, 0);
+		if (pid < 0 && errno == EINTR)
+			continue;
+		if (pid < 0)
+			break;
+		running--;
+		if (exit_status(status) && !first_failure)
+			first_failure = exit_status(status);
+	}
+	return first_failure;
+}
+
+int main(int argc, char **argv)
+{
+	char coord[512], ckpt_dir[PATH_MAX] = "";
+	struct options o = { 0 };
+	struct ckpt_image *imgs;
+	int i, failed = 0;
+
+	if (parse_options(argc, argv, &o))
+		return 1;
+	if (o.ckpt_dir && absolute_path(o.ckpt_dir, ckpt_dir,
+					sizeof(ckpt_dir))) {
+		fprintf(stderr, "ckpt_restart: --ckptdir %s: path too long\n",
+			o.ckpt_dir);
+		return 1;
+	}
+	imgs = calloc(o.nimages, sizeof(*imgs));
+	if (!imgs) {
+		fprintf(stderr, "ckpt_restart: out of memory\n");
+		return 1;
+	}
+	for (i = 0; i < o.nimages; i++)
+		if (validate_image(&imgs[i], o.images[i]))
+			failed = 1;
+	if (failed)
+		return 1;
+	if (ensure_coordinator(o.coord, coord, sizeof(coord)))
+		return 1;
+	if (o.nimages == 1) {
+		exec_loader(&imgs[0], coord, ckpt_dir);
+		return 1;
+	}
+	return restart_all(imgs, o.nimages, coord, ckpt_dir);
+}

@@ -1,0 +1,663 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Validate a checkpoint image before anything irreversible happens: the
+ * header, the metadata block, the region/extent/thread/fd tables, and
+ * whether this machine can restart it. Shared by ckpt_restart and
+ * ckpt_inspect so both reject exactly the same images.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "ckpt/hash.h"
+#include "image_check.h"
+
+static int image_fail(struct ckpt_image *img, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int image_fail(struct ckpt_image *img, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(img->err, sizeof(img->err), fmt, ap);
+	va_end(ap);
+	return -err;
+}
+
+/* [off, off+len) inside [lo, hi), without overflow. */
+static bool range_inside(uint64_t off, uint64_t len, uint64_t lo, uint64_t hi)
+{
+	return off >= lo && off <= hi && len <= hi - off;
+}
+
+static int read_exact(struct ckpt_image *img, void *buf, size_t len,
+		      uint64_t off, const char *what)
+{
+	size_t done = 0;
+	ssize_t n;
+
+	while (done < len) {
+		n = pread(img->fd, (char *)buf + done, len - done, off + done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return image_fail(img, errno, "reading the %s failed: %s",
+					  what, strerror(errno));
+		if (n == 0)
+			return image_fail(img, EIO, "reading the %s failed: "
+					  "truncated at offset %llu", what,
+					  (unsigned long long)(off + done));
+		done += n;
+	}
+	return 0;
+}
+
+const char *arch_name(uint32_t arch)
+{
+	static char other[32];
+
+	switch (arch) {
+	case CKPT_ARCH_X86_64:
+		return "x86_64";
+	case CKPT_ARCH_AARCH64:
+		return "aarch64";
+	}
+	snprintf(other, sizeof(other), "architecture %u", arch);
+	return other;
+}
+
+const char *region_kind_name(uint32_t kind)
+{
+	static const char *const names[] = {
+		[CKPT_REGION_ANON] = "anon",
+		[CKPT_REGION_HEAP] = "heap",
+		[CKPT_REGION_STACK] = "stack",
+		[CKPT_REGION_ANON_SHARED] = "anon-shared",
+		[CKPT_REGION_FILE_PRIVATE] = "file-private",
+		[CKPT_REGION_FILE_SHARED] = "file-shared",
+		[CKPT_REGION_VDSO] = "vdso",
+		[CKPT_REGION_VVAR] = "vvar",
+		[CKPT_REGION_VVAR_VCLOCK] = "vvar-vclock",
+		[CKPT_REGION_DELETED_PRIVATE] = "deleted-private",
+	};
+
+	if (kind < sizeof(names) / sizeof(*names) && names[kind])
+		return names[kind];
+	return NULL;
+}
+
+const char *fd_kind_name(uint32_t kind)
+{
+	static const char *const names[] = {
+		[CKPT_FD_FILE] = "file",
+		[CKPT_FD_FILE_DELETED] = "deleted-file",
+		[CKPT_FD_DIR] = "dir",
+		[CKPT_FD_DEVICE] = "device",
+		[CKPT_FD_TTY] = "tty",
+		[CKPT_FD_STDIO_INHERIT] = "stdio-inherit",
+		[CKPT_FD_UNSUPPORTED] = "unsupported",
+	};
+
+	if (kind < sizeof(names) / sizeof(*names) && names[kind])
+		return names[kind];
+	return NULL;
+}
+
+int region_is_special(const struct ckpt_region *r)
+{
+	return r->kind == CKPT_REGION_VDSO || r->kind == CKPT_REGION_VVAR ||
+	       r->kind == CKPT_REGION_VVAR_VCLOCK;
+}
+
+int region_is_file(const struct ckpt_region *r)
+{
+	return r->kind == CKPT_REGION_FILE_PRIVATE ||
+	       r->kind == CKPT_REGION_FILE_SHARED;
+}
+
+const char *image_string(const struct ckpt_image *img, uint32_t off)
+{
+	if (off == 0 || off >= img->strings_size)
+		return "";
+	return img->strings + off;
+}
+
+/* Magic before size: a short text file is "not a ckpt image", not
+ * "truncated". */
+static int check_header(struct ckpt_image *img)
+{
+	struct ckpt_image_header h;
+	char buf[CKPT_HEADER_SIZE];
+	size_t have = img->file_size < sizeof(buf) ? img->file_size
+						   : sizeof(buf);
+	int err;
+
+	err = read_exact(img, buf, have, 0, "header");
+	if (err)
+		return err;
+	if (have < 8 || memcmp(buf, CKPT_IMAGE_MAGIC, 8))
+		return image_fail(img, EINVAL, "not a ckpt image (bad magic)");
+	if (have < sizeof(buf))
+		return image_fail(img, EINVAL, "truncated: the file has %zu "
+				  "bytes, less than the %d-byte header", have,
+				  CKPT_HEADER_SIZE);
+	memcpy(&img->hdr, buf, sizeof(img->hdr));
+	h = img->hdr;
+	if (h.version != CKPT_IMAGE_VERSION)
+		return image_fail(img, EINVAL, "image version %u, this ckpt "
+				  "reads version %d", h.version,
+				  CKPT_IMAGE_VERSION);
+	if (h.header_size != sizeof(h))
+		return image_fail(img, EINVAL, "header size %u, expected %zu: "
+				  "the header is corrupt", h.header_size,
+				  sizeof(h));
+	h.header_hash = 0;
+	if (ckpt_hash64(&h, sizeof(h), 0) != img->hdr.header_hash)
+		return image_fail(img, EINVAL, "header checksum mismatch: the "
+				  "header is corrupt");
+	return 0;
+}
+
+static int check_sizes(struct ckpt_image *img)
+{
+	const struct ckpt_image_header *h = &img->hdr;
+
+	if (h->image_size > img->file_size)
+		return image_fail(img, EINVAL, "truncated: the header says "
+				  "%llu bytes, the file has %llu",
+				  (unsigned long long)h->image_size,
+				  (unsigned long long)img->file_size);
+	if (h->image_size < img->file_size)
+		return image_fail(img, EINVAL, "%llu bytes of garbage after the "
+				  "image's %llu bytes",
+				  (unsigned long long)(img->file_size -
+						       h->image_size),
+				  (unsigned long long)h->image_size);
+	if (h->page_size < 4096 || (h->page_size & (h->page_size - 1)))
+		return image_fail(img, EINVAL, "page size %u is not a power of "
+				  "two >= 4096: the header is corrupt",
+				  h->page_size);
+	if (h->data_offset < CKPT_HEADER_SIZE ||
+	    h->data_offset % h->page_size || h->data_offset > h->image_size)
+		return image_fail(img, EINVAL, "data offset %llu is not a "
+				  "page-aligned offset after the header",
+				  (unsigned long long)h->data_offset);
+	return 0;
+}
+
+static int read_meta(struct ckpt_image *img)
+{
+	const struct ckpt_image_header *h = &img->hdr;
+	int err;
+
+	if (!range_inside(h->meta_offset, h->meta_size, CKPT_HEADER_SIZE,
+			  h->image_size))
+		return image_fail(img, EINVAL, "metadata block (%llu bytes at "
+				  "offset %llu) lies outside the image",
+				  (unsigned long long)h->meta_size,
+				  (unsigned long long)h->meta_offset);
+	if (h->meta_size > IMAGE_META_MAX)
+		return image_fail(img, EINVAL, "metadata block of %llu bytes is "
+				  "implausibly large: the header is corrupt",
+				  (unsigned long long)h->meta_size);
+	img->meta = malloc(h->meta_size ? h->meta_size : 1);
+	if (!img->meta)
+		return image_fail(img, ENOMEM, "no memory for the %llu-byte "
+				  "metadata block",
+				  (unsigned long long)h->meta_size);
+	err = read_exact(img, img->meta, h->meta_size, h->meta_offset,
+			 "metadata");
+	if (err)
+		return err;
+	if (ckpt_hash64(img->meta, h->meta_size, 0) != h->meta_hash)
+		return image_fail(img, EINVAL, "metadata checksum mismatch: the "
+				  "image is corrupt");
+	return 0;
+}
+
+static int meta_table(struct ckpt_image *img, uint64_t off, uint64_t count,
+		      uint64_t size, const char *what, const void **out)
+{
+	uint64_t lo = img->hdr.meta_offset, hi = lo + img->hdr.meta_size;
+
+	if (count > (hi - lo) / size || !range_inside(off, count * size, lo, hi))
+		return image_fail(img, EINVAL, "%s table (%llu entries at "
+				  "offset %llu) lies outside the metadata block",
+				  what, (unsigned long long)count,
+				  (unsigned long long)off);
+	if (size > 1 && (off - lo) % 8)
+		return image_fail(img, EINVAL, "%s table at offset %llu is not "
+				  "8-byte aligned", what,
+				  (unsigned long long)off);
+	*out = img->meta + (off - lo);
+	return 0;
+}
+
+static int find_tables(struct ckpt_image *img)
+{
+	const struct ckpt_image_header *h = &img->hdr;
+	const void *p;
+	int err;
+
+	err = meta_table(img, h->regions_offset, h->nregions,
+			 sizeof(*img->regions), "region", &p);
+	if (err)
+		return err;
+	img->regions = p;
+	err = meta_table(img, h->extents_offset, h->nextents,
+			 sizeof(*img->extents), "extent", &p);
+	if (err)
+		return err;
+	img->extents = p;
+	err = meta_table(img, h->threads_offset, h->nthreads,
+			 sizeof(*img->threads), "thread", &p);
+	if (err)
+		return err;
+	img->threads = p;
+	err = meta_table(img, h->fds_offset, h->nfds, sizeof(*img->fds), "fd",
+			 &p);
+	if (err)
+		return err;
+	img->fds = p;
+	err = meta_table(img, h->strings_offset, h->strings_size, 1, "string",
+			 &p);
+	if (err)
+		return err;
+	img->strings = p;
+	img->strings_size = h->strings_size;
+	if (img->strings_size && img->strings[img->strings_size - 1])
+		return image_fail(img, EINVAL, "the string table is not "
+				  "NUL-terminated: the metadata is corrupt");
+	return 0;
+}
+
+static int check_name(struct ckpt_image *img, uint32_t off, const char *what)
+{
+	if (off && off >= img->strings_size)
+		return image_fail(img, EINVAL, "%s: name offset %u is outside "
+				  "the %llu-byte string table", what, off,
+				  (unsigned long long)img->strings_size);
+	return 0;
+}
+
+static int check_extent(struct ckpt_image *img, const struct ckpt_region *r,
+			const struct ckpt_extent *e, uint64_t prev_end)
+{
+	uint64_t page = img->hdr.page_size;
+
+	if (e->addr % page || e->len % page || e->file_offset % page ||
+	    !e->len)
+		return image_fail(img, EINVAL, "memory %llx-%llx: extent is "
+				  "empty or not page-aligned",
+				  (unsigned long long)e->addr,
+				  (unsigned long long)(e->addr + e->len));
+	if (!range_inside(e->addr, e->len, r->start, r->end))
+		return image_fail(img, EINVAL, "memory %llx-%llx lies outside "
+				  "its region %llx-%llx",
+				  (unsigned long long)e->addr,
+				  (unsigned long long)(e->addr + e->len),
+				  (unsigned long long)r->start,
+				  (unsigned long long)r->end);
+	if (e->addr < prev_end)
+		return image_fail(img, EINVAL, "memory %llx-%llx: extents "
+				  "overlap or are out of order",
+				  (unsigned long long)e->addr,
+				  (unsigned long long)(e->addr + e->len));
+	if (!range_inside(e->file_offset, e->len, img->hdr.data_offset,
+			  img->hdr.image_size))
+		return image_fail(img, EINVAL, "memory %llx-%llx: its data "
+				  "(%llu bytes at offset %llu) lies outside the "
+				  "image's data area",
+				  (unsigned long long)e->addr,
+				  (unsigned long long)(e->addr + e->len),
+				  (unsigned long long)e->len,
+				  (unsigned long long)e->file_offset);
+	return 0;
+}
+
+static int check_region(struct ckpt_image *img, const struct ckpt_region *r,
+			uint64_t prev_end)
+{
+	uint64_t page = img->hdr.page_size, i, prev = 0;
+	const char *kind = region_kind_name(r->kind);
+	char what[80];
+	int err;
+
+	snprintf(what, sizeof(what), "region %llx-%llx",
+		 (unsigned long long)r->start, (unsigned long long)r->end);
+	if (r->start % page || r->end % page || r->start >= r->end)
+		return image_fail(img, EINVAL, "%s: empty or not page-aligned",
+				  what);
+	if (r->start < prev_end)
+		return image_fail(img, EINVAL, "%s: regions overlap or are out "
+				  "of order", what);
+	if (!kind)
+		return image_fail(img, EINVAL, "%s: unknown kind %u", what,
+				  r->kind);
+	if (r->prot & ~(uint32_t)(PROT_READ | PROT_WRITE | PROT_EXEC))
+		return image_fail(img, EINVAL, "%s: bad protection %#x", what,
+				  r->prot);
+	if (r->flags & ~(uint32_t)(CKPT_REGION_F_GROWSDOWN |
+				   CKPT_REGION_F_NORESERVE))
+		return image_fail(img, EINVAL, "%s: unknown flags %#x", what,
+				  r->flags);
+	err = check_name(img, r->name, what);
+	if (err)
+		return err;
+	if ((region_is_file(r) || region_is_special(r)) &&
+	    !*image_string(img, r->name))
+		return image_fail(img, EINVAL, "%s: %s region without a name",
+				  what, kind);
+	if (region_is_file(r) && r->file_offset % page)
+		return image_fail(img, EINVAL, "%s: file offset %llu is not "
+				  "page-aligned", what,
+				  (unsigned long long)r->file_offset);
+	if (region_is_special(r) && r->nextents)
+		return image_fail(img, EINVAL, "%s: a %s region carries data",
+				  what, kind);
+	if (r->first_extent > img->hdr.nextents ||
+	    r->nextents > img->hdr.nextents - r->first_extent)
+		return image_fail(img, EINVAL, "%s: its extents lie outside the "
+				  "extent table", what);
+	for (i = 0; i < r->nextents; i++) {
+		const struct ckpt_extent *e = &img->extents[r->first_extent + i];
+
+		err = check_extent(img, r, e, prev);
+		if (err)
+			return err;
+		prev = e->addr + e->len;
+	}
+	return 0;
+}
+
+/* The hand-off target must be restored memory libckpt can run on. */
+static int check_entry(struct ckpt_image *img)
+{
+	const struct ckpt_image_header *h = &img->hdr;
+	bool entry_ok = false, stack_ok = false;
+	uint32_t i;
+
+	for (i = 0; i < h->nregions; i++) {
+		const struct ckpt_region *r = &img->regions[i];
+
+		if (region_is_special(r))
+			continue;
+		if (h->restore_entry >= r->start && h->restore_entry < r->end &&
+		    (r->prot & PROT_EXEC))
+			entry_ok = true;
+		if (h->restore_stack_top > r->start &&
+		    h->restore_stack_top <= r->end && (r->prot & PROT_WRITE))
+			stack_ok = true;
+	}
+	if (!entry_ok)
+		return image_fail(img, EINVAL, "restore entry %#llx is not in a "
+				  "saved executable region",
+				  (unsigned long long)h->restore_entry);
+	if (!stack_ok || h->restore_stack_top % 16)
+		return image_fail(img, EINVAL, "restore stack top %#llx is not "
+				  "16-byte aligned in a saved writable region",
+				  (unsigned long long)h->restore_stack_top);
+	return 0;
+}
+
+static int check_tables(struct ckpt_image *img)
+{
+	const struct ckpt_image_header *h = &img->hdr;
+	uint64_t prev_end = 0;
+	char what[64];
+	uint32_t i;
+	int err;
+
+	for (i = 0; i < h->nregions; i++) {
+		err = check_region(img, &img->regions[i], prev_end);
+		if (err)
+			return err;
+		prev_end = img->regions[i].end;
+	}
+	for (i = 0; i < h->nextents; i++) {
+		const struct ckpt_extent *e = &img->extents[i];
+
+		if (!range_inside(e->file_offset, e->len, h->data_offset,
+				  h->image_size))
+			return image_fail(img, EINVAL, "extent %u: its data "
+					  "lies outside the image's data area",
+					  i);
+	}
+	for (i = 0; i < h->nfds; i++) {
+		const struct ckpt_fd_info *f = &img->fds[i];
+
+		snprintf(what, sizeof(what), "fd %d", f->fd);
+		err = check_name(img, f->path, what);
+		if (err)
+			return err;
+		if (f->kind == CKPT_FD_FILE_DELETED &&
+		    !range_inside(f->data_offset, f->data_size,
+				  h->data_offset, h->image_size))
+			return image_fail(img, EINVAL, "%s: saved content lies "
+					  "outside the image's data area",
+					  what);
+	}
+	return check_entry(img);
+}
+
+int image_open(struct ckpt_image *img, const char *path, int open_flags)
+{
+	struct stat st;
+	int err;
+
+	memset(img, 0, sizeof(*img));
+	img->path = path;
+	img->fd = open(path, O_RDONLY | open_flags);
+	if (img->fd < 0)
+		return image_fail(img, errno, "cannot open: %s",
+				  strerror(errno));
+	if (fstat(img->fd, &st))
+		return image_fail(img, errno, "cannot stat: %s",
+				  strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return image_fail(img, EINVAL, "not a regular file");
+	img->file_size = st.st_size;
+	err = check_header(img);
+	if (!err)
+		err = check_sizes(img);
+	if (!err)
+		err = read_meta(img);
+	if (!err)
+		err = find_tables(img);
+	if (!err)
+		err = check_tables(img);
+	return err;
+}
+
+void image_close(struct ckpt_image *img)
+{
+	if (img->fd >= 0)
+		close(img->fd);
+	img->fd = -1;
+	free(img->meta);
+	img->meta = NULL;
+}
+
+/* ckpt_hash64 cannot be fed in pieces: hash each extent in one buffer,
+ * read for small extents, mapped for large ones. */
+#define VERIFY_READ_MAX	(64ULL << 20)
+
+static int extent_hash(struct ckpt_image *img, const struct ckpt_extent *e,
+		       void *buf, uint64_t *hash)
+{
+	void *p;
+	int err;
+
+	if (e->len <= VERIFY_READ_MAX) {
+		err = read_exact(img, buf, e->len, e->file_offset,
+				 "extent data");
+		if (!err)
+			*hash = ckpt_hash64(buf, e->len, 0);
+		return err;
+	}
+	p = mmap(NULL, e->len, PROT_READ, MAP_PRIVATE, img->fd, e->file_offset);
+	if (p == MAP_FAILED)
+		return image_fail(img, errno, "memory %llx-%llx: mapping its "
+				  "data failed: %s",
+				  (unsigned long long)e->addr,
+				  (unsigned long long)(e->addr + e->len),
+				  strerror(errno));
+	*hash = ckpt_hash64(p, e->len, 0);
+	munmap(p, e->len);
+	return 0;
+}
+
+int image_verify_data(struct ckpt_image *img)
+{
+	char *buf = malloc(VERIFY_READ_MAX);
+	uint64_t hash = 0;
+	uint32_t i;
+	int err = 0;
+
+	if (!buf)
+		return image_fail(img, ENOMEM, "no memory to verify the data");
+	for (i = 0; i < img->hdr.nextents && !err; i++) {
+		const struct ckpt_extent *e = &img->extents[i];
+
+		err = extent_hash(img, e, buf, &hash);
+		if (!err && hash != e->hash)
+			err = image_fail(img, EINVAL, "memory %llx-%llx: checksum "
+					 "mismatch: the saved data is corrupt",
+					 (unsigned long long)e->addr,
+					 (unsigned long long)(e->addr + e->len));
+	}
+	free(buf);
+	return err;
+}
+
+/* --- can this machine restart it ------------------------------------ */
+
+static int check_region_file(struct ckpt_image *img,
+			     const struct ckpt_region *r)
+{
+	const char *path = image_string(img, r->name);
+	uint64_t mtime;
+	struct stat st;
+
+	if (stat(path, &st))
+		return image_fail(img, errno, "mapped file %s (region "
+				  "%llx-%llx): %s", path,
+				  (unsigned long long)r->start,
+				  (unsigned long long)r->end, strerror(errno));
+	mtime = (uint64_t)st.st_mtim.tv_sec * 1000000000ULL +
+		st.st_mtim.tv_nsec;
+	if ((uint64_t)st.st_size != r->file_size || mtime != r->file_mtime_ns)
+		return image_fail(img, ESTALE, "mapped file %s changed since "
+				  "the checkpoint (size %llu, was %llu; mtime "
+				  "%s)", path, (unsigned long long)st.st_size,
+				  (unsigned long long)r->file_size,
+				  mtime == r->file_mtime_ns ? "unchanged" :
+				  "differs");
+	return 0;
+}
+
+struct special_map {
+	char name[32];
+	uint64_t start, end;
+};
+
+/* This kernel's [vvar]/[vvar_vclock]/[vdso]... set from our own maps. */
+static int read_specials(struct special_map *out, int cap)
+{
+	char line[512], name[256];
+	unsigned long long start, end;
+	FILE *f = fopen("/proc/self/maps", "re");
+	int n = 0;
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f) && n < cap) {
+		name[0] = '\0';
+		if (sscanf(line, "%llx-%llx %*s %*s %*s %*s %255s", &start,
+			   &end, name) < 2)
+			continue;
+		if (strncmp(name, "[v", 2) || !strcmp(name, "[vsyscall]"))
+			continue;
+		snprintf(out[n].name, sizeof(out[n].name), "%s", name);
+		out[n].start = start;
+		out[n].end = end;
+		n++;
+	}
+	fclose(f);
+	return n;
+}
+
+/* The loader checks the same again (restart/loader/vdso.c); failing here
+ * gives the answer before anything was torn down. */
+static int check_specials(struct ckpt_image *img)
+{
+	struct special_map cur[8];
+	uint64_t base = 0;
+	uint32_t i, count = 0;
+	int n, j;
+
+	for (i = 0; i < img->hdr.nregions; i++)
+		if (region_is_special(&img->regions[i]) && !count++)
+			base = img->regions[i].start;
+	if (!count)
+		return 0;
+	n = read_specials(cur, 8);
+	if (n < 0)
+		return image_fail(img, -n, "reading /proc/self/maps failed: %s",
+				  strerror(-n));
+	for (i = 0; i < img->hdr.nregions; i++) {
+		const struct ckpt_region *r = &img->regions[i];
+		const char *name = image_string(img, r->name);
+
+		if (!region_is_special(r))
+			continue;
+		for (j = 0; j < n && strcmp(cur[j].name, name); j++)
+			;
+		if (j == n || (int)count != n ||
+		    cur[j].end - cur[j].start != r->end - r->start ||
+		    cur[j].start - cur[0].start != r->start - base)
+			return image_fail(img, ENOTSUP, "vdso layout differs from "
+					  "the checkpointing kernel: %s of %llu "
+					  "bytes at offset %llu has no match "
+					  "here; cross-kernel restart is not "
+					  "supported yet", name,
+					  (unsigned long long)(r->end - r->start),
+					  (unsigned long long)(r->start - base));
+	}
+	return 0;
+}
+
+int image_check_host(struct ckpt_image *img)
+{
+	const struct ckpt_image_header *h = &img->hdr;
+	char why[512];
+	uint32_t i;
+	int err;
+
+	if (h->arch != restart_arch_id())
+		return image_fail(img, ENOEXEC, "image is for %s, this machine "
+				  "is %s", arch_name(h->arch),
+				  arch_name(restart_arch_id()));
+	if (h->page_size != (uint32_t)sysconf(_SC_PAGESIZE))
+		return image_fail(img, ENOEXEC, "image page size %u, this system "
+				  "uses %ld", h->page_size,
+				  sysconf(_SC_PAGESIZE));
+	err = restart_arch_check_cpu(h->cpu_features, why, sizeof(why));
+	if (err)
+		return image_fail(img, -err, "this CPU lacks %s", why);
+	for (i = 0; i < h->nregions; i++) {
+		if (!region_is_file(&img->regions[i]))
+			continue;
+		err = check_region_file(img, &img->regions[i]);
+		if (err)
+			return err;
+	}
+	return check_specials(img);
+}

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Opening and validating a checkpoint image (include/ckpt/image.h): the one
+ * piece of code behind ckpt_restart and ckpt_inspect. Every function
+ * returns 0 or -errno and, on failure, leaves "what failed: why" in
+ * img->err for the caller to print after "program: IMAGE: ".
+ */
+#ifndef CKPT_RESTART_IMAGE_CHECK_H
+#define CKPT_RESTART_IMAGE_CHECK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "ckpt/image.h"
+
+/* Metadata above this is a corrupt size field, not a real process. */
+#define IMAGE_META_MAX		(1ULL << 30)
+
+struct ckpt_image {
+	const char *path;
+	int fd;
+	uint64_t file_size;
+	struct ckpt_image_header hdr;
+	unsigned char *meta;			/* malloc'd metadata block */
+	const struct ckpt_region *regions;
+	const struct ckpt_extent *extents;
+	const struct ckpt_thread_info *threads;
+	const struct ckpt_fd_info *fds;
+	const char *strings;
+	uint64_t strings_size;
+	char err[1024];
+};
+
+/* Open path (open_flags: O_CLOEXEC or 0) and check everything that can be
+ * checked without reading the memory data: header, metadata, tables. */
+int image_open(struct ckpt_image *img, const char *path, int open_flags);
+void image_close(struct ckpt_image *img);
+
+/* Can this machine restart it: architecture, page size, CPU features,
+ * mapped files unchanged, same kernel special mappings. */
+int image_check_host(struct ckpt_image *img);
+/* Read every extent and check its hash (the loader does it while
+ * restoring; ckpt_inspect up front). */
+int image_verify_data(struct ckpt_image *img);
+
+const char *image_string(const struct ckpt_image *img, uint32_t off);
+const char *region_kind_name(uint32_t kind);
+const char *fd_kind_name(uint32_t kind);
+const char *arch_name(uint32_t arch);
+int region_is_special(const struct ckpt_region *r);
+int region_is_file(const struct ckpt_region *r);
+
+/* restart/arch/<arch>/cpu_features.c */
+uint32_t restart_arch_id(void);
+/* 0 if this CPU has every saved feature; else -ENOTSUP and, in why, the
+ * missing components by name. */
+int restart_arch_check_cpu(uint64_t saved, char *why, size_t len);
+
+#endif /* CKPT_RESTART_IMAGE_CHECK_H */

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The freestanding restart loader: rebuilds a checkpointed address space
+ * and jumps into libckpt's restore entry. No libc; raw syscalls only
+ * (sys.h). The sequence reads top to bottom in main.c; docs/restart.md
+ * tells the story.
+ */
+#ifndef CKPT_LOADER_H
+#define CKPT_LOADER_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "ckpt/image.h"
+#include "ckpt/restart_args.h"
+#include "sys.h"
+
+#define LOADER_MAX_MAPS		128	/* lines of our own /proc/self/maps */
+#define LOADER_MAX_SPECIALS	8	/* [vvar], [vvar_vclock], [vdso], ... */
+#define LOADER_NAME_MAX		32
+
+/* One line of /proc/self/maps; name truncated, enough for "[...]". */
+struct maps_entry {
+	uint64_t start, end;
+	char name[LOADER_NAME_MAX];
+};
+
+/* A set of kernel special mappings ([vvar], [vdso], ...). */
+struct special_set {
+	unsigned n;
+	struct maps_entry map[LOADER_MAX_SPECIALS];
+};
+
+struct loader {
+	/* From argv and auxv (args.c). */
+	int image_fd;
+	char image_path[4096];
+	char coord_addr[512];
+	char ckpt_dir[4096];
+	uint64_t header_hash;
+	uint64_t page_size;
+	uint64_t auxv_vdso;		/* AT_SYSINFO_EHDR */
+
+	/* Our free range (main.c): blob, staging area, work area. */
+	uint64_t self_start, self_end;
+	uint64_t stage_start, stage_end;
+	uint64_t work_next, work_end;
+	struct ckpt_range own[CKPT_LOADER_MAX_MAPPINGS];
+	unsigned nown;
+
+	/* The image (image.c). */
+	struct ckpt_image_header hdr;
+	const unsigned char *meta;
+	const struct ckpt_region *regions;
+	const struct ckpt_extent *extents;
+	const char *strings;
+	uint64_t strings_size;
+
+	/* The address space as the kernel gave it to us (maps.c). */
+	struct maps_entry maps[LOADER_MAX_MAPS];
+	unsigned nmaps;
+	struct special_set specials;	/* current set, then staged */
+};
+
+/* args.c */
+void parse_kernel_stack(struct loader *l, const uint64_t *sp);
+
+/* main.c */
+uint64_t work_alloc(struct loader *l, uint64_t len);
+
+/* image.c */
+void image_read(struct loader *l);
+const char *image_string(const struct loader *l, uint32_t off);
+int region_is_special(const struct ckpt_region *r);
+
+/* maps.c */
+void maps_read(struct loader *l);
+
+/* clear.c */
+void clear_address_space(struct loader *l);
+
+/* regions.c */
+void map_regions(struct loader *l);
+
+/* vdso.c */
+void specials_collect(struct loader *l);
+void specials_check_image(const struct loader *l);
+void specials_stage(struct loader *l);
+void specials_place(struct loader *l);
+long move_mapping(uint64_t from, uint64_t len, uint64_t to);
+
+/* handoff.c */
+void hand_off(struct loader *l) __attribute__((noreturn));
+
+/* report.c */
+void report_set_image(const char *path);
+void loader_fail(const char *fmt, ...)
+	__attribute__((noreturn, format(printf, 1, 2)));
+size_t fmt_v(char *buf, size_t cap, const char *fmt, va_list ap);
+const char *errno_text(long err);
+
+/* string.c (memcpy, memset, memmove, memcmp are there for the compiler) */
+void *memcpy(void *dst, const void *src, size_t n);
+void *memmove(void *dst, const void *src, size_t n);
+void *memset(void *dst, int c, size_t n);
+int memcmp(const void *a, const void *b, size_t n);
+size_t str_len(const char *s);
+int str_eq(const char *a, const char *b);
+int str_starts(const char *s, const char *prefix);
+size_t str_copy(char *dst, const char *src, size_t cap);
+int parse_u64(const char *s, unsigned base, uint64_t *out);
+
+static inline uint64_t page_up(uint64_t v, uint64_t page)
+{
+	return (v + page - 1) & ~(page - 1);
+}
+
+#endif /* CKPT_LOADER_H */

@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Map every saved region at exactly its address, fill it from the image,
+ * check each extent's hash, then give the region its saved protection.
+ * MAP_FIXED_NOREPLACE turns any collision into a reported error instead
+ * of silently replacing what is there.
+ */
+#include "ckpt/hash.h"
+#include "loader.h"
+
+#define READ_CHUNK	(64UL << 20)
+
+static const char *region_name(const struct loader *l,
+			       const struct ckpt_region *r)
+{
+	const char *name = image_string(l, r->name);
+
+	return *name ? name : "anonymous";
+}
+
+static void fail_region(const struct loader *l, const struct ckpt_region *r,
+			const char *what, long err)
+{
+	loader_fail("region %lx-%lx (%s): %s: %s", r->start, r->end,
+		    region_name(l, r), what,
+		    err == -17 ? "the address is already in use"
+			       : errno_text(err));
+}
+
+/* A mapped file must be the one that was checkpointed: a shorter file
+ * would turn our writes into SIGBUS. */
+static void check_region_file(const struct loader *l,
+			      const struct ckpt_region *r, int fd)
+{
+	struct statx stx;
+	uint64_t mtime;
+	long err;
+
+	err = sys_statx_fd(fd, &stx);
+	if (err)
+		fail_region(l, r, "stat of the mapped file failed", err);
+	mtime = (uint64_t)stx.stx_mtime.tv_sec * 1000000000ULL +
+		stx.stx_mtime.tv_nsec;
+	if (stx.stx_size != r->file_size || mtime != r->file_mtime_ns)
+		loader_fail("region %lx-%lx (%s): the mapped file changed "
+			    "since the checkpoint (size %lu, was %lu)",
+			    r->start, r->end, region_name(l, r),
+			    (uint64_t)stx.stx_size, r->file_size);
+}
+
+static int open_region_file(const struct loader *l,
+			    const struct ckpt_region *r)
+{
+	int writable = r->kind == CKPT_REGION_FILE_SHARED &&
+		       (r->prot & PROT_WRITE);
+	long fd;
+
+	fd = sys_openat(AT_FDCWD, image_string(l, r->name),
+			(writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+	if (fd < 0)
+		fail_region(l, r, "opening the mapped file failed", fd);
+	check_region_file(l, r, (int)fd);
+	return (int)fd;
+}
+
+static int mmap_flags(const struct ckpt_region *r)
+{
+	int flags = MAP_FIXED_NOREPLACE;
+
+	if (r->kind == CKPT_REGION_ANON_SHARED ||
+	    r->kind == CKPT_REGION_FILE_SHARED)
+		flags |= MAP_SHARED;
+	else
+		flags |= MAP_PRIVATE;
+	if (r->kind != CKPT_REGION_FILE_PRIVATE &&
+	    r->kind != CKPT_REGION_FILE_SHARED)
+		flags |= MAP_ANONYMOUS;
+	/* GROWSDOWN is only noted: a fixed-size stack is what was saved. */
+	if (r->flags & CKPT_REGION_F_NORESERVE)
+		flags |= MAP_NORESERVE;
+	return flags;
+}
+
+/* Writable while we fill it; a region without data gets its final
+ * protection at once (a read-only shared file cannot be mapped writable). */
+static void map_region(const struct loader *l, const struct ckpt_region *r)
+{
+	int prot = r->nextents ? PROT_READ | PROT_WRITE : (int)r->prot;
+	int flags = mmap_flags(r), fd = -1;
+	uint64_t len = r->end - r->start;
+	long ret;
+
+	if (!(flags & MAP_ANONYMOUS))
+		fd = open_region_file(l, r);
+	ret = sys_mmap(r->start, len, prot, flags, fd,
+		       fd < 0 ? 0 : r->file_offset);
+	if (fd >= 0)
+		sys_close(fd);
+	if (ret >= 0 && (uint64_t)ret != r->start) {	/* no NOREPLACE */
+		sys_munmap(ret, len);
+		ret = -17;
+	}
+	if (ret < 0)
+		fail_region(l, r, "mapping at the saved address failed", ret);
+}
+
+static void read_extent(const struct loader *l, const struct ckpt_extent *e)
+{
+	uint64_t done = 0, n;
+	long got;
+
+	while (done < e->len) {
+		n = e->len - done < READ_CHUNK ? e->len - done : READ_CHUNK;
+		got = sys_pread(l->image_fd, (void *)(e->addr + done), n,
+				e->file_offset + done);
+		if (got == -4)	/* EINTR */
+			continue;
+		if (got <= 0)
+			loader_fail("memory %lx-%lx: reading its data at image "
+				    "offset %lu failed: %s", e->addr,
+				    e->addr + e->len, e->file_offset + done,
+				    got ? errno_text(got) : "image truncated");
+		done += got;
+	}
+	if (ckpt_hash64((const void *)e->addr, e->len, 0) != e->hash)
+		loader_fail("memory %lx-%lx: checksum mismatch: the saved data "
+			    "is corrupt", e->addr, e->addr + e->len);
+}
+
+static void fill_region(const struct loader *l, const struct ckpt_region *r)
+{
+	const struct ckpt_extent *e;
+	uint64_t i;
+
+	if (r->first_extent > l->hdr.nextents ||
+	    r->nextents > l->hdr.nextents - r->first_extent)
+		loader_fail("region %lx-%lx: extent table out of bounds",
+			    r->start, r->end);
+	for (i = 0; i < r->nextents; i++) {
+		e = &l->extents[r->first_extent + i];
+		if (e->addr < r->start || e->len > r->end - e->addr)
+			loader_fail("memory %lx-%lx lies outside its region "
+				    "%lx-%lx", e->addr, e->addr + e->len,
+				    r->start, r->end);
+		read_extent(l, e);
+	}
+}
+
+void map_regions(struct loader *l)
+{
+	const struct ckpt_region *r;
+	long err;
+	unsigned i;
+
+	for (i = 0; i < l->hdr.nregions; i++) {
+		r = &l->regions[i];
+		if (region_is_special(r))
+			continue;
+		map_region(l, r);
+		if (!r->nextents)
+			continue;
+		fill_region(l, r);
+		err = sys_mprotect(r->start, r->end - r->start, r->prot);
+		if (err)
+			fail_region(l, r, "setting its protection failed", err);
+	}
+}

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The contract between ckpt_restart and the freestanding loader blob it
+ * execs (restart/loader): the blob's header, the loader's argv, and the
+ * layout of the free address range ckpt_restart chooses for it.
+ * Plain C, no libc: included on both sides.
+ */
+#ifndef CKPT_RESTART_LOADER_ABI_H
+#define CKPT_RESTART_LOADER_ABI_H
+
+#include <stdint.h>
+
+/*
+ * ckpt_restart_loader.bin starts with this header (written by the linker
+ * script restart/loader/blob.lds). Every field but magic is an offset from
+ * the blob's start, which is loaded at the chosen base address:
+ *   [0, rx_end)          code and rodata, mapped read+exec
+ *   [rx_end, data_end)   initialised data, mapped read+write
+ *   [data_end, rw_end)   bss (incl. the loader's 256 KiB stack), zeroed
+ */
+#define LOADER_BLOB_MAGIC	0x3152444c54504b43ULL	/* "CKPTLDR1" */
+
+struct loader_blob_header {
+	uint64_t magic;
+	uint64_t entry;
+	uint64_t rx_end;		/* page-aligned */
+	uint64_t data_end;
+	uint64_t rw_end;		/* page-aligned */
+};
+
+/* argv[i] of the loader, all strings; numbers in hex without 0x except
+ * the fd (decimal). */
+enum loader_arg {
+	LOADER_ARG_IMAGE_FD = 1,	/* open image, not close-on-exec */
+	LOADER_ARG_IMAGE_PATH,
+	LOADER_ARG_COORD_ADDR,		/* "" = default */
+	LOADER_ARG_CKPT_DIR,		/* "" = keep the saved one */
+	LOADER_ARG_HEADER_HASH,		/* the header ckpt_restart validated */
+	LOADER_ARG_RANGE_END,		/* end of the loader's free range */
+	LOADER_ARGC
+};
+
+/*
+ * The free range, from the base address up:
+ *   loader blob [base, base + rw_end)
+ *   one unmapped page
+ *   staging area for the kernel's [vvar]/[vdso] set, LOADER_STAGE_SIZE
+ *   one unmapped page
+ *   work area: the header and metadata block, LOADER_WORK_SIZE(meta_size)
+ */
+#define LOADER_PAGE		4096ULL
+#define LOADER_STAGE_SIZE	(16ULL << 20)
+#define LOADER_WORK_SIZE(meta_size) \
+	((((uint64_t)(meta_size) + LOADER_PAGE - 1) & ~(LOADER_PAGE - 1)) + \
+	 LOADER_PAGE)
+
+static inline uint64_t loader_range_size(uint64_t rw_end, uint64_t meta_size)
+{
+	return rw_end + LOADER_PAGE + LOADER_STAGE_SIZE + LOADER_PAGE +
+	       LOADER_WORK_SIZE(meta_size);
+}
+
+#endif /* CKPT_RESTART_LOADER_ABI_H */

@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Place and exec the restart loader. The blob (ckpt_restart_loader.bin) is
+ * position-independent and relocation-free; we wrap it in a minimal ET_EXEC
+ * ELF whose two PT_LOADs sit at a base no image region uses, write that to
+ * a memfd and execveat() it. The kernel then maps the loader exactly there,
+ * while ASLR still picks the stack and vdso (the loader moves those).
+ */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "ckpt/coord_client.h"
+#include "loader_abi.h"
+#include "loader_exec.h"
+
+#define BLOB_MAX	(16 << 20)
+
+struct blob {
+	struct loader_blob_header h;
+	unsigned char *data;		/* [0, h.data_end), zero-padded */
+};
+
+static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -code;
+}
+
+static int blob_header_ok(const struct loader_blob_header *h, size_t size)
+{
+	return h->magic == LOADER_BLOB_MAGIC && h->entry < h->rx_end &&
+	       h->rx_end % LOADER_PAGE == 0 && h->rx_end <= h->data_end &&
+	       h->data_end <= h->rw_end && h->rw_end % LOADER_PAGE == 0 &&
+	       h->rw_end <= BLOB_MAX && size <= h->data_end;
+}
+
+static int blob_load(struct blob *b, char *err, size_t errlen)
+{
+	char path[4096];
+	struct stat st;
+	ssize_t n;
+	int fd, ret;
+
+	ret = ckpt_install_path("../lib/ckpt/ckpt_restart_loader.bin", path,
+				sizeof(path));
+	if (ret < 0)
+		return fail(err, errlen, -ret, "finding the restart loader "
+			    "failed: %s", strerror(-ret));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st))
+		return fail(err, errlen, errno, "opening the restart loader %s "
+			    "failed: %s", path, strerror(errno));
+	if (st.st_size < (off_t)sizeof(b->h) || st.st_size > BLOB_MAX) {
+		close(fd);
+		return fail(err, errlen, ENOEXEC, "the restart loader %s is "
+			    "damaged (%lld bytes)", path,
+			    (long long)st.st_size);
+	}
+	n = pread(fd, &b->h, sizeof(b->h), 0);
+	if (n != sizeof(b->h) || !blob_header_ok(&b->h, st.st_size)) {
+		close(fd);
+		return fail(err, errlen, ENOEXEC, "the restart loader %s is "
+			    "damaged (bad header)", path);
+	}
+	b->data = calloc(1, b->h.data_end);
+	if (!b->data || pread(fd, b->data, st.st_size, 0) != st.st_size) {
+		ret = b->data ? EIO : ENOMEM;
+		close(fd);
+		return fail(err, errlen, ret, "reading the restart loader %s "
+			    "failed: %s", path, strerror(ret));
+	}
+	close(fd);
+	return 0;
+}
+
+int loader_choose_base(const struct ckpt_image *img, uint64_t size,
+		       uint64_t *base)
+{
+	uint64_t cand = LOADER_SEARCH_START;
+	uint32_t i;
+
+	for (i = 0; i < img->hdr.nregions; i++) {
+		const struct ckpt_region *r = &img->regions[i];
+
+		if (r->end + LOADER_MARGIN <= cand)
+			continue;
+		if (cand + size + LOADER_MARGIN <= r->start)
+			break;
+		cand = r->end + LOADER_MARGIN;
+	}
+	if (cand + size > LOADER_SEARCH_END) {
+		*base = 0;
+		return -ENOMEM;
+	}
+	*base = cand;
+	return 0;
+}
+
+/* ELF header + 3 program headers, padded to one page; then the blob. */
+static void build_elf_header(unsigned char *page, const struct blob *b,
+			     uint64_t base, uint16_t machine)
+{
+	Elf64_Ehdr *eh = (Elf64_Ehdr *)page;
+	Elf64_Phdr *ph = (Elf64_Phdr *)(page + sizeof(*eh));
+	const struct loader_blob_header *h = &b->h;
+
+	memcpy(eh->e_ident, ELFMAG, SELFMAG);
+	eh->e_ident[EI_CLASS] = ELFCLASS64;
+	eh->e_ident[EI_DATA] = ELFDATA2LSB;
+	eh->e_ident[EI_VERSION] = EV_CURRENT;
+	eh->e_ident[EI_OSABI] = ELFOSABI_SYSV;
+	eh->e_type = ET_EXEC;
+	eh->e_machine = machine;
+	eh->e_version = EV_CURRENT;
+	eh->e_entry = base + h->entry;
+	eh->e_phoff = sizeof(*eh);
+	eh->e_ehsize = sizeof(*eh);
+	eh->e_phentsize = sizeof(*ph);
+	eh->e_phnum = 3;
+
+	ph[0] = (Elf64_Phdr){ .p_type = PT_LOAD, .p_flags = PF_R | PF_X,
+		.p_offset = LOADER_PAGE, .p_vaddr = base, .p_paddr = base,
+		.p_filesz = h->rx_end, .p_memsz = h->rx_end,
+		.p_align = LOADER_PAGE };
+	ph[1] = (Elf64_Phdr){ .p_type = PT_LOAD, .p_flags = PF_R | PF_W,
+		.p_offset = LOADER_PAGE + h->rx_end,
+		.p_vaddr = base + h->rx_end, .p_paddr = base + h->rx_end,
+		.p_filesz = h->data_end - h->rx_end,
+		.p_memsz = h->rw_end - h->rx_end, .p_align = LOADER_PAGE };
+	ph[2] = (Elf64_Phdr){ .p_type = PT_GNU_STACK,
+		.p_flags = PF_R | PF_W, .p_align = 16 };
+}
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	ssize_t n;
+
+	while (len) {
+		n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int make_loader_elf(const struct blob *b, uint64_t base, char *err,
+			   size_t errlen)
+{
+	unsigned char page[LOADER_PAGE] = { 0 };
+	int fd, ret;
+
+	fd = memfd_create("ckpt_restart_loader", MFD_CLOEXEC);
+	if (fd < 0)
+		return fail(err, errlen, errno, "creating the loader memfd "
+			    "failed: %s", strerror(errno));
+	build_elf_header(page, b, base, restart_arch_id());
+	ret = write_all(fd, page, sizeof(page));
+	if (!ret)
+		ret = write_all(fd, b->data, b->h.data_end);
+	if (ret) {
+		close(fd);
+		return fail(err, errlen, -ret, "writing the loader memfd "
+			    "failed: %s", strerror(-ret));
+	}
+	return fd;
+}
+
+int loader_exec(const struct ckpt_image *img, const char *image_path,
+		const char *coord_addr, const char *ckpt_dir, char *err,
+		size_t errlen)
+{
+	char fd_arg[16], hash_arg[24], end_arg[24];
+	uint64_t base, size;
+	struct blob b;
+	int fd, ret;
+
+	ret = blob_load(&b, err, errlen);
+	if (ret)
+		return ret;
+	size = loader_range_size(b.h.rw_end, img->hdr.meta_size);
+	if (loader_choose_base(img, size, &base)) {
+		free(b.data);
+		return fail(err, errlen, ENOMEM, "no free address range of %llu "
+			    "bytes for the restart loader between %#llx and "
+			    "%#llx", (unsigned long long)size,
+			    LOADER_SEARCH_START, LOADER_SEARCH_END);
+	}
+	fd = make_loader_elf(&b, base, err, errlen);
+	free(b.data);
+	if (fd < 0)
+		return fd;
+
+	snprintf(fd_arg, sizeof(fd_arg), "%d", img->fd);
+	snprintf(hash_arg, sizeof(hash_arg), "%llx",
+		 (unsigned long long)img->hdr.header_hash);
+	snprintf(end_arg, sizeof(end_arg), "%llx",
+		 (unsigned long long)(base + size));
+	char *const argv[LOADER_ARGC + 1] = {
+		[0] = "ckpt_restart_loader",
+		[LOADER_ARG_IMAGE_FD] = fd_arg,
+		[LOADER_ARG_IMAGE_PATH] = (char *)image_path,
+		[LOADER_ARG_COORD_ADDR] = (char *)coord_addr,
+		[LOADER_ARG_CKPT_DIR] = (char *)ckpt_dir,
+		[LOADER_ARG_HEADER_HASH] = hash_arg,
+		[LOADER_ARG_RANGE_END] = end_arg,
+		[LOADER_ARGC] = NULL,
+	};
+
+	syscall(SYS_execveat, fd, "", argv, environ, AT_EMPTY_PATH);
+	ret = errno;
+	close(fd);
+	return fail(err, errlen, ret, "executing the restart loader failed: "
+		    "%s", strerror(ret));
+}

@@ -1,0 +1,476 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * mkimage: write a synthetic checkpoint image of the self-test's restored
+ * program (restored.c, built as restored.bin), so the loader can be tested
+ * without libckpt. Regions of every kind the loader maps: code and data
+ * with saved pages, a private file mapping with a dirty page, a shared
+ * read-only file mapping, shared anonymous memory, a deleted-file mapping,
+ * a sparse 1 GiB NORESERVE region, a guard page, a stack, and this
+ * kernel's [vvar]/[vdso] set.
+ *
+ * mkimage --out IMG --restored BLOB --datafile PATH [--exit-code N]
+ *         [--message TEXT] [--cover-top] [--no-vdso] [--xcr0 HEX]
+ */
+#include <cpuid.h>
+#include <err.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "ckpt/hash.h"
+#include "ckpt/image.h"
+#include "../loader_abi.h"
+#include "selftest.h"
+
+#define PAGE		4096ULL
+#define MAX_REGIONS	32
+#define MAX_EXTENTS	32
+
+struct builder {
+	struct ckpt_region regions[MAX_REGIONS];
+	unsigned nregions;
+	struct ckpt_extent extents[MAX_EXTENTS];
+	const void *extent_data[MAX_EXTENTS];
+	unsigned nextents;
+	char strings[8192];
+	uint32_t strings_size;
+	struct st_params params;
+};
+
+struct options {
+	const char *out, *restored, *datafile, *message;
+	int exit_code, cover_top, no_vdso;
+	uint64_t xcr0;
+};
+
+static uint32_t add_string(struct builder *b, const char *s)
+{
+	uint32_t off = b->strings_size;
+	size_t len = strlen(s) + 1;
+
+	if (off + len > sizeof(b->strings))
+		errx(1, "string table full");
+	memcpy(b->strings + off, s, len);
+	b->strings_size += len;
+	return off;
+}
+
+static struct ckpt_region *add_region(struct builder *b, uint64_t start,
+				      uint64_t len, uint32_t prot,
+				      uint32_t kind, const char *name)
+{
+	struct ckpt_region *r = &b->regions[b->nregions++];
+
+	if (b->nregions > MAX_REGIONS)
+		errx(1, "too many regions");
+	memset(r, 0, sizeof(*r));
+	r->start = start;
+	r->end = start + len;
+	r->prot = prot;
+	r->kind = kind;
+	r->first_extent = b->nextents;
+	r->name = name ? add_string(b, name) : 0;
+	return r;
+}
+
+/* Extents of a region must follow their region's add_region(). */
+static void add_extent(struct builder *b, struct ckpt_region *r,
+		       uint64_t addr, const void *data, uint64_t len)
+{
+	struct ckpt_extent *e = &b->extents[b->nextents];
+
+	if (b->nextents == MAX_EXTENTS)
+		errx(1, "too many extents");
+	e->addr = addr;
+	e->len = len;
+	e->hash = ckpt_hash64(data, len, 0);
+	b->extent_data[b->nextents++] = data;
+	r->nextents++;
+}
+
+static void add_check(struct builder *b, uint64_t addr, const void *data,
+		      uint64_t len)
+{
+	struct st_check *c = &b->params.checks[b->params.nchecks++];
+
+	if (b->params.nchecks > ST_MAX_CHECKS)
+		errx(1, "too many checks");
+	c->addr = addr;
+	c->len = len;
+	c->hash = ckpt_hash64(data, len, 0);
+}
+
+static void *pattern(uint64_t len, unsigned seed)
+{
+	unsigned char *p = malloc(len);
+	uint64_t i;
+
+	if (!p)
+		err(1, "malloc");
+	for (i = 0; i < len; i++)
+		p[i] = (unsigned char)(i * 131 + seed * 7 + (i >> 12));
+	return p;
+}
+
+static void *read_file(const char *path, size_t *len)
+{
+	struct stat st;
+	void *p;
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0 || fstat(fd, &st))
+		err(1, "%s", path);
+	p = malloc(st.st_size);
+	if (!p || read(fd, p, st.st_size) != st.st_size)
+		err(1, "%s: read", path);
+	close(fd);
+	*len = st.st_size;
+	return p;
+}
+
+static void add_code(struct builder *b, const char *blob_path,
+		     struct ckpt_image_header *h)
+{
+	const struct loader_blob_header *bh;
+	unsigned char *rw;
+	size_t len;
+	unsigned char *blob = read_file(blob_path, &len);
+	struct ckpt_region *r;
+
+	bh = (const void *)blob;
+	if (len < sizeof(*bh) || bh->magic != LOADER_BLOB_MAGIC)
+		errx(1, "%s: not a blob", blob_path);
+	r = add_region(b, ST_CODE_ADDR, bh->rx_end, PROT_READ | PROT_EXEC,
+		       CKPT_REGION_ANON, NULL);
+	unsigned char *rx = calloc(1, bh->rx_end);
+
+	memcpy(rx, blob, len < bh->rx_end ? len : bh->rx_end);
+	add_extent(b, r, ST_CODE_ADDR, rx, bh->rx_end);
+	add_check(b, ST_CODE_ADDR, rx, bh->rx_end);
+	if (bh->rw_end > bh->rx_end) {
+		rw = calloc(1, bh->rw_end - bh->rx_end);
+		if (len > bh->rx_end)
+			memcpy(rw, blob + bh->rx_end, len - bh->rx_end);
+		r = add_region(b, ST_CODE_ADDR + bh->rx_end,
+			       bh->rw_end - bh->rx_end,
+			       PROT_READ | PROT_WRITE, CKPT_REGION_ANON, NULL);
+		add_extent(b, r, r->start, rw, bh->rw_end - bh->rx_end);
+	}
+	h->restore_entry = ST_CODE_ADDR + bh->entry;
+}
+
+static void write_datafile(const char *path, void **content)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	*content = pattern(3 * PAGE, 11);
+	if (fd < 0 || write(fd, *content, 3 * PAGE) != (ssize_t)(3 * PAGE))
+		err(1, "%s", path);
+	close(fd);
+}
+
+static void file_region_stat(struct ckpt_region *r, const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st))
+		err(1, "%s", path);
+	r->file_size = st.st_size;
+	r->file_mtime_ns = st.st_mtim.tv_sec * 1000000000ULL +
+			   st.st_mtim.tv_nsec;
+	r->file_ino = st.st_ino;
+}
+
+static void add_files(struct builder *b, const char *datafile)
+{
+	unsigned char *file, *dirty = pattern(PAGE, 3), *expect;
+	struct ckpt_region *r;
+
+	write_datafile(datafile, (void **)&file);
+	/* Private, offset 4096, page 1 dirty. */
+	r = add_region(b, ST_FILE_PRIV_ADDR, 2 * PAGE, PROT_READ | PROT_WRITE,
+		       CKPT_REGION_FILE_PRIVATE, datafile);
+	r->file_offset = PAGE;
+	file_region_stat(r, datafile);
+	add_extent(b, r, ST_FILE_PRIV_ADDR + PAGE, dirty, PAGE);
+	expect = malloc(2 * PAGE);
+	memcpy(expect, file + PAGE, PAGE);
+	memcpy(expect + PAGE, dirty, PAGE);
+	add_check(b, ST_FILE_PRIV_ADDR, expect, 2 * PAGE);
+	/* Shared, read-only, whole file, no data. */
+	r = add_region(b, ST_FILE_SHARED_ADDR, 3 * PAGE, PROT_READ,
+		       CKPT_REGION_FILE_SHARED, datafile);
+	file_region_stat(r, datafile);
+	add_check(b, ST_FILE_SHARED_ADDR, file, 3 * PAGE);
+}
+
+static void add_anon(struct builder *b)
+{
+	unsigned char *shared = pattern(2 * PAGE, 5), *gone = pattern(PAGE, 6);
+	unsigned char *first = pattern(PAGE, 7), *mid = pattern(2 * PAGE, 8);
+	static unsigned char zeros[PAGE];
+	uint64_t mid_addr = ST_SPARSE_ADDR + ST_SPARSE_SIZE / 2 + 2 * PAGE;
+	struct ckpt_region *r;
+
+	r = add_region(b, ST_ANON_SHARED_ADDR, 2 * PAGE, PROT_READ | PROT_WRITE,
+		       CKPT_REGION_ANON_SHARED, "/dev/zero (deleted)");
+	add_extent(b, r, r->start, shared, 2 * PAGE);
+	add_check(b, r->start, shared, 2 * PAGE);
+
+	r = add_region(b, ST_DELETED_ADDR, PAGE, PROT_READ,
+		       CKPT_REGION_DELETED_PRIVATE, "/tmp/gone (deleted)");
+	add_extent(b, r, r->start, gone, PAGE);
+	add_check(b, r->start, gone, PAGE);
+
+	r = add_region(b, ST_SPARSE_ADDR, ST_SPARSE_SIZE, PROT_READ | PROT_WRITE,
+		       CKPT_REGION_ANON, NULL);
+	r->flags = CKPT_REGION_F_NORESERVE;
+	add_extent(b, r, ST_SPARSE_ADDR, first, PAGE);
+	add_extent(b, r, mid_addr, mid, 2 * PAGE);
+	add_check(b, ST_SPARSE_ADDR, first, PAGE);
+	add_check(b, ST_SPARSE_ADDR + PAGE, zeros, PAGE);
+	add_check(b, mid_addr, mid, 2 * PAGE);
+	add_check(b, ST_SPARSE_ADDR + ST_SPARSE_SIZE - PAGE, zeros, PAGE);
+
+	add_region(b, ST_GUARD_ADDR, PAGE, PROT_NONE, CKPT_REGION_ANON, NULL);
+	r = add_region(b, ST_STACK_ADDR, ST_STACK_SIZE, PROT_READ | PROT_WRITE,
+		       CKPT_REGION_STACK, "[stack]");
+	r->flags = CKPT_REGION_F_GROWSDOWN;
+}
+
+/* This kernel's special mappings, as a checkpoint here would save them. */
+static void add_specials(struct builder *b, uint64_t *lo, uint64_t *hi)
+{
+	char line[512], name[256];
+	unsigned long long s, e;
+	uint32_t kind;
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	*lo = ~0ULL;
+	*hi = 0;
+	if (!f)
+		err(1, "/proc/self/maps");
+	while (fgets(line, sizeof(line), f)) {
+		name[0] = 0;
+		if (sscanf(line, "%llx-%llx %*s %*s %*s %*s %255s", &s, &e,
+			   name) < 3)
+			continue;
+		if (!strcmp(name, "[vdso]"))
+			kind = CKPT_REGION_VDSO;
+		else if (!strcmp(name, "[vvar]"))
+			kind = CKPT_REGION_VVAR;
+		else if (!strcmp(name, "[vvar_vclock]"))
+			kind = CKPT_REGION_VVAR_VCLOCK;
+		else
+			continue;
+		add_region(b, s, e - s, kind == CKPT_REGION_VDSO ?
+			   PROT_READ | PROT_EXEC : PROT_READ, kind, name);
+		if (kind == CKPT_REGION_VDSO)
+			b->params.vdso = s;
+		*lo = s < *lo ? s : *lo;
+		*hi = e > *hi ? e : *hi;
+	}
+	fclose(f);
+}
+
+/* Sparse regions over the top of user space, around the vdso set. */
+static void add_cover(struct builder *b, uint64_t lo, uint64_t hi)
+{
+	struct ckpt_region *r;
+
+	if (lo > hi) {
+		lo = ST_COVER_END;
+		hi = ST_COVER_END;
+	}
+	if (lo > ST_COVER_START) {
+		r = add_region(b, ST_COVER_START, lo - ST_COVER_START,
+			       PROT_READ | PROT_WRITE, CKPT_REGION_ANON, NULL);
+		r->flags = CKPT_REGION_F_NORESERVE;
+	}
+	if (hi < ST_COVER_END && hi >= ST_COVER_START) {
+		r = add_region(b, hi, ST_COVER_END - hi, PROT_READ | PROT_WRITE,
+			       CKPT_REGION_ANON, NULL);
+		r->flags = CKPT_REGION_F_NORESERVE;
+	}
+}
+
+static uint64_t this_xcr0(void)
+{
+	unsigned a, bx, c, d, lo, hi;
+
+	if (!__get_cpuid(1, &a, &bx, &c, &d) || !(c & bit_OSXSAVE))
+		return 3;
+	__asm__ volatile ("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+	return ((uint64_t)hi << 32) | lo;
+}
+
+static int by_start(const void *a, const void *b)
+{
+	const struct ckpt_region *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static void write_all_at(int fd, const void *p, uint64_t len, uint64_t off)
+{
+	if (pwrite(fd, p, len, off) != (ssize_t)len)
+		err(1, "write");
+}
+
+static void write_image(struct builder *b, struct ckpt_image_header *h,
+			const char *out)
+{
+	uint64_t off = CKPT_HEADER_SIZE, data;
+	unsigned char *meta;
+	unsigned i;
+	struct ckpt_thread_info thread = { .vtid = getpid(), .is_main = 1,
+		.tls = h->restore_tls, .sp = h->restore_stack_top,
+		.pc = h->restore_entry };
+	struct ckpt_fd_info fds[3];
+	int fd;
+
+	memset(fds, 0, sizeof(fds));
+	for (i = 0; i < 3; i++) {
+		fds[i].fd = i;
+		fds[i].kind = CKPT_FD_STDIO_INHERIT;
+		fds[i].flags = O_RDWR;
+		fds[i].offset = -1;
+	}
+	h->nregions = b->nregions;
+	h->nextents = b->nextents;
+	h->nthreads = 1;
+	h->nfds = 3;
+	h->meta_offset = off;
+	h->regions_offset = off;
+	off += b->nregions * sizeof(*b->regions);
+	h->extents_offset = off;
+	off += b->nextents * sizeof(*b->extents);
+	h->threads_offset = off;
+	off += sizeof(thread);
+	h->fds_offset = off;
+	off += sizeof(fds);
+	h->strings_offset = off;
+	h->strings_size = b->strings_size;
+	off += b->strings_size;
+	h->meta_size = off - h->meta_offset;
+	data = h->data_offset = (off + PAGE - 1) & ~(PAGE - 1);
+	for (i = 0; i < b->nextents; i++) {
+		b->extents[i].file_offset = data;
+		data += b->extents[i].len;
+	}
+	h->image_size = data;
+
+	meta = calloc(1, h->meta_size);
+	memcpy(meta, b->regions, b->nregions * sizeof(*b->regions));
+	memcpy(meta + h->extents_offset - h->meta_offset, b->extents,
+	       b->nextents * sizeof(*b->extents));
+	memcpy(meta + h->threads_offset - h->meta_offset, &thread,
+	       sizeof(thread));
+	memcpy(meta + h->fds_offset - h->meta_offset, fds, sizeof(fds));
+	memcpy(meta + h->strings_offset - h->meta_offset, b->strings,
+	       b->strings_size);
+	h->meta_hash = ckpt_hash64(meta, h->meta_size, 0);
+	h->header_hash = 0;
+	h->header_hash = ckpt_hash64(h, sizeof(*h), 0);
+
+	fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0)
+		err(1, "%s", out);
+	if (ftruncate(fd, h->image_size))
+		err(1, "%s: truncate", out);
+	write_all_at(fd, h, sizeof(*h), 0);
+	write_all_at(fd, meta, h->meta_size, h->meta_offset);
+	for (i = 0; i < b->nextents; i++)
+		write_all_at(fd, b->extent_data[i], b->extents[i].len,
+			     b->extents[i].file_offset);
+	close(fd);
+}
+
+static void parse(int argc, char **argv, struct options *o)
+{
+	static const struct option opts[] = {
+		{ "out", 1, 0, 'o' }, { "restored", 1, 0, 'r' },
+		{ "datafile", 1, 0, 'd' }, { "exit-code", 1, 0, 'e' },
+		{ "message", 1, 0, 'm' }, { "cover-top", 0, 0, 'c' },
+		{ "no-vdso", 0, 0, 'n' }, { "xcr0", 1, 0, 'x' }, { 0 },
+	};
+	int c;
+
+	o->message = "selftest: restored program ran, all checks passed\n";
+	o->exit_code = 42;
+	o->xcr0 = this_xcr0();
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o': o->out = optarg; break;
+		case 'r': o->restored = optarg; break;
+		case 'd': o->datafile = optarg; break;
+		case 'e': o->exit_code = atoi(optarg); break;
+		case 'm': o->message = optarg; break;
+		case 'c': o->cover_top = 1; break;
+		case 'n': o->no_vdso = 1; break;
+		case 'x': o->xcr0 = strtoull(optarg, NULL, 16); break;
+		default: exit(2);
+		}
+	}
+	if (!o->out || !o->restored || !o->datafile || o->datafile[0] != '/')
+		errx(2, "usage: mkimage --out IMG --restored BLOB --datafile "
+		     "/ABS/PATH [--exit-code N] [--message TEXT] [--cover-top]"
+		     " [--no-vdso] [--xcr0 HEX]");
+}
+
+int main(int argc, char **argv)
+{
+	static struct builder b;
+	struct ckpt_image_header h = { 0 };
+	struct options o = { 0 };
+	uint64_t lo = ~0ULL, hi = 0;
+	struct ckpt_region *r;
+	unsigned char *page;
+
+	parse(argc, argv, &o);
+	add_string(&b, "");		/* offset 0 = no name */
+	memcpy(h.magic, CKPT_IMAGE_MAGIC, 8);
+	h.version = CKPT_IMAGE_VERSION;
+	h.header_size = sizeof(h);
+	h.arch = CKPT_ARCH_X86_64;
+	h.page_size = PAGE;
+	h.cpu_features = o.xcr0;
+	h.vpid = getpid();
+	h.vppid = getppid();
+	h.generation = 1;
+	h.ckpt_time_ns = time(NULL) * 1000000000ULL;
+	snprintf(h.program, sizeof(h.program), "selftest");
+	snprintf(h.unique_id, sizeof(h.unique_id), "selftest-%d", getpid());
+
+	add_code(&b, o.restored, &h);
+	add_files(&b, o.datafile);
+	add_anon(&b);
+	if (!o.no_vdso)
+		add_specials(&b, &lo, &hi);
+	if (o.cover_top)
+		add_cover(&b, lo, hi);
+
+	b.params.magic = ST_PARAMS_MAGIC;
+	b.params.exit_code = o.exit_code;
+	b.params.tls = ST_PARAMS_ADDR + 2048;
+	snprintf(b.params.message, sizeof(b.params.message), "%s", o.message);
+	page = calloc(1, PAGE);
+	memcpy(page, &b.params, sizeof(b.params));
+	r = add_region(&b, ST_PARAMS_ADDR, PAGE, PROT_READ | PROT_WRITE,
+		       CKPT_REGION_HEAP, "[heap]");
+	add_extent(&b, r, ST_PARAMS_ADDR, page, PAGE);
+	h.restore_tls = b.params.tls;
+	h.restore_stack_top = ST_STACK_ADDR + ST_STACK_SIZE;
+	h.flags = CKPT_IMG_F_HAS_BRK;
+	h.brk_start = ST_PARAMS_ADDR;
+	h.brk_end = ST_PARAMS_ADDR + PAGE;
+
+	qsort(b.regions, b.nregions, sizeof(*b.regions), by_start);
+	write_image(&b, &h, o.out);
+	return 0;
+}

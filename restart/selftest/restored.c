@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The self-test's "restored program": freestanding code that mkimage puts
+ * into an image in place of libckpt. The loader calls _start(args) as it
+ * would call libckpt's restore entry; we check what the loader promised
+ * and exit with the code mkimage chose. x86_64 (arch_prctl, fs).
+ */
+#include <linux/fcntl.h>
+#include <asm/prctl.h>
+#include "ckpt/hash.h"
+#include "ckpt/restart_args.h"
+#include "syscall_arch.h"
+#include "selftest.h"
+
+static size_t length(const char *s)
+{
+	size_t n = 0;
+
+	while (s[n])
+		n++;
+	return n;
+}
+
+static void say(int fd, const char *s)
+{
+	__syscall3(__NR_write, fd, (long)s, (long)length(s));
+}
+
+static __attribute__((noreturn)) void fail(unsigned check)
+{
+	char msg[] = "selftest: check 00 failed\n";
+
+	msg[16] = '0' + check / 10 % 10;
+	msg[17] = '0' + check % 10;
+	say(2, msg);
+	for (;;)
+		__syscall1(__NR_exit_group, 3);
+}
+
+static void check_args(const struct ckpt_restart_args *a)
+{
+	long fd;
+
+	if (a->magic != CKPT_RESTART_ARGS_MAGIC ||
+	    a->version != CKPT_RESTART_ARGS_VERSION || !a->image_path[0])
+		fail(1);
+	if (__syscall2(__NR_fcntl, a->image_fd, F_GETFD) < 0)
+		fail(2);
+	for (fd = 3; fd < 256; fd++)
+		if (fd != a->image_fd &&
+		    __syscall2(__NR_fcntl, fd, F_GETFD) != -9 /* EBADF */)
+			fail(3);
+	if (a->nloader_mappings < 1 ||
+	    a->nloader_mappings > CKPT_LOADER_MAX_MAPPINGS)
+		fail(8);
+}
+
+static void check_process(const struct st_params *p)
+{
+	uint64_t mask = 0, fs = 0;
+	/* The kernel never lets SIGKILL (9) and SIGSTOP (19) be blocked. */
+	uint64_t unblockable = (1ULL << 8) | (1ULL << 18);
+
+	if (__syscall4(__NR_rt_sigprocmask, 0, 0, (long)&mask, 8) ||
+	    (mask | unblockable) != ~0ULL)
+		fail(4);
+	if (__syscall2(__NR_arch_prctl, ARCH_GET_FS, (long)&fs) || fs != p->tls)
+		fail(5);
+	if (p->vdso && *(const uint32_t *)p->vdso != 0x464c457f) /* \x7fELF */
+		fail(7);
+}
+
+static void check_memory(const struct st_params *p)
+{
+	uint32_t i;
+
+	for (i = 0; i < p->nchecks && i < ST_MAX_CHECKS; i++)
+		if (ckpt_hash64((const void *)p->checks[i].addr,
+				p->checks[i].len, 0) != p->checks[i].hash)
+			fail(10 + i);
+}
+
+/* What libckpt does once it has the args: drop the loader. */
+static void unmap_loader(const struct ckpt_restart_args *a)
+{
+	uint32_t i;
+
+	for (i = 0; i < a->nloader_mappings; i++)
+		if (__syscall2(__NR_munmap, a->loader_mappings[i].start,
+			       a->loader_mappings[i].end -
+			       a->loader_mappings[i].start))
+			fail(9);
+}
+
+__attribute__((noreturn, optimize("no-omit-frame-pointer")))
+void _start(struct ckpt_restart_args *args)
+{
+	const struct st_params *p = (const struct st_params *)ST_PARAMS_ADDR;
+	struct ckpt_restart_args a;
+
+	/* With a frame pointer, rbp = entry rsp - 8: 16-aligned iff the
+	 * loader called us with the ABI's alignment. */
+	if ((uint64_t)__builtin_frame_address(0) % 16)
+		fail(6);
+	if (p->magic != ST_PARAMS_MAGIC)
+		fail(0);
+	__builtin_memcpy(&a, args, sizeof(a));
+	check_args(&a);
+	check_process(p);
+	check_memory(p);
+	unmap_loader(&a);
+	say(1, p->message);
+	for (;;)
+		__syscall1(__NR_exit_group, p->exit_code);
+}
