@@ -24,7 +24,7 @@ PRELOAD_SRCS := $(wildcard libckpt-preload/*.c wrappers/*.c vpid/*.c) \
 	$(wildcard libckpt-preload/arch/$(ARCH)/*.S) $(CLIENT_SRCS)
 PRELOAD_OBJS := $(patsubst %,$(OBJ)/pic/%.o,$(PRELOAD_SRCS))
 
-.PHONY: all install test bench clean kernel-check demo
+.PHONY: all install test bench clean kernel-check demo check
 all: $(LIBDIR)/libckpt.so
 
 $(OBJ)/pic/%.c.o: %.c
@@ -54,3 +54,9 @@ install: all
 
 clean:
 	rm -rf $(BUILD)
+
+demo: all
+	tests/demo.sh
+
+# The whole suite: userspace tests, then the kernel module under QEMU.
+check: test kernel-check
