@@ -176,7 +176,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	print_text(status ? stderr : stdout, text);
-	if (status)
+	if (status && !text[0])
 		fprintf(stderr, "ckpt_command: the coordinator reports "
 			"failure: %s\n", tool_strerror(status));
 	free(text);
