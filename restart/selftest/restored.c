@@ -5,7 +5,9 @@
  * would call libckpt's restore entry; we check what the loader promised
  * and exit with the code mkimage chose. x86_64 (arch_prctl, fs).
  */
+#include <linux/elf.h>
 #include <linux/fcntl.h>
+#include <linux/time.h>
 #include <asm/prctl.h>
 #include "ckpt/hash.h"
 #include "ckpt/restart_args.h"
@@ -55,6 +57,55 @@ static void check_args(const struct ckpt_restart_args *a)
 		fail(8);
 }
 
+static int same_string(const char *a, const char *b)
+{
+	while (*a && *a == *b)
+		a++, b++;
+	return *a == *b;
+}
+
+/* The vdso is linked at 0, so section offsets are addresses from base. */
+static uint64_t vdso_symbol(uint64_t base, const char *name)
+{
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)base;
+	const Elf64_Shdr *sh = (const Elf64_Shdr *)(base + eh->e_shoff);
+	const Elf64_Sym *sym;
+	const char *str;
+	uint64_t i, j, n;
+
+	for (i = 0; i < eh->e_shnum; i++) {
+		if (sh[i].sh_type != SHT_DYNSYM)
+			continue;
+		sym = (const Elf64_Sym *)(base + sh[i].sh_offset);
+		str = (const char *)(base + sh[sh[i].sh_link].sh_offset);
+		n = sh[i].sh_size / sizeof(*sym);
+		for (j = 0; j < n; j++)
+			if (sym[j].st_value &&
+			    same_string(str + sym[j].st_name, name))
+				return base + sym[j].st_value;
+	}
+	return 0;
+}
+
+/* The moved vdso finds its data pages: its clock agrees with the
+ * kernel's within a second. */
+static void check_vdso_clock(uint64_t vdso)
+{
+	int (*gettime)(long, struct timespec *);
+	struct timespec a, b;
+	uint64_t fn = vdso_symbol(vdso, "__vdso_clock_gettime");
+
+	if (!fn)
+		fail(7);
+	gettime = (int (*)(long, struct timespec *))fn;
+	if (gettime(CLOCK_MONOTONIC, &a) ||
+	    __syscall2(__NR_clock_gettime, CLOCK_MONOTONIC, (long)&b))
+		fail(7);
+	if (a.tv_sec - b.tv_sec > 1 || b.tv_sec - a.tv_sec > 1 ||
+	    a.tv_sec == 0)
+		fail(7);
+}
+
 static void check_process(const struct st_params *p)
 {
 	uint64_t mask = 0, fs = 0;
@@ -68,6 +119,8 @@ static void check_process(const struct st_params *p)
 		fail(5);
 	if (p->vdso && *(const uint32_t *)p->vdso != 0x464c457f) /* \x7fELF */
 		fail(7);
+	if (p->vdso)
+		check_vdso_clock(p->vdso);
 }
 
 static void check_memory(const struct st_params *p)
