@@ -760,19 +760,43 @@ def test_generation_continues_after_restart(env, coord, fakes):
 def test_concurrent_checkpoints_are_queued(env, coord, fakes):
     c = coord()
     slow = fakes(c.addr, 701, behaviour="slow_suspend", delay=0.5)
-    procs = [subprocess.Popen([COMMAND, "--checkpoint"], env=env,
-                              stdout=subprocess.PIPE, text=True)
-             for _ in range(3)]
-    outs = []
-    for p in procs:
-        out, _ = p.communicate(timeout=60)
-        assert p.returncode == 0
-        outs.append(out)
-    # the first request got a round; the others, which arrived during it,
-    # share the next one
-    assert len(slow.generations) // 2 <= 3
-    assert any("gen1.img" in o for o in outs)
-    assert slow.generations[-1] >= 2
+    socks = [connect(c.addr) for _ in range(3)]
+    try:
+        send_msg(socks[0], MSG_CMD, CMD.pack(CMD_CHECKPOINT, 0, b"", b""))
+        assert wait_for(lambda: slow.received)
+        # these two arrive during round 1: they share round 2
+        for s in socks[1:]:
+            send_msg(s, MSG_CMD, CMD.pack(CMD_CHECKPOINT, 0, b"", b""))
+        texts = []
+        for s in socks:
+            mtype, payload = recv_msg(s)
+            status, _ = CMD_REPLY.unpack_from(payload)
+            assert mtype == MSG_CMD_REPLY and status == 0
+            texts.append(payload[CMD_REPLY.size:].rstrip(b"\0").decode())
+    finally:
+        for s in socks:
+            s.close()
+    assert texts[0] == "/fake/ckpt_fakeapp_701_gen1.img\n"
+    assert texts[1] == texts[2] == "/fake/ckpt_fakeapp_701_gen2.img\n"
+    assert slow.generations == [1, 1, 2, 2]
+
+
+@pytest.mark.time_limit(90)
+def test_suspend_timeout(env, coord, fakes):
+    c = coord()
+    good = fakes(c.addr, 711, program="prompt")
+    hung = fakes(c.addr, 712, program="hung", behaviour="slow_suspend",
+                 delay=40)
+    t0 = time.monotonic()
+    r = checkpoint(env)
+    took = time.monotonic() - t0
+    assert r.returncode == 1
+    assert r.stderr.splitlines() == [
+        "hung (vpid 712, pid %d, host testhost): checkpoint 1 failed: did "
+        "not answer DO_SUSPEND within 30 s" % os.getpid()]
+    assert 29 < took < 45
+    assert MSG_DO_ABORT in good.received
+    assert "round: idle" in run([COMMAND, "-s"], env=env).stdout
 
 
 @pytest.mark.time_limit(60)
@@ -851,3 +875,139 @@ def test_tcp_port_in_use(env):
         assert "already answers on %s" % addr in r.stderr
     finally:
         s.close()
+
+
+# --- the C client library, used the way libckpt uses it ----------------
+
+PROBE_C = r"""
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include "ckpt/coord_client.h"
+
+static int answer(int fd, uint16_t type, uint64_t g, const char *path)
+{
+	struct ckpt_msg_result r;
+
+	memset(&r, 0, sizeof(r));
+	r.generation = g;
+	strcpy(r.path, path);
+	return ckpt_msg_send(fd, type, &r, sizeof(r));
+}
+
+/* A too small buffer gives -EMSGSIZE and leaves the stream in step. */
+static int check_msgsize(const char *addr)
+{
+	struct ckpt_msg_cmd cmd = { .cmd = CKPT_CMD_STATUS };
+	char buf[4096];
+	uint32_t len;
+	int fd = ckpt_coord_connect(addr, 5000), t1, t2;
+
+	if (fd < 0)
+		return fd;
+	ckpt_msg_send(fd, CKPT_MSG_CMD, &cmd, sizeof(cmd));
+	t1 = ckpt_msg_recv(fd, buf, 8, &len, 5000);
+	ckpt_msg_send(fd, CKPT_MSG_CMD, &cmd, sizeof(cmd));
+	t2 = ckpt_msg_recv(fd, buf, sizeof(buf), &len, 5000);
+	close(fd);
+	return t1 == -EMSGSIZE && t2 == CKPT_MSG_CMD_REPLY ? 0 : -EPROTO;
+}
+
+int main(void)
+{
+	char addr[512], payload[8192];
+	struct ckpt_msg_hello h;
+	struct ckpt_msg_do_checkpoint *d = (void *)payload;
+	uint32_t len;
+	int fd, t;
+
+	if (ckpt_coord_resolve_addr(NULL, addr, sizeof(addr)) < 0)
+		return 10;
+	fd = ckpt_coord_connect_or_spawn(addr, 5000);
+	if (fd < 0) {
+		printf("connect: %s\n", strerror(-fd));
+		return 11;
+	}
+	memset(&h, 0, sizeof(h));
+	h.real_pid = getpid();
+	h.vpid = 777;
+	strcpy(h.program, "probe");
+	strcpy(h.hostname, "probehost");
+	if (ckpt_msg_send(fd, CKPT_MSG_HELLO, &h, sizeof(h)) < 0)
+		return 12;
+	t = ckpt_msg_recv(fd, payload, sizeof(payload), &len, 5000);
+	if (t != CKPT_MSG_WELCOME || len != sizeof(struct ckpt_msg_welcome))
+		return 13;
+	if (check_msgsize(addr) < 0)
+		return 14;
+	t = ckpt_msg_recv(fd, payload, sizeof(payload), &len, 50);
+	printf("welcome %s\n", t == -ETIMEDOUT ? "timeout-ok" : "bad");
+	fflush(stdout);
+	for (;;) {
+		t = ckpt_msg_recv(fd, payload, sizeof(payload), &len, 20000);
+		if (t == CKPT_MSG_DO_SUSPEND)
+			answer(fd, CKPT_MSG_SUSPENDED, d->generation, "");
+		else if (t == CKPT_MSG_DO_WRITE) {
+			answer(fd, CKPT_MSG_WRITTEN, d->generation, "");
+			answer(fd, CKPT_MSG_DURABLE, d->generation,
+			       "/c/probe.img");
+		} else if (t == CKPT_MSG_DO_KILL) {
+			return 0;
+		} else {
+			printf("unexpected %d\n", t);
+			return 15;
+		}
+	}
+}
+"""
+
+
+@pytest.mark.time_limit(90)
+def test_c_client_library_spawns_and_serves(env):
+    """connect_or_spawn from inside a shared library, as libckpt does:
+    it finds PREFIX/bin/ckpt_coordinator from PREFIX/lib/ckpt/."""
+    d = env["TESTDIR"]
+    for sub in ("bin", "lib/ckpt", "app"):
+        os.makedirs(os.path.join(d, sub))
+    os.symlink(COORDINATOR, os.path.join(d, "bin", "ckpt_coordinator"))
+    lib = os.path.join(d, "lib", "ckpt", "libclient.so")
+    srcs = [os.path.join(ROOT, "coordinator", f)
+            for f in sorted(os.listdir(os.path.join(ROOT, "coordinator")))
+            if f.startswith("client") and f.endswith(".c")]
+    r = run(["cc", "-shared", "-fPIC", "-O2", "-D_GNU_SOURCE",
+             "-I" + os.path.join(ROOT, "include"), "-o", lib, *srcs])
+    assert r.returncode == 0, r.stderr
+    src = os.path.join(d, "probe.c")
+    exe = os.path.join(d, "app", "probe")
+    with open(src, "w") as f:
+        f.write(PROBE_C)
+    r = run(["cc", "-O2", "-I" + os.path.join(ROOT, "include"), "-o", exe,
+             src, lib, "-Wl,-rpath," + os.path.dirname(lib)])
+    assert r.returncode == 0, r.stderr
+
+    e = dict(env)
+    e["LD_PRELOAD"] = lib              # must not reach the coordinator
+    probe = subprocess.Popen([exe], env=e, stdout=subprocess.PIPE, text=True)
+    coord_pid = None
+    try:
+        assert probe.stdout.readline() == "welcome timeout-ok\n"
+        coord_pid = coordinator_pid(env)
+        stat = open("/proc/%d/stat" % coord_pid).read()
+        assert int(stat.rsplit(")", 1)[1].split()[1]) != probe.pid
+        assert b"LD_PRELOAD" not in \
+            open("/proc/%d/environ" % coord_pid, "rb").read()
+        r = checkpoint(env)
+        assert r.returncode == 0 and r.stdout == "/c/probe.img\n", r.stderr
+        r = run([COMMAND, "--kill"], env=env)
+        assert r.returncode == 0
+        assert probe.wait(10) == 0
+        # it was the only process: the spawned coordinator goes too
+        assert wait_for(lambda: not os.path.exists(env["CKPT_COORD"]))
+        coord_pid = None
+    finally:
+        if probe.poll() is None:
+            probe.kill()
+        probe.wait(10)
+        if coord_pid:
+            stop_spawned(env)
