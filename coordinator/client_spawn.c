@@ -23,7 +23,7 @@
 #include "client_internal.h"
 
 #define SPAWN_MAX_ARGS	32
-#define SPAWN_MAX_ENV	4096
+#define SPAWN_MAX_ENV	1024	/* 8 KiB of stack; more entries are dropped */
 #define NOTIFY_FD	3
 
 extern char **environ;
