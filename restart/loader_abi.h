@@ -49,7 +49,7 @@ enum loader_arg {
  *   work area: the header and metadata block, LOADER_WORK_SIZE(meta_size)
  */
 #define LOADER_PAGE		4096ULL
-#define LOADER_STAGE_SIZE	(16ULL << 20)
+#define LOADER_STAGE_SIZE	(1ULL << 20)	/* vdso sets are ~32 KiB */
 #define LOADER_WORK_SIZE(meta_size) \
 	((((uint64_t)(meta_size) + LOADER_PAGE - 1) & ~(LOADER_PAGE - 1)) + \
 	 LOADER_PAGE)

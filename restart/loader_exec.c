@@ -22,6 +22,9 @@
 #include "loader_exec.h"
 
 #define BLOB_MAX	(16 << 20)
+#ifndef MFD_EXEC
+#define MFD_EXEC	0x0010U		/* Linux 6.3; older kernels: EINVAL */
+#endif
 
 struct blob {
 	struct loader_blob_header h;
@@ -88,10 +91,12 @@ static int blob_load(struct blob *b, char *err, size_t errlen)
 	return 0;
 }
 
-int loader_choose_base(const struct ckpt_image *img, uint64_t size,
-		       uint64_t *base)
+/* Lowest base in [lo, hi) with [base - margin, base + need + margin) free
+ * of regions (sorted, validated). */
+static int find_gap(const struct ckpt_image *img, uint64_t lo, uint64_t hi,
+		    uint64_t need, uint64_t *base)
 {
-	uint64_t cand = LOADER_SEARCH_START;
+	uint64_t cand = lo;
 	uint32_t i;
 
 	for (i = 0; i < img->hdr.nregions; i++) {
@@ -99,16 +104,39 @@ int loader_choose_base(const struct ckpt_image *img, uint64_t size,
 
 		if (r->end + LOADER_MARGIN <= cand)
 			continue;
-		if (cand + size + LOADER_MARGIN <= r->start)
+		if (cand + need + LOADER_MARGIN <= r->start)
 			break;
 		cand = r->end + LOADER_MARGIN;
 	}
-	if (cand + size > LOADER_SEARCH_END) {
-		*base = 0;
+	if (cand > hi || need > hi - cand)
 		return -ENOMEM;
-	}
 	*base = cand;
 	return 0;
+}
+
+/* Start of the program break at checkpoint, 0 if none. */
+static uint64_t image_heap_start(const struct ckpt_image *img)
+{
+	uint32_t i;
+
+	if (img->hdr.flags & CKPT_IMG_F_HAS_BRK)
+		return img->hdr.brk_start;
+	for (i = 0; i < img->hdr.nregions; i++)
+		if (img->regions[i].kind == CKPT_REGION_HEAP)
+			return img->regions[i].start;
+	return 0;
+}
+
+int loader_choose_base(const struct ckpt_image *img, uint64_t size,
+		       uint64_t *base)
+{
+	uint64_t heap = image_heap_start(img);
+
+	if (heap > LOADER_LOW_START + LOADER_MARGIN &&
+	    !find_gap(img, LOADER_LOW_START, heap - LOADER_MARGIN,
+		      size + LOADER_BRK_WINDOW, base))
+		return 0;
+	return find_gap(img, LOADER_HIGH_START, LOADER_HIGH_END, size, base);
 }
 
 /* ELF header + 3 program headers, padded to one page; then the blob. */
@@ -169,7 +197,11 @@ static int make_loader_elf(const struct blob *b, uint64_t base, char *err,
 	unsigned char page[LOADER_PAGE] = { 0 };
 	int fd, ret;
 
-	fd = memfd_create("ckpt_restart_loader", MFD_CLOEXEC);
+	/* Ask for an executable memfd explicitly: with vm.memfd_noexec=1
+	 * the default is not executable. */
+	fd = memfd_create("ckpt_restart_loader", MFD_CLOEXEC | MFD_EXEC);
+	if (fd < 0 && errno == EINVAL)
+		fd = memfd_create("ckpt_restart_loader", MFD_CLOEXEC);
 	if (fd < 0)
 		return fail(err, errlen, errno, "creating the loader memfd "
 			    "failed: %s", strerror(errno));
@@ -201,9 +233,9 @@ int loader_exec(const struct ckpt_image *img, const char *image_path,
 	if (loader_choose_base(img, size, &base)) {
 		free(b.data);
 		return fail(err, errlen, ENOMEM, "no free address range of %llu "
-			    "bytes for the restart loader between %#llx and "
-			    "%#llx", (unsigned long long)size,
-			    LOADER_SEARCH_START, LOADER_SEARCH_END);
+			    "bytes for the restart loader below the heap or "
+			    "between %#llx and %#llx", (unsigned long long)size,
+			    LOADER_HIGH_START, LOADER_HIGH_END);
 	}
 	fd = make_loader_elf(&b, base, err, errlen);
 	free(b.data);

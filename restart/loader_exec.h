@@ -9,11 +9,20 @@
 #include <stddef.h>
 #include "image_check.h"
 
-/* The loader range is searched from here up, away from where programs,
- * their libraries and stacks usually live (0x55.., 0x7f..). */
-#define LOADER_SEARCH_START	0x100000000000ULL
-#define LOADER_SEARCH_END	0x700000000000ULL
-#define LOADER_MARGIN		(1ULL << 30)
+/*
+ * Where the loader goes. Preferred: below the image's heap, with room for
+ * the kernel's randomised program break (up to 1 GiB after the loader's
+ * bss): then the kernel break lies below the restored heap and a later
+ * brk() from glibc's saved break fails honestly instead of "succeeding"
+ * with the kernel's own, higher break (docs/restart.md). Otherwise (no
+ * room, e.g. non-PIE programs) high up, away from programs (0x55..),
+ * libraries and stacks (0x7f..).
+ */
+#define LOADER_LOW_START	0x10000000ULL
+#define LOADER_HIGH_START	0x100000000000ULL
+#define LOADER_HIGH_END		0x700000000000ULL
+#define LOADER_BRK_WINDOW	((1ULL << 30) + 4096)
+#define LOADER_MARGIN		(16ULL << 20)
 
 /* Only returns on failure: -errno, with "what failed: why" in err. The
  * image's fd must not be close-on-exec. */
@@ -21,8 +30,8 @@ int loader_exec(const struct ckpt_image *img, const char *image_path,
 		const char *coord_addr, const char *ckpt_dir, char *err,
 		size_t errlen);
 
-/* The lowest base >= LOADER_SEARCH_START with size bytes free and
- * LOADER_MARGIN clear of every region; 0 and -ENOMEM if none. */
+/* A base for a loader range of size bytes, LOADER_MARGIN clear of every
+ * region: below the heap if possible, else high; -ENOMEM if none. */
 int loader_choose_base(const struct ckpt_image *img, uint64_t size,
 		       uint64_t *base);
 

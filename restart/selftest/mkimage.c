@@ -458,6 +458,7 @@ int main(int argc, char **argv)
 	b.params.magic = ST_PARAMS_MAGIC;
 	b.params.exit_code = o.exit_code;
 	b.params.tls = ST_PARAMS_ADDR + 2048;
+	b.params.brk_end = ST_PARAMS_ADDR + PAGE;
 	snprintf(b.params.message, sizeof(b.params.message), "%s", o.message);
 	page = calloc(1, PAGE);
 	memcpy(page, &b.params, sizeof(b.params));

@@ -41,6 +41,7 @@ struct st_params {
 	uint32_t nchecks;
 	uint64_t tls;			/* expected fs base */
 	uint64_t vdso;			/* [vdso] address, 0 = none */
+	uint64_t brk_end;		/* saved program break */
 	struct st_check checks[ST_MAX_CHECKS];
 	char message[128];		/* printed on success */
 };
