@@ -39,6 +39,7 @@ int checkpoint_suspend(uint64_t generation, char *err, size_t errlen)
 	r = threads_suspend_all(err, errlen);
 	if (r < 0)
 		return r;
+	pending_capture_process();
 	for (size_t i = 0; i < ckpt_nresources; i++) {
 		if (!ckpt_resources[i]->save)
 			continue;

@@ -46,6 +46,12 @@ struct ckpt_state {
 };
 extern struct ckpt_state ckpt;
 
+#define CKPT_MAX_PENDING 8
+struct pending_signals {
+	int count;
+	siginfo_t info[CKPT_MAX_PENDING];
+};
+
 /* Per-thread record captured in the suspend handler. */
 struct ckpt_thread {
 	pid_t vtid;
@@ -61,6 +67,7 @@ struct ckpt_thread {
 	int rseq_registered;
 	uintptr_t pc, sp;		/* where the thread was interrupted */
 	struct ckpt_context ctx;
+	struct pending_signals pending;
 };
 
 /* One kind of process resource: the checkpoint sequence calls save while
@@ -103,6 +110,12 @@ void threads_release_restored(void) __attribute__((noreturn));
 void threads_manager_restored(void);
 uint64_t threads_main_tls(void);
 extern __thread unsigned ckpt_interrupts;
+
+/* pending_signals.c */
+void pending_capture_thread(struct pending_signals *ps);
+void pending_capture_process(void);
+void pending_requeue_thread(const struct pending_signals *ps);
+void pending_requeue_process(void);
 
 /* memory.c */
 struct image_writer;

@@ -108,6 +108,7 @@ static void reregister_self(struct ckpt_thread *t)
 static void restored_barrier(struct ckpt_thread *t)
 {
 	reregister_self(t);
+	pending_requeue_thread(&t->pending);
 	__atomic_add_fetch(&restored_count, 1, __ATOMIC_RELEASE);
 	futex_wake_all(&restored_count);
 	wait_while_equal(&restart_go, 0);
@@ -115,6 +116,7 @@ static void restored_barrier(struct ckpt_thread *t)
 
 void threads_manager_restored(void)
 {
+	manager_slot.pending.count = 0;
 	restored_barrier(&manager_slot);
 }
 
@@ -142,6 +144,7 @@ static void suspend_handler(int sig, siginfo_t *si, void *uc)
 	t->is_manager = 0;
 	t->pc = arch_ucontext_pc(uc);
 	t->sp = arch_ucontext_sp(uc);
+	pending_capture_thread(&t->pending);
 	if (ckpt_save_context(&t->ctx) == 0) {
 		__atomic_add_fetch(&suspended_count, 1, __ATOMIC_RELEASE);
 		futex_wake_all(&suspended_count);
@@ -472,6 +475,7 @@ void threads_release_restored(void)
 {
 	struct ckpt_thread *m = main_slot();
 
+	pending_requeue_process();
 	__atomic_store_n(&restart_go, 1, __ATOMIC_RELEASE);
 	futex_wake_all(&restart_go);
 	if (m && m != &manager_slot)
