@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ckpt/coord_client.h"
@@ -212,10 +213,38 @@ static int wait_ready(int fd, int timeout_ms)
 	return parse_notify(line);
 }
 
+/*
+ * Another coordinator won a start race for addr: it holds the lock but may
+ * not listen yet. Wait (bounded) until it answers; -EADDRINUSE then tells
+ * the caller to connect to it. A 5 ms retry is fine for this rare case.
+ */
+static int wait_for_winner(const char *addr, int64_t deadline)
+{
+	const struct timespec pause = { .tv_nsec = 5 * 1000 * 1000 };
+
+	if (deadline < 0)
+		deadline = ckpt_cc_deadline(10000);
+	for (;;) {
+		int64_t left = deadline - ckpt_cc_now_ms();
+		int fd = ckpt_coord_connect(addr, left < 1 ? 1 : (int)left);
+
+		if (fd >= 0) {
+			close(fd);
+			return -EADDRINUSE;
+		}
+		if (fd != -ENOENT && fd != -ECONNREFUSED)
+			return fd;
+		if (ckpt_cc_now_ms() >= deadline)
+			return -ETIMEDOUT;
+		nanosleep(&pause, NULL);
+	}
+}
+
 int ckpt_coord_spawn(const char *coordinator_path, const char *addr,
 		     const char *const extra_args[], int timeout_ms)
 {
 	struct spawn_plan plan = { .path = coordinator_path };
+	int64_t deadline = ckpt_cc_deadline(timeout_ms);
 	int pipefd[2];
 	int r;
 
@@ -234,6 +263,8 @@ int ckpt_coord_spawn(const char *coordinator_path, const char *addr,
 	if (r == 0)
 		r = wait_ready(pipefd[0], timeout_ms);
 	close(pipefd[0]);
+	if (r == -EADDRINUSE)
+		r = wait_for_winner(addr, deadline);
 	return r;
 }
 

@@ -499,7 +499,7 @@ def test_kill(env, coord, fakes):
     ps = [fakes(c.addr, v) for v in (11, 12, 13)]
     r = run([COMMAND, "--kill"], env=env)
     assert r.returncode == 0 and "all processes gone" in r.stdout
-    assert all(p.killed.is_set() and p.closed.is_set() for p in ps)
+    assert all(p.killed.is_set() and p.closed.wait(TIMEOUT) for p in ps)
     assert c.wait_exit() == 0          # the last process left
 
 
@@ -624,6 +624,37 @@ def test_launch_spawns_coordinator_and_sets_env(env, envprinter):
         assert r.returncode == 7
         assert "CKPT_DIR=%s\n" % env["TESTDIR"] in r.stdout
         assert "interval: 44 s" in run([COMMAND, "-s"], env=env).stdout
+    finally:
+        stop_spawned(env)
+
+
+def coordinators_on(addr):
+    found = []
+    for pid in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if argv[0].endswith(b"ckpt_coordinator") and addr.encode() in argv:
+            found.append(int(pid))
+    return found
+
+
+@pytest.mark.time_limit(60)
+@pytest.mark.skipif(not os.path.exists(LIBCKPT), reason="no libckpt.so")
+def test_parallel_launches_share_one_coordinator(env, envprinter):
+    try:
+        procs = [subprocess.Popen([LAUNCH, envprinter], env=env,
+                                  stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.PIPE, text=True)
+                 for _ in range(6)]
+        for p in procs:
+            _, err = p.communicate(timeout=30)
+            assert p.returncode == 7, err
+        assert wait_for(lambda: len(coordinators_on(env["CKPT_COORD"]))
+                        == 1)
+        assert coordinators_on(env["CKPT_COORD"]) == [coordinator_pid(env)]
     finally:
         stop_spawned(env)
 
