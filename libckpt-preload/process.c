@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Process attributes: working directory, umask and resource limits. */
+/* Process attributes: working directory, umask, resource limits and the
+ * interval timers (alarm/setitimer), re-armed with the time they had left. */
 #include <errno.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <unistd.h>
 #include "internal.h"
 
@@ -12,6 +14,7 @@ static char saved_cwd[4096];
 static mode_t saved_umask;
 static struct rlimit saved_limits[RLIM_NLIMITS];
 static int saved_limit_ok[RLIM_NLIMITS];
+static struct itimerval saved_timers[3];	/* REAL, VIRTUAL, PROF */
 
 static int process_save(void)
 {
@@ -21,7 +24,22 @@ static int process_save(void)
 	umask(saved_umask);
 	for (int i = 0; i < RLIM_NLIMITS; i++)
 		saved_limit_ok[i] = getrlimit(i, &saved_limits[i]) == 0;
+	for (int i = 0; i < 3; i++)
+		if (getitimer(i, &saved_timers[i]) < 0)
+			memset(&saved_timers[i], 0, sizeof(saved_timers[i]));
 	return 0;
+}
+
+static void restore_timers(void)
+{
+	for (int i = 0; i < 3; i++) {
+		const struct timeval *v = &saved_timers[i].it_value;
+
+		if ((v->tv_sec || v->tv_usec) &&
+		    setitimer(i, &saved_timers[i], NULL) < 0)
+			ckpt_log("cannot re-arm interval timer %d: %s", i,
+				 strerror(errno));
+	}
 }
 
 static int process_restore(const struct ckpt_restart_args *args)
@@ -45,6 +63,7 @@ static int process_restore(const struct ckpt_restart_args *args)
 				 (unsigned long)saved_limits[i].rlim_max,
 				 strerror(errno));
 	}
+	restore_timers();
 	return 0;
 }
 
