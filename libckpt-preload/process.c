@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Process attributes: working directory, umask, resource limits and the
+/* Process attributes: personality, working directory, umask, resource
+ * limits and the
  * interval timers (alarm/setitimer), re-armed with the time they had left. */
 #include <errno.h>
 #include <string.h>
+#include <sys/personality.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -15,11 +17,13 @@ static mode_t saved_umask;
 static struct rlimit saved_limits[RLIM_NLIMITS];
 static int saved_limit_ok[RLIM_NLIMITS];
 static struct itimerval saved_timers[3];	/* REAL, VIRTUAL, PROF */
+static int saved_personality;
 
 static int process_save(void)
 {
 	if (syscall(SYS_getcwd, saved_cwd, sizeof(saved_cwd)) < 0)
 		saved_cwd[0] = 0;
+	saved_personality = personality(0xffffffff);
 	saved_umask = umask(0);
 	umask(saved_umask);
 	for (int i = 0; i < RLIM_NLIMITS; i++)
@@ -45,6 +49,10 @@ static void restore_timers(void)
 static int process_restore(const struct ckpt_restart_args *args)
 {
 	(void)args;
+	/* The loader may run with ADDR_NO_RANDOMIZE to place the program
+	 * break; children the program starts get the saved personality. */
+	if (saved_personality != -1)
+		personality(saved_personality);
 	if (saved_cwd[0] && chdir(saved_cwd) < 0)
 		ckpt_log("cannot return to working directory %s: %s; "
 			 "staying in the restart directory",
