@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Process attributes: personality, working directory, umask, resource
- * limits and the
- * interval timers (alarm/setitimer), re-armed with the time they had left. */
+ * limits and the interval timers (alarm/setitimer), re-armed with the time
+ * they had left. */
 #include <errno.h>
 #include <string.h>
 #include <sys/personality.h>
