@@ -856,6 +856,44 @@ def test_interval_checkpoints(env, coord, fakes):
     assert p.generations[:4] == [1, 1, 2, 2]
 
 
+COUNTER = os.path.join(ROOT, "build", "tests", "apps", "counter")
+
+
+@pytest.mark.time_limit(120)
+@pytest.mark.skipif(not (os.path.exists(LIBCKPT) and os.path.exists(COUNTER)),
+                    reason="needs libckpt.so and tests/apps/counter built")
+def test_real_process_round_latency(env, coord):
+    """End to end with the real libckpt: a small process checkpoints in
+    well under 50 ms (asserted loosely: the machine is noisy)."""
+    c = coord()
+    app = subprocess.Popen([LAUNCH, COUNTER, "100000", "20"], env=env,
+                           stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True)
+    try:
+        assert wait_for(lambda: "processes: 1" in
+                        run([COMMAND, "-s"], env=env).stdout), \
+            "the launched process did not join"
+        times = []
+        for _ in range(10):
+            t0 = time.perf_counter()
+            status, text = command(c.addr, CMD_CHECKPOINT, timeout=60)
+            times.append((time.perf_counter() - t0) * 1000)
+            assert status == 0, text
+            assert os.path.exists(text.strip())
+        times.sort()
+        print("\ncheckpoint of a real small process: median %.1f ms, "
+              "max %.1f ms" % (times[len(times) // 2], times[-1]))
+        assert times[len(times) // 2] < 1000
+        assert app.poll() is None
+    finally:
+        run([COMMAND, "--kill"], env=env)
+        try:
+            app.wait(10)
+        except subprocess.TimeoutExpired:
+            app.kill()
+            app.wait(5)
+
+
 # --- TCP ----------------------------------------------------------------
 
 def free_port():
