@@ -281,7 +281,9 @@ static void on_failed(struct coordinator *co, struct conn *c,
 {
 	char what[1024];
 
-	if (res->message[0] && res->error)
+	/* the reason once: many messages already end with strerror() */
+	if (res->message[0] && res->error &&
+	    !strstr(res->message, strerror(res->error)))
 		snprintf(what, sizeof(what), "%s (%s)", res->message,
 			 strerror(res->error));
 	else if (res->message[0])
