@@ -383,6 +383,9 @@ def checkpoint_and_kill(s, proc, progress, checkpoint_at, kill="sigkill"):
         "%s: its stdout stayed open after the kill: the program outlived "
         "ckpt_launch (pid %d) or the kill" % (proc.name, proc.pid))
     before = numbers(proc.lines(), progress)
+    print("%s: checkpoint requested after progress %d, images %s, killed "
+          "(%s) at %s" % (proc.name, seen, images, kill,
+                          before[-1] if before else None))
     return images, seen, before
 
 
@@ -398,4 +401,5 @@ def restart_to_end(s, images, progress, last, seen, before,
         r.name, rc, r.lines()[-5:], r.stderr_text())
     after = numbers(r.lines(), progress)
     first = assert_resumed(before, after, progress, last, seen, step)
+    print("%s: resumed at %d, finished at %d" % (r.name, first, after[-1]))
     return r, first
