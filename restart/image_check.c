@@ -553,6 +553,11 @@ static int check_region_file(struct ckpt_image *img,
 				  (unsigned long long)r->end, strerror(errno));
 	mtime = (uint64_t)st.st_mtim.tv_sec * 1000000000ULL +
 		st.st_mtim.tv_nsec;
+	/* A writable shared mapping is the program's live data: it changes
+	 * the file itself after the checkpoint, so only its size must hold
+	 * (pages past a shorter end would fault). */
+	if (r->kind == CKPT_REGION_FILE_SHARED && (r->prot & PROT_WRITE))
+		mtime = r->file_mtime_ns;
 	if ((uint64_t)st.st_size != r->file_size || mtime != r->file_mtime_ns)
 		return image_fail(img, ESTALE, "mapped file %s changed since "
 				  "the checkpoint (size %llu, was %llu; mtime "

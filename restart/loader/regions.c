@@ -41,6 +41,8 @@ static void check_region_file(const struct loader *l,
 		fail_region(l, r, "stat of the mapped file failed", err);
 	mtime = (uint64_t)stx.stx_mtime.tv_sec * 1000000000ULL +
 		stx.stx_mtime.tv_nsec;
+	if (r->kind == CKPT_REGION_FILE_SHARED && (r->prot & PROT_WRITE))
+		mtime = r->file_mtime_ns;	/* live data: only the size */
 	if (stx.stx_size != r->file_size || mtime != r->file_mtime_ns)
 		loader_fail("region %lx-%lx (%s): the mapped file changed "
 			    "since the checkpoint (size %lu, was %lu)",
