@@ -11,6 +11,9 @@ W=$XFER/work
 D=$XFER/run
 mkdir -p "$D" "$W"
 cp "$COUNTER" "$D/ckpt_counter"
+# Keep glibc off AVX-512 (QEMU's TCG CPU has none) so the image can
+# run in the guest if ckpt_restart accepts unused register state.
+export GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ,-AVX512CD
 export CKPT_DIR=$D/images CKPT_COORD=$W/coord.sock
 mkdir -p "$CKPT_DIR"
 LOG=$D/log

@@ -30,12 +30,18 @@ mv "$R/tests/ckpt_counter" "$R/usr/bin/ckpt_counter"
 
 # copy_with_libs FILE...: each file and its ldd closure at real paths.
 copy_with_libs() {
-	local f lib real
+	local f lib real given
 	for f in "$@"; do
 		for lib in $(ldd "$f" 2>/dev/null | grep -o '/[^ ]*' || true); do
 			real=$(readlink -f "$lib")
 			mkdir -p "$R$(dirname "$real")"
 			[ -e "$R$real" ] || cp "$real" "$R$real"
+			# The name the binary asks for (e.g. the ELF interpreter
+			# /lib64/ld-linux-x86-64.so.2) is a symlink on the host.
+			given=$(readlink -f "$(dirname "$lib")")/$(basename "$lib")
+			mkdir -p "$R$(dirname "$given")"
+			[ "$given" = "$real" ] || [ -e "$R$given" ] ||
+				ln -s "$real" "$R$given"
 		done
 	done
 }
