@@ -4,7 +4,9 @@
  * coordinator answers (starting one if needed), then execs PROGRAM with
  * libckpt.so preloaded and CKPT_COORD / CKPT_DIR set for it.
  */
+#include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -104,27 +106,70 @@ static void parse_args(int argc, char **argv, struct launch *l)
 }
 
 /* Like execvp's search, so a missing program fails before a coordinator
- * is started for it. */
-static int find_program(const char *prog)
+ * is started for it. The path found goes to `found`. */
+static int find_program(const char *prog, char *found, size_t len)
 {
 	const char *path = getenv("PATH");
-	char full[PATH_MAX];
 
-	if (strchr(prog, '/'))
+	if (strchr(prog, '/')) {
+		snprintf(found, len, "%s", prog);
 		return access(prog, F_OK) == 0 ? 0 : -errno;
+	}
 	if (!path)
 		path = "/bin:/usr/bin";
 	while (*path) {
 		const char *colon = strchrnul(path, ':');
 		int n = (int)(colon - path);
 
-		snprintf(full, sizeof(full), "%.*s/%s", n ? n : 1,
-			 n ? path : ".", prog);
-		if (access(full, X_OK) == 0)
+		snprintf(found, len, "%.*s/%s", n ? n : 1, n ? path : ".",
+			 prog);
+		if (access(found, X_OK) == 0)
 			return 0;
 		path = *colon ? colon + 1 : colon;
 	}
 	return -ENOENT;
+}
+
+/* Whether an ELF executable names a dynamic loader (PT_INTERP); -1 when
+ * the file is not a 64-bit ELF (a script: its interpreter is checked by
+ * the kernel, and preloading works through it). */
+static int elf_has_interp(const char *path)
+{
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), found = 0;
+
+	if (fd < 0)
+		return -1;
+	if (pread(fd, &eh, sizeof(eh), 0) != sizeof(eh) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
+	    eh.e_ident[EI_CLASS] != ELFCLASS64) {
+		close(fd);
+		return -1;
+	}
+	for (int i = 0; i < eh.e_phnum && !found; i++)
+		if (pread(fd, &ph, sizeof(ph), eh.e_phoff +
+			  (off_t)i * eh.e_phentsize) == sizeof(ph) &&
+		    ph.p_type == PT_INTERP)
+			found = 1;
+	close(fd);
+	return found;
+}
+
+/* Programs the preload library cannot enter still run, but the user is
+ * told that they will not be checkpointed. */
+static void warn_if_not_preloadable(const char *path)
+{
+	struct stat st;
+
+	if (elf_has_interp(path) == 0)
+		fprintf(stderr, "ckpt_launch: warning: %s is statically linked;"
+			" libckpt.so cannot be preloaded into it, so it runs "
+			"without checkpoints\n", path);
+	else if (stat(path, &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID)))
+		fprintf(stderr, "ckpt_launch: warning: %s is set-user/group-"
+			"ID; the dynamic loader ignores LD_PRELOAD for it, so "
+			"it runs without checkpoints\n", path);
 }
 
 static int resolve_ckptdir(struct launch *l)
@@ -276,15 +321,17 @@ static int set_environment(struct launch *l)
 int main(int argc, char **argv)
 {
 	struct launch l = { 0 };
+	char found[PATH_MAX];
 	int r;
 
 	parse_args(argc, argv, &l);
-	r = find_program(l.argv[0]);
+	r = find_program(l.argv[0], found, sizeof(found));
 	if (r < 0) {
 		fprintf(stderr, "ckpt_launch: %s: %s\n", l.argv[0],
 			r == -ENOENT ? "command not found" : strerror(-r));
 		return 127;
 	}
+	warn_if_not_preloadable(found);
 	if (resolve_ckptdir(&l) < 0 || find_libckpt(&l) < 0)
 		return 1;
 	if (tool_resolve_addr("ckpt_launch", l.coord, l.addr,
