@@ -200,6 +200,19 @@ static int restart_all(struct ckpt_image *imgs, int n, const char *coord,
 	return first_failure;
 }
 
+/* Keep 0, 1, 2 taken, so that an image never lands on a stdio number the
+ * loader keeps open for the restored program. */
+static void ensure_stdio_open(void)
+{
+	int fd;
+
+	do {
+		fd = open("/dev/null", O_RDWR);
+	} while (fd >= 0 && fd < 3);
+	if (fd >= 0)
+		close(fd);
+}
+
 int main(int argc, char **argv)
 {
 	char coord[512], ckpt_dir[PATH_MAX] = "";
@@ -207,6 +220,7 @@ int main(int argc, char **argv)
 	struct ckpt_image *imgs;
 	int i, failed = 0;
 
+	ensure_stdio_open();
 	if (parse_options(argc, argv, &o))
 		return 1;
 	if (o.ckpt_dir && absolute_path(o.ckpt_dir, ckpt_dir,

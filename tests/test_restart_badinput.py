@@ -211,6 +211,16 @@ def test_selftest_extra_fds_are_closed(work, coord):
     assert r.returncode == 42, r.stderr
 
 
+def test_selftest_stdin_closed(work, coord):
+    """The image must not take fd 0, which the loader keeps for the
+    program."""
+    img = work()
+    r = run([RESTART, "--coord", coord, img], stdin=None,
+            preexec_fn=lambda: os.close(0))
+    assert r.returncode == 42, r.stderr
+    assert "all checks passed" in r.stdout
+
+
 def test_selftest_several_images(work, coord):
     """One child per image; the first failure's status is ours."""
     ok = work("a.img", "--exit-code", "0")

@@ -35,7 +35,7 @@ static void close_other_fds(int keep)
 	if (keep > 3)
 		err = sys_close_range(3, keep - 1);
 	if (!err)
-		err = sys_close_range(keep + 1, ~0U);
+		err = sys_close_range(keep >= 3 ? keep + 1 : 3, ~0U);
 	if (err == -38)		/* ENOSYS: kernel before 5.9 */
 		for (fd = 3; fd < 65536; fd++)
 			if (fd != keep)
