@@ -10,8 +10,10 @@ For processes holding 16 MiB, 256 MiB and 1 GiB of random data
   - restart time: from starting `ckpt_restart IMAGE` until the program
     answers again (its first "pong"/"resumed" line);
   - the floors: `dd if=/dev/zero of=CKPTDIR/x bs=1M count=N` (page cache,
-    and with conv=fsync for reference) and `cat IMAGE > /dev/null`;
-and prints checkpoint/dd and restart/cat. Then the end-to-end latency of
+    and with conv=fsync for reference) and `cat IMAGE > /dev/null`, each
+    the best of three back-to-back runs;
+and prints checkpoint/dd and restart/cat, each figure the best of
+--repeat runs (3). Then the end-to-end latency of
 checkpointing a small (4 MiB) process, best and median of 10.
 
 Usage: bench/bench.py [--sizes 16,256,1024] [--dir DIR] [--json FILE]
@@ -180,12 +182,23 @@ class Bench:
             raise
         return app
 
-    def checkpoint(self):
+    def checkpoint(self, app=None):
+        """Returns (seconds, images, ms the app was stopped or None)."""
+        n = len(app.lines) if app else 0
         t, r = timed([tool("ckpt_command"), "--checkpoint"], self.env)
         images = r.stdout.decode().split()
         if not images:
             raise BenchError("ckpt_command --checkpoint printed no image")
-        return t, images
+        stopped = None
+        if app:
+            # fill_idle reports a stop longer than 20 ms when it resumes.
+            app.ping()
+            app.wait_line(("pong",), after=n, timeout=30)
+            with app.cond:
+                stops = [int(l.split()[2]) for _, l in app.lines[n:]
+                         if l and l.startswith("resumed after ")]
+            stopped = max(stops) if stops else 0
+        return t, images, stopped
 
     def restart(self, images):
         t0 = time.monotonic()
@@ -219,33 +232,47 @@ class Bench:
                                timeout=TIMEOUT)
         return time.monotonic() - t0
 
-    def measure_size(self, mib):
+    def measure_once(self, mib):
         app = self.launch(mib)
         try:
-            t_ckpt, images = self.checkpoint()
+            t_ckpt, images, stopped = self.checkpoint(app)
         finally:
             app.kill()
         size = sum(os.path.getsize(i) for i in images)
-        t_dd = self.floor_dd(mib)
-        t_dd_sync = self.floor_dd(mib, fsync=True)
-        t_cat = self.floor_cat(images)
+        # Floors: best of three back-to-back runs each. On this VM the
+        # first touch of freed memory is slow (the host took it back), so
+        # a single dd is up to 10x slower than a warm one.
+        t_dd = min(self.floor_dd(mib) for _ in range(3))
+        t_dd_sync = min(self.floor_dd(mib, fsync=True) for _ in range(3))
+        t_cat = min(self.floor_cat(images) for _ in range(3))
         t_restart, restarted = self.restart(images)
         restarted.kill()
         for img in images:
             os.unlink(img)
-        return {"mib": mib, "checkpoint_s": t_ckpt, "image_bytes": size,
+        return {"checkpoint_s": t_ckpt, "stopped_ms": stopped,
+                "image_bytes": size,
                 "restart_s": t_restart, "dd_s": t_dd,
-                "dd_fsync_s": t_dd_sync, "cat_s": t_cat,
-                "checkpoint_over_dd": t_ckpt / t_dd,
-                "checkpoint_over_dd_fsync": t_ckpt / t_dd_sync,
-                "restart_over_cat": t_restart / t_cat}
+                "dd_fsync_s": t_dd_sync, "cat_s": t_cat}
+
+    def measure_size(self, mib, repeat):
+        """Best of `repeat` runs for each figure: page-cache timings on a
+        shared VM vary by several times from one run to the next (ext4
+        with online discard here), so the minimum is the stable number."""
+        runs = [self.measure_once(mib) for _ in range(repeat)]
+        best = {k: min(r[k] for r in runs) for k in runs[0]}
+        best.update({"mib": mib, "repeat": repeat, "runs": runs,
+                     "checkpoint_over_dd": best["checkpoint_s"] / best["dd_s"],
+                     "checkpoint_over_dd_fsync":
+                         best["checkpoint_s"] / best["dd_fsync_s"],
+                     "restart_over_cat": best["restart_s"] / best["cat_s"]})
+        return best
 
     def small_latency(self, mib=4, runs=10):
         app = self.launch(mib)
         times = []
         try:
             for _ in range(runs):
-                t, images = self.checkpoint()
+                t, images, _ = self.checkpoint()
                 times.append(t)
         finally:
             app.kill()
@@ -261,12 +288,13 @@ def ms(s):
 
 def report(results, small):
     print()
-    print("%-8s %12s %12s %12s %12s %12s %12s %8s %8s" % (
-        "size", "checkpoint", "image MiB", "dd", "dd+fsync", "restart",
-        "cat", "ckpt/dd", "rst/cat"))
+    print("%-8s %12s %9s %9s %12s %12s %12s %12s %8s %8s" % (
+        "size", "checkpoint", "stopped", "image MiB", "dd", "dd+fsync",
+        "restart", "cat", "ckpt/dd", "rst/cat"))
     for r in results:
-        print("%-8s %12s %12.1f %12s %12s %12s %12s %8.2f %8.2f" % (
+        print("%-8s %12s %9s %9.1f %12s %12s %12s %12s %8.2f %8.2f" % (
             "%d MiB" % r["mib"], ms(r["checkpoint_s"]),
+            "<20 ms" if not r["stopped_ms"] else "%d ms" % r["stopped_ms"],
             r["image_bytes"] / 2**20, ms(r["dd_s"]), ms(r["dd_fsync_s"]),
             ms(r["restart_s"]), ms(r["cat_s"]), r["checkpoint_over_dd"],
             r["restart_over_cat"]))
@@ -277,6 +305,11 @@ def report(results, small):
                              ms(small["best_s"]).strip(),
                              ms(small["median_s"]).strip()))
     print()
+    if results:
+        print()
+        print("each figure is the best of %d runs" % results[0]["repeat"])
+    print("stopped = how long the application was stopped by the "
+          "checkpoint (as it saw it);")
     print("checkpoint = ckpt_command --checkpoint until images are durable;"
           " dd = page cache write of the same size (dd+fsync: to disk);")
     print("restart = ckpt_restart until the program answers; cat = reading"
@@ -291,6 +324,8 @@ def main():
                     help="work directory (default: a new one in /tmp)")
     ap.add_argument("--json", default=None, help="also write results here")
     ap.add_argument("--small-runs", type=int, default=10)
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="runs per size; each figure is the best (3)")
     args = ap.parse_args()
     sizes = [int(x) for x in args.sizes.split(",") if x]
 
@@ -308,7 +343,7 @@ def main():
         bench.start_coordinator()
         for mib in sizes:
             print("measuring %d MiB..." % mib, flush=True)
-            results.append(bench.measure_size(mib))
+            results.append(bench.measure_size(mib, args.repeat))
         print("measuring small-process latency...", flush=True)
         small = bench.small_latency(runs=args.small_runs)
     except (BenchError, OSError, subprocess.SubprocessError) as e:
