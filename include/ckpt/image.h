@@ -41,7 +41,8 @@ struct ckpt_image_header {
 	uint32_t header_size;		/* sizeof(struct ckpt_image_header) */
 	uint32_t arch;			/* CKPT_ARCH_* */
 	uint32_t page_size;		/* page size at checkpoint */
-	uint64_t cpu_features;		/* x86_64: XCR0 (xsave components) */
+	uint64_t cpu_features;		/* x86_64: XCR0 (xsave components
+					   the process may use) */
 	uint64_t flags;			/* CKPT_IMG_F_* */
 	uint64_t image_size;		/* total bytes in the file */
 
@@ -75,6 +76,9 @@ struct ckpt_image_header {
 	uint64_t ckpt_time_ns;		/* CLOCK_REALTIME at checkpoint */
 	char program[CKPT_PROGRAM_MAX];	/* short name, NUL-terminated */
 	char unique_id[64];		/* "<hostid>-<pid>-<start time>" */
+	uint64_t cpu_features_in_use;	/* x86_64: union of the XSTATE_BV
+					   of every saved thread's signal
+					   frame, plus x87|SSE */
 
 	uint64_t header_hash;		/* ckpt_hash64 of this struct with
 					   header_hash = 0 */

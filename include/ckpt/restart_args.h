@@ -30,6 +30,7 @@ struct ckpt_restart_args {
 	uint32_t nloader_mappings;
 	uint32_t reserved;
 	struct ckpt_range loader_mappings[CKPT_LOADER_MAX_MAPPINGS];
+	uint64_t current_xcr0;		/* x86_64: xgetbv(0) of this CPU */
 };
 
 #endif /* CKPT_RESTART_ARGS_H */
