@@ -37,5 +37,7 @@ uint64_t arch_get_tls(void);
 uint32_t arch_image_arch(void);
 uintptr_t arch_ucontext_pc(const void *ucontext);
 uintptr_t arch_ucontext_sp(const void *ucontext);
+uint64_t arch_frame_features_in_use(const void *ucontext);
+void arch_adapt_frame(void *ucontext, uint64_t current_features);
 
 #endif /* CKPT_ARCH_H */

@@ -65,6 +65,7 @@ int checkpoint_write(uint64_t generation, const char *dir, char *path,
 
 	threads_capture_self(self);
 	self->is_manager = 1;
+	self->uc = NULL;
 	if (ckpt_save_context(&self->ctx) != 0)
 		return CKPT_RESTARTED;
 	r = image_write(generation, dir, path, pathlen, tmp, tmplen, err,

@@ -385,6 +385,7 @@ static void fill_header(struct ckpt_image_header *h, struct image_writer *w,
 	h->arch = arch_image_arch();
 	h->page_size = PAGE;
 	h->cpu_features = arch_cpu_features();
+	h->cpu_features_in_use = threads_features_in_use();
 	h->nregions = w->regions.n;
 	h->nextents = w->extents.n;
 	h->nthreads = w->threads.n;

@@ -66,6 +66,8 @@ struct ckpt_thread {
 	uint32_t rseq_len;
 	int rseq_registered;
 	uintptr_t pc, sp;		/* where the thread was interrupted */
+	void *uc;			/* its signal frame (NULL: manager) */
+	uint64_t features_in_use;	/* xsave components live in the frame */
 	struct ckpt_context ctx;
 	struct pending_signals pending;
 };
@@ -109,6 +111,8 @@ int threads_restore_all(char *err, size_t errlen);
 void threads_release_restored(void) __attribute__((noreturn));
 void threads_manager_restored(void);
 uint64_t threads_main_tls(void);
+uint64_t threads_features_in_use(void);
+void threads_set_current_features(uint64_t features);
 extern __thread unsigned ckpt_interrupts;
 
 /* pending_signals.c */

@@ -15,6 +15,7 @@
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
+#include "ckpt/accel.h"
 #include "ckpt/coord_client.h"
 #include "internal.h"
 
@@ -121,7 +122,7 @@ static int join_coordinator(uint32_t flags)
 	hello.real_pid = ckpt_real_getpid();
 	hello.vpid = ckpt.vpid;
 	hello.vppid = ckpt.vppid;
-	hello.flags = flags;
+	hello.flags = flags | (ckpt_accel_available() ? CKPT_HELLO_F_ACCEL : 0);
 	hello.generation = ckpt.generation;
 	ckpt_fmt(hello.program, sizeof(hello.program), "%s", ckpt.program);
 	ckpt_fmt(hello.unique_id, sizeof(hello.unique_id), "%s",
@@ -294,6 +295,7 @@ void manager_after_restart(void)
 	int r;
 
 	threads_manager_restored();
+	ckpt_accel_open(); /* the kernel may be another one now */
 	ckpt.coord_fd = -1;
 	ckpt.restarts++;
 	r = join_coordinator(CKPT_HELLO_F_RESTARTED);
@@ -354,5 +356,6 @@ __attribute__((constructor)) static void ckpt_init(void)
 		return;
 	}
 	pthread_atfork(NULL, NULL, after_fork_in_child);
+	ckpt_accel_open();
 	start_in_this_process(0);
 }

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include "ckpt/accel.h"
 #include "internal.h"
 
 #define PAGE 4096UL
@@ -24,6 +25,7 @@
 #define PM_SWAPPED (1ULL << 62)
 #define PM_FILE (1ULL << 61)
 #define PAGEMAP_BATCH 8192
+#define ACCEL_BATCH 1024
 #define STACK_RESERVE_MAX (64UL << 20)
 
 struct map_line {
@@ -44,6 +46,7 @@ struct scan {
 	uint64_t prev_end;
 	uint64_t pm[PAGEMAP_BATCH];
 	unsigned char mc[PAGEMAP_BATCH];
+	struct ckpt_accel_run runs[ACCEL_BATCH];
 };
 
 /* Read all of /proc/self/maps into a buffer that stays mapped for the
@@ -188,6 +191,36 @@ static int page_has_data(int kind, uint64_t pm, unsigned char mc)
 	}
 }
 
+/* With the kernel accelerator, the populated runs of an anonymous region
+ * come from its page-table walk instead of pagemap (much faster for large
+ * sparse mappings). -ENOSYS: not available, use pagemap. */
+static int add_accel_extents(struct scan *s, uint64_t start, uint64_t end,
+			     uint64_t *saved)
+{
+	struct ckpt_accel_run *runs = s->runs;
+	uint64_t from = start;
+	long n;
+	int r;
+
+	if (!(ckpt_accel_ops() & CKPT_ACCEL_OP_POPULATED))
+		return -ENOSYS;
+	do {
+		n = ckpt_accel_populated_runs(from, end, runs, ACCEL_BATCH);
+		if (n < 0)
+			return from == start ? -ENOSYS : (int)n;
+		for (long i = 0; i < n; i++) {
+			r = writer_add_extent(s->w, runs[i].start,
+					      runs[i].end - runs[i].start);
+			if (r < 0)
+				return r;
+			*saved += runs[i].end - runs[i].start;
+		}
+		if (n == ACCEL_BATCH)
+			from = runs[n - 1].end;
+	} while (n == ACCEL_BATCH && from < end);
+	return 0;
+}
+
 /* Add the runs of pages of [start,end) that carry data. */
 static int add_populated_extents(struct scan *s, int kind, uint64_t start,
 				 uint64_t end, uint64_t *saved)
@@ -196,6 +229,13 @@ static int add_populated_extents(struct scan *s, int kind, uint64_t start,
 	int need_mincore = kind == CKPT_REGION_ANON_SHARED ||
 			   kind == CKPT_REGION_DELETED_PRIVATE;
 	int r;
+
+	if (kind == CKPT_REGION_ANON || kind == CKPT_REGION_HEAP ||
+	    kind == CKPT_REGION_STACK) {
+		r = add_accel_extents(s, start, end, saved);
+		if (r != -ENOSYS)
+			return r;
+	}
 
 	while (addr < end) {
 		size_t n = (end - addr) / PAGE, i;
@@ -284,8 +324,10 @@ static int save_region(struct scan *s, const struct map_line *m,
 	rc = writer_add_region(s->w, &r, m->name);
 	if (rc < 0)
 		goto fail;
-	if (kind == CKPT_REGION_FILE_SHARED || kind == CKPT_REGION_VDSO ||
-	    kind == CKPT_REGION_VVAR || kind == CKPT_REGION_VVAR_VCLOCK)
+	if (kind == CKPT_REGION_FILE_SHARED || kind == CKPT_REGION_VVAR ||
+	    kind == CKPT_REGION_VVAR_VCLOCK)
+		return 0;
+	if (kind == CKPT_REGION_VDSO)
 		return 0;
 	rc = add_populated_extents(s, kind, m->start, m->end, &saved);
 	if (rc < 0)

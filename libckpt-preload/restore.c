@@ -47,6 +47,20 @@ static void unmap_loader(void)
 	}
 }
 
+/* glibc remembers the break it last set; the kernel's break is now the
+ * loader's. Without PR_SET_MM the kernel's cannot be moved back, so glibc
+ * is told where it is: its next sbrk grows from there and malloc carries
+ * on with a non-contiguous main arena. */
+extern void *__curbrk;
+
+static void follow_kernel_break(void)
+{
+	long brk = syscall(SYS_brk, 0);
+
+	if (brk > 0)
+		__curbrk = (void *)brk;
+}
+
 void ckpt_restore_entry(struct ckpt_restart_args *args)
 {
 	char err[512];
@@ -61,6 +75,8 @@ void ckpt_restore_entry(struct ckpt_restart_args *args)
 	}
 	memcpy(&restart_args, args, sizeof(restart_args));
 	ckpt_forget_own_fds();
+	threads_set_current_features(restart_args.current_xcr0);
+	follow_kernel_break();
 	vpid_map(ckpt.vpid, ckpt_real_getpid());
 	if (restart_args.coord_addr[0])
 		ckpt_fmt(ckpt.coord_addr, sizeof(ckpt.coord_addr), "%s",

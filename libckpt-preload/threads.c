@@ -105,8 +105,18 @@ static void reregister_self(struct ckpt_thread *t)
 
 /* Called by every restored thread, the manager included: re-register,
  * report, and wait until the process-wide state is back. */
+static uint64_t current_features;
+
+/* Set by the restore entry: this CPU's xsave features (x86_64: XCR0). */
+void threads_set_current_features(uint64_t features)
+{
+	current_features = features;
+}
+
 static void restored_barrier(struct ckpt_thread *t)
 {
+	if (t->uc)
+		arch_adapt_frame(t->uc, current_features);
 	reregister_self(t);
 	pending_requeue_thread(&t->pending);
 	__atomic_add_fetch(&restored_count, 1, __ATOMIC_RELEASE);
@@ -117,6 +127,7 @@ static void restored_barrier(struct ckpt_thread *t)
 void threads_manager_restored(void)
 {
 	manager_slot.pending.count = 0;
+	manager_slot.uc = NULL;
 	restored_barrier(&manager_slot);
 }
 
@@ -144,6 +155,8 @@ static void suspend_handler(int sig, siginfo_t *si, void *uc)
 	t->is_manager = 0;
 	t->pc = arch_ucontext_pc(uc);
 	t->sp = arch_ucontext_sp(uc);
+	t->uc = uc;
+	t->features_in_use = arch_frame_features_in_use(uc);
 	pending_capture_thread(&t->pending);
 	if (ckpt_save_context(&t->ctx) == 0) {
 		__atomic_add_fetch(&suspended_count, 1, __ATOMIC_RELEASE);
@@ -398,6 +411,16 @@ uint64_t threads_main_tls(void)
 	struct ckpt_thread *m = main_slot();
 
 	return m ? m->tls : manager_slot.tls;
+}
+
+/* For the image header: what the saved register state needs of a CPU. */
+uint64_t threads_features_in_use(void)
+{
+	uint64_t all = 3;
+
+	for (int i = 0; i < threads_count(); i++)
+		all |= slots[i].features_in_use;
+	return all;
 }
 
 static void resume_restored_thread(void *arg)

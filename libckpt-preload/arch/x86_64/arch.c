@@ -39,3 +39,81 @@ uintptr_t arch_ucontext_sp(const void *ucontext)
 
 	return uc->uc_mcontext.gregs[REG_RSP];
 }
+
+/* The xsave area of a signal frame: the software-reserved bytes the
+ * kernel put at offset 464 of the legacy area, and the XSAVE header. */
+#define FX_SW_OFFSET 464
+#define XSTATE_BV_OFFSET 512
+#define FP_XSTATE_MAGIC1 0x46505853u
+#define FP_XSTATE_MAGIC2 0x46505845u
+
+struct fx_sw_bytes {
+	uint32_t magic1;
+	uint32_t extended_size;
+	uint64_t xfeatures;
+	uint32_t xstate_size;
+	uint32_t padding[7];
+};
+
+static char *frame_fpstate(const void *ucontext)
+{
+	const ucontext_t *uc = ucontext;
+
+	return (char *)uc->uc_mcontext.fpregs;
+}
+
+/* Which state components the interrupted code had in use (XSTATE_BV),
+ * always including x87 and SSE. */
+uint64_t arch_frame_features_in_use(const void *ucontext)
+{
+	char *fp = frame_fpstate(ucontext);
+	struct fx_sw_bytes sw;
+	uint64_t bv;
+
+	if (!fp)
+		return 3;
+	__builtin_memcpy(&sw, fp + FX_SW_OFFSET, sizeof(sw));
+	if (sw.magic1 != FP_XSTATE_MAGIC1)
+		return 3;
+	__builtin_memcpy(&bv, fp + XSTATE_BV_OFFSET, sizeof(bv));
+	return bv | 3;
+}
+
+static uint32_t xsave_size_for_xcr0(void)
+{
+	uint32_t a, b, c, d;
+
+	__asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d)
+			 : "a"(0xd), "c"(0));
+	return b;
+}
+
+/*
+ * A frame saved on a CPU with a larger xsave area than this one: the
+ * kernel would refuse its size and fall back to restoring x87/SSE only,
+ * losing live AVX state. The standard-format offsets of the components
+ * both CPUs have are the same, so shrinking the advertised size (and
+ * dropping the components this CPU lacks, which the restart checked are
+ * not in use) gives the kernel a frame it restores completely.
+ */
+void arch_adapt_frame(void *ucontext, uint64_t current_features)
+{
+	char *fp = frame_fpstate(ucontext);
+	uint32_t size = xsave_size_for_xcr0(), magic2 = FP_XSTATE_MAGIC2;
+	struct fx_sw_bytes sw;
+	uint64_t bv;
+
+	if (!fp || !current_features)
+		return;
+	__builtin_memcpy(&sw, fp + FX_SW_OFFSET, sizeof(sw));
+	if (sw.magic1 != FP_XSTATE_MAGIC1 || sw.xstate_size <= size)
+		return;
+	sw.xstate_size = size;
+	sw.extended_size = size + sizeof(magic2);
+	sw.xfeatures &= current_features;
+	__builtin_memcpy(fp + FX_SW_OFFSET, &sw, sizeof(sw));
+	__builtin_memcpy(&bv, fp + XSTATE_BV_OFFSET, sizeof(bv));
+	bv &= current_features;
+	__builtin_memcpy(fp + XSTATE_BV_OFFSET, &bv, sizeof(bv));
+	__builtin_memcpy(fp + size, &magic2, sizeof(magic2));
+}
