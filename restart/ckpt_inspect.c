@@ -29,8 +29,12 @@ static void print_header(const struct ckpt_image *img)
 	printf("unique id   %.*s\n", (int)sizeof(h->unique_id), h->unique_id);
 	printf("generation  %llu, taken %s\n",
 	       (unsigned long long)h->generation, when);
-	printf("cpu         features %#llx\n",
-	       (unsigned long long)h->cpu_features);
+	printf("cpu         features %#llx, ", (unsigned long long)h->cpu_features);
+	if (h->cpu_features_in_use)
+		printf("in use %#llx\n",
+		       (unsigned long long)h->cpu_features_in_use);
+	else
+		printf("in use unknown (older image)\n");
 	printf("restore     entry %#llx, stack top %#llx, tls %#llx\n",
 	       (unsigned long long)h->restore_entry,
 	       (unsigned long long)h->restore_stack_top,
@@ -94,6 +98,13 @@ static void print_regions(const struct ckpt_image *img)
 	}
 	printf("\n%u extents, %llu bytes of memory saved\n", img->hdr.nextents,
 	       (unsigned long long)total);
+	if (image_vdso_code_size(img))
+		printf("vdso code saved (%llu bytes): restartable on a kernel "
+		       "with another vdso\n",
+		       (unsigned long long)image_vdso_code_size(img));
+	else
+		printf("no vdso code saved: restartable only on a kernel with "
+		       "the same vdso layout\n");
 }
 
 static void print_threads(const struct ckpt_image *img)
@@ -131,6 +142,24 @@ static void print_fds(const struct ckpt_image *img)
 	}
 }
 
+/* Whether this machine could restart it, as notes: images from elsewhere
+ * are still inspected. */
+static void print_host_notes(struct ckpt_image *img)
+{
+	if (image_check_host(img, 0)) {
+		printf("note: this machine cannot restart it: %s\n", img->err);
+		if (!image_check_host(img, IMAGE_CPU_COMPAT))
+			printf("note: ckpt_restart --cpu-compat can: no saved "
+			       "thread holds the missing register state\n");
+	}
+	if (image_check_vdso(img))
+		return;		/* already said, or nothing to add */
+	if (img->vdso_redirect)
+		printf("note: this kernel's vdso differs from the "
+		       "checkpointing kernel's: a restart will redirect the "
+		       "old vdso entry points to this kernel's vdso\n");
+}
+
 int main(int argc, char **argv)
 {
 	struct ckpt_image img;
@@ -162,8 +191,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	printf("\nall checksums verified\n");
-	if (image_check_host(&img))
-		printf("note: this machine cannot restart it: %s\n", img.err);
+	print_host_notes(&img);
 	image_close(&img);
 	return 0;
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * ckpt_restart [--coord ADDR] [--ckptdir DIR] IMAGE...
+ * ckpt_restart [--coord ADDR] [--ckptdir DIR] [--cpu-compat] IMAGE...
  *
  * Validate every image completely, make sure a coordinator runs, then exec
  * the freestanding loader for each image: in place for one image (the
@@ -25,6 +25,7 @@
 struct options {
 	const char *coord;
 	const char *ckpt_dir;
+	unsigned check_flags;		/* IMAGE_CPU_COMPAT */
 	char **images;
 	int nimages;
 };
@@ -32,13 +33,21 @@ struct options {
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"Usage: ckpt_restart [--coord ADDR] [--ckptdir DIR] IMAGE...\n"
+		"Usage: ckpt_restart [--coord ADDR] [--ckptdir DIR] "
+		"[--cpu-compat] IMAGE...\n"
 		"Restart checkpointed processes from their images.\n\n"
 		"  --coord ADDR    coordinator to join (/path or HOST:PORT);\n"
 		"                  default $CKPT_COORD or the per-user socket;\n"
 		"                  started if none answers\n"
 		"  --ckptdir DIR   where later checkpoints go (default: the\n"
 		"                  directory saved in the image)\n"
+		"  --cpu-compat    restart on a CPU lacking register state the\n"
+		"                  checkpointing CPU had (e.g. AVX-512), if no\n"
+		"                  saved thread holds any; you guarantee the\n"
+		"                  program never uses it (e.g. it was started\n"
+		"                  with GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX512F,\n"
+		"                  -AVX512VL,-AVX512BW,-AVX512DQ,-AVX512CD,\n"
+		"                  -AVX512ER,-AVX512PF)\n"
 		"  --help          show this help\n"
 		"  --version       show the version\n\n"
 		"One image: the program replaces ckpt_restart (same pid slot,\n"
@@ -51,6 +60,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	static const struct option longopts[] = {
 		{ "coord", required_argument, NULL, 'c' },
 		{ "ckptdir", required_argument, NULL, 'd' },
+		{ "cpu-compat", no_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -64,6 +74,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 			break;
 		case 'd':
 			o->ckpt_dir = optarg;
+			break;
+		case 'C':
+			o->check_flags |= IMAGE_CPU_COMPAT;
 			break;
 		case 'h':
 			usage(stdout);
@@ -103,16 +116,19 @@ static int absolute_path(const char *path, char *out, size_t len)
 	return 0;
 }
 
-static int validate_image(struct ckpt_image *img, const char *path)
+static int validate_image(struct ckpt_image *img, const char *path,
+			  unsigned check_flags)
 {
 	int err;
 
 	/* Not close-on-exec: the loader reads the memory data from it. */
 	err = image_open(img, path, 0);
 	if (!err)
-		err = image_check_host(img);
+		err = image_check_host(img, check_flags);
 	if (err)
 		fprintf(stderr, "ckpt_restart: %s: %s\n", path, img->err);
+	else if (img->warning[0])
+		fprintf(stderr, "ckpt_restart: %s: %s\n", path, img->warning);
 	return err;
 }
 
@@ -235,7 +251,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	for (i = 0; i < o.nimages; i++)
-		if (validate_image(&imgs[i], o.images[i]))
+		if (validate_image(&imgs[i], o.images[i], o.check_flags))
 			failed = 1;
 	if (failed)
 		return 1;

@@ -359,7 +359,10 @@ static int check_region(struct ckpt_image *img, const struct ckpt_region *r,
 		return image_fail(img, EINVAL, "%s: file offset %llu is not "
 				  "page-aligned", what,
 				  (unsigned long long)r->file_offset);
-	if (region_is_special(r) && r->nextents)
+	/* The vdso's code is saved (for a restart on another kernel), its
+	 * data pages never are. */
+	if (region_is_special(r) && r->kind != CKPT_REGION_VDSO &&
+	    r->nextents)
 		return image_fail(img, EINVAL, "%s: a %s region carries data",
 				  what, kind);
 	if (r->first_extent > img->hdr.nextents ||
@@ -568,6 +571,16 @@ static int check_region_file(struct ckpt_image *img,
 	return 0;
 }
 
+static bool image_has_specials(const struct ckpt_image *img)
+{
+	uint32_t i;
+
+	for (i = 0; i < img->hdr.nregions; i++)
+		if (region_is_special(&img->regions[i]))
+			return true;
+	return false;
+}
+
 struct special_map {
 	char name[32];
 	uint64_t start, end;
@@ -599,24 +612,74 @@ static int read_specials(struct special_map *out, int cap)
 	return n;
 }
 
-/* The loader checks the same again (restart/loader/vdso.c); failing here
- * gives the answer before anything was torn down. */
-static int check_specials(struct ckpt_image *img)
+static const struct ckpt_region *image_vdso(const struct ckpt_image *img)
 {
-	struct special_map cur[8];
+	uint32_t i;
+
+	for (i = 0; i < img->hdr.nregions; i++)
+		if (img->regions[i].kind == CKPT_REGION_VDSO)
+			return &img->regions[i];
+	return NULL;
+}
+
+uint64_t image_vdso_code_size(const struct ckpt_image *img)
+{
+	const struct ckpt_region *r = image_vdso(img);
+
+	return r && r->nextents ? r->end - r->start : 0;
+}
+
+/* The saved vdso code, hash-checked, in a malloc'd buffer of the region's
+ * size (pages without data stay zero). */
+static int read_vdso_code(struct ckpt_image *img, const struct ckpt_region *r,
+			  unsigned char **out)
+{
+	uint64_t len = r->end - r->start, i;
+	unsigned char *buf;
+	int err;
+
+	if (len > VDSO_CODE_MAX)
+		return image_fail(img, EINVAL, "region %llx-%llx: a saved vdso "
+				  "of %llu bytes is implausibly large: the "
+				  "image is corrupt", (unsigned long long)r->start,
+				  (unsigned long long)r->end,
+				  (unsigned long long)len);
+	buf = calloc(1, len);
+	if (!buf)
+		return image_fail(img, ENOMEM, "no memory for the saved vdso");
+	for (i = 0; i < r->nextents; i++) {
+		const struct ckpt_extent *e = &img->extents[r->first_extent + i];
+
+		err = read_exact(img, buf + (e->addr - r->start), e->len,
+				 e->file_offset, "saved vdso");
+		if (!err && ckpt_hash64(buf + (e->addr - r->start), e->len, 0)
+		    != e->hash)
+			err = image_fail(img, EINVAL, "memory %llx-%llx: checksum "
+					 "mismatch: the saved data is corrupt",
+					 (unsigned long long)e->addr,
+					 (unsigned long long)(e->addr + e->len));
+		if (err) {
+			free(buf);
+			return err;
+		}
+	}
+	*out = buf;
+	return 0;
+}
+
+/* Same names, sizes and offsets relative to the lowest one; else the
+ * image's special region that has no match here. */
+static const struct ckpt_region *layout_difference(struct ckpt_image *img,
+						   const struct special_map *cur,
+						   int n)
+{
 	uint64_t base = 0;
 	uint32_t i, count = 0;
-	int n, j;
+	int j;
 
 	for (i = 0; i < img->hdr.nregions; i++)
 		if (region_is_special(&img->regions[i]) && !count++)
 			base = img->regions[i].start;
-	if (!count)
-		return 0;
-	n = read_specials(cur, 8);
-	if (n < 0)
-		return image_fail(img, -n, "reading /proc/self/maps failed: %s",
-				  strerror(-n));
 	for (i = 0; i < img->hdr.nregions; i++) {
 		const struct ckpt_region *r = &img->regions[i];
 		const char *name = image_string(img, r->name);
@@ -628,24 +691,76 @@ static int check_specials(struct ckpt_image *img)
 		if (j == n || (int)count != n ||
 		    cur[j].end - cur[j].start != r->end - r->start ||
 		    cur[j].start - cur[0].start != r->start - base)
-			return image_fail(img, ENOTSUP, "vdso layout differs from "
-					  "the checkpointing kernel: %s of %llu "
-					  "bytes at offset %llu has no match "
-					  "here; cross-kernel restart is not "
-					  "supported yet", name,
-					  (unsigned long long)(r->end - r->start),
-					  (unsigned long long)(r->start - base));
+			return r;
 	}
+	return NULL;
+}
+
+static bool same_vdso_code(const unsigned char *code, uint64_t len,
+			   const struct special_map *cur, int n)
+{
+	int j;
+
+	for (j = 0; j < n; j++)
+		if (!strcmp(cur[j].name, "[vdso]"))
+			return cur[j].end - cur[j].start == len &&
+			       !memcmp((const void *)(uintptr_t)cur[j].start,
+				       code, len);
+	return false;
+}
+
+/*
+ * The loader decides the same again (restart/loader/vdso.c); deciding
+ * here gives the answer before anything was torn down. Same kernel: the
+ * same set of special mappings and, if the image carries the old vdso's
+ * code, the same bytes. Otherwise the old entry points are redirected,
+ * which needs the old code.
+ */
+int image_check_vdso(struct ckpt_image *img)
+{
+	const struct ckpt_region *diff, *vdso = image_vdso(img);
+	struct special_map cur[8];
+	unsigned char *code = NULL;
+	int n, err;
+
+	img->vdso_redirect = false;
+	if (!image_has_specials(img))
+		return 0;
+	n = read_specials(cur, 8);
+	if (n < 0)
+		return image_fail(img, -n, "reading /proc/self/maps failed: %s",
+				  strerror(-n));
+	if (vdso && vdso->nextents) {
+		err = read_vdso_code(img, vdso, &code);
+		if (err)
+			return err;
+	}
+	diff = layout_difference(img, cur, n);
+	if (!diff && code && !same_vdso_code(code, vdso->end - vdso->start,
+					     cur, n))
+		diff = vdso;
+	free(code);
+	if (!diff)
+		return 0;
+	if (vdso && !vdso->nextents)
+		return image_fail(img, ENOTSUP, "vdso layout differs from the "
+				  "checkpointing kernel: %s of %llu bytes has "
+				  "no match here, and the image carries no vdso "
+				  "code (made by an older ckpt) to redirect",
+				  image_string(img, diff->name),
+				  (unsigned long long)(diff->end - diff->start));
+	img->vdso_redirect = true;
 	return 0;
 }
 
-int image_check_host(struct ckpt_image *img)
+int image_check_host(struct ckpt_image *img, unsigned flags)
 {
 	const struct ckpt_image_header *h = &img->hdr;
 	char why[512];
 	uint32_t i;
 	int err;
 
+	img->warning[0] = '\0';
 	if (h->arch != restart_arch_id())
 		return image_fail(img, ENOEXEC, "image is for %s, this machine "
 				  "is %s", arch_name(h->arch),
@@ -654,9 +769,11 @@ int image_check_host(struct ckpt_image *img)
 		return image_fail(img, ENOEXEC, "image page size %u, this system "
 				  "uses %ld", h->page_size,
 				  sysconf(_SC_PAGESIZE));
-	err = restart_arch_check_cpu(h->cpu_features, why, sizeof(why));
+	err = restart_arch_check_cpu(h, flags & IMAGE_CPU_COMPAT, why,
+				     sizeof(why), img->warning,
+				     sizeof(img->warning));
 	if (err)
-		return image_fail(img, -err, "this CPU lacks %s", why);
+		return image_fail(img, -err, "%s", why);
 	for (i = 0; i < h->nregions; i++) {
 		if (!region_is_file(&img->regions[i]))
 			continue;
@@ -664,5 +781,5 @@ int image_check_host(struct ckpt_image *img)
 		if (err)
 			return err;
 	}
-	return check_specials(img);
+	return image_check_vdso(img);
 }

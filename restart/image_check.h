@@ -8,12 +8,19 @@
 #ifndef CKPT_RESTART_IMAGE_CHECK_H
 #define CKPT_RESTART_IMAGE_CHECK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "ckpt/image.h"
 
 /* Metadata above this is a corrupt size field, not a real process. */
 #define IMAGE_META_MAX		(1ULL << 30)
+/* A saved vdso above this is a corrupt region (they are a few pages; the
+ * loader has the same limit, its staging area). */
+#define VDSO_CODE_MAX		(1ULL << 20)
+
+/* image_check_host() flags */
+#define IMAGE_CPU_COMPAT	0x1	/* ckpt_restart --cpu-compat */
 
 struct ckpt_image {
 	const char *path;
@@ -27,7 +34,9 @@ struct ckpt_image {
 	const struct ckpt_fd_info *fds;
 	const char *strings;
 	uint64_t strings_size;
+	bool vdso_redirect;		/* image_check_vdso(): another kernel */
 	char err[1024];
+	char warning[1024];		/* image_check_host(): "" or a line */
 };
 
 /* Open path (open_flags: O_CLOEXEC or 0) and check everything that can be
@@ -35,9 +44,17 @@ struct ckpt_image {
 int image_open(struct ckpt_image *img, const char *path, int open_flags);
 void image_close(struct ckpt_image *img);
 
-/* Can this machine restart it: architecture, page size, CPU features,
- * mapped files unchanged, same kernel special mappings. */
-int image_check_host(struct ckpt_image *img);
+/* Can this machine restart it: architecture, page size, CPU features
+ * (with IMAGE_CPU_COMPAT only those the saved threads hold; then
+ * img->warning may say what the user vouches for), mapped files unchanged,
+ * kernel special mappings (image_check_vdso). */
+int image_check_host(struct ckpt_image *img, unsigned flags);
+/* Same kernel special mappings as the checkpointing kernel, or another
+ * kernel's and the image carries the old vdso's code: then
+ * img->vdso_redirect is set (the loader redirects the old entry points). */
+int image_check_vdso(struct ckpt_image *img);
+/* Bytes of the saved vdso code the loader reads, 0 if none. */
+uint64_t image_vdso_code_size(const struct ckpt_image *img);
 /* Read every extent and check its hash (the loader does it while
  * restoring; ckpt_inspect up front). */
 int image_verify_data(struct ckpt_image *img);
@@ -51,8 +68,11 @@ int region_is_file(const struct ckpt_region *r);
 
 /* restart/arch/<arch>/cpu_features.c */
 uint32_t restart_arch_id(void);
-/* 0 if this CPU has every saved feature; else -ENOTSUP and, in why, the
- * missing components by name. */
-int restart_arch_check_cpu(uint64_t saved, char *why, size_t len);
+/* 0 if this CPU can take the saved register state: every feature the
+ * checkpointing CPU had or, with cpu_compat, every one the saved threads
+ * hold (then, if some are missing, a warning line in warning). Else
+ * -ENOTSUP and, in why, "this CPU lacks ..." with the components by name. */
+int restart_arch_check_cpu(const struct ckpt_image_header *h, int cpu_compat,
+			   char *why, size_t len, char *warning, size_t wlen);
 
 #endif /* CKPT_RESTART_IMAGE_CHECK_H */

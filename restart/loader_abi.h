@@ -46,18 +46,20 @@ enum loader_arg {
  *   one unmapped page
  *   staging area for the kernel's [vvar]/[vdso] set, LOADER_STAGE_SIZE
  *   one unmapped page
- *   work area: the header and metadata block, LOADER_WORK_SIZE(meta_size)
+ *   work area: the metadata block and the old vdso's saved code (read
+ *   before the point of no return), LOADER_WORK_SIZE(their bytes)
  */
 #define LOADER_PAGE		4096ULL
 #define LOADER_STAGE_SIZE	(1ULL << 20)	/* vdso sets are ~32 KiB */
-#define LOADER_WORK_SIZE(meta_size) \
-	((((uint64_t)(meta_size) + LOADER_PAGE - 1) & ~(LOADER_PAGE - 1)) + \
+#define LOADER_WORK_SIZE(work_bytes) \
+	((((uint64_t)(work_bytes) + LOADER_PAGE - 1) & ~(LOADER_PAGE - 1)) + \
 	 LOADER_PAGE)
 
-static inline uint64_t loader_range_size(uint64_t rw_end, uint64_t meta_size)
+/* work_bytes: metadata block + saved vdso code (page multiple). */
+static inline uint64_t loader_range_size(uint64_t rw_end, uint64_t work_bytes)
 {
 	return rw_end + LOADER_PAGE + LOADER_STAGE_SIZE + LOADER_PAGE +
-	       LOADER_WORK_SIZE(meta_size);
+	       LOADER_WORK_SIZE(work_bytes);
 }
 
 #endif /* CKPT_RESTART_LOADER_ABI_H */

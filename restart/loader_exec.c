@@ -229,7 +229,8 @@ int loader_exec(const struct ckpt_image *img, const char *image_path,
 	ret = blob_load(&b, err, errlen);
 	if (ret)
 		return ret;
-	size = loader_range_size(b.h.rw_end, img->hdr.meta_size);
+	size = loader_range_size(b.h.rw_end, img->hdr.meta_size +
+				 image_vdso_code_size(img));
 	if (loader_choose_base(img, size, &base)) {
 		free(b.data);
 		return fail(err, errlen, ENOMEM, "no free address range of %llu "

@@ -30,16 +30,18 @@ MKIMAGE = os.path.join(SELFTEST, "mkimage")
 RESTORED = os.path.join(SELFTEST, "restored.bin")
 TIMEOUT = 30
 
-# struct ckpt_image_header (include/ckpt/image.h), 344 bytes.
-HEADER_FMT = "<8sIIIIQQQQQQQIIIIQQQQQQQQQQQiiQQ64s64sQ"
+# struct ckpt_image_header (include/ckpt/image.h), 352 bytes.
+HEADER_FMT = "<8sIIIIQQQQQQQIIIIQQQQQQQQQQQiiQQ64s64sQQ"
 HEADER_FIELDS = (
     "magic version header_size arch page_size cpu_features flags "
     "image_size meta_offset meta_size meta_hash data_offset nregions "
     "nextents nthreads nfds regions_offset extents_offset threads_offset "
     "fds_offset strings_offset strings_size restore_entry "
     "restore_stack_top restore_tls brk_start brk_end vpid vppid "
-    "generation ckpt_time_ns program unique_id header_hash").split()
-assert struct.calcsize(HEADER_FMT) == 344
+    "generation ckpt_time_ns program unique_id cpu_features_in_use "
+    "header_hash").split()
+HEADER_SIZE = struct.calcsize(HEADER_FMT)
+assert HEADER_SIZE == 352
 REGION_FMT = "<QQIIIIQQQQQII"     # struct ckpt_region, 80 bytes
 EXTENT_FMT = "<QQQQ"              # struct ckpt_extent, 32 bytes
 assert struct.calcsize(REGION_FMT) == 80
@@ -100,7 +102,8 @@ class Image:
         meta = bytes(self.data[h["meta_offset"]:
                                h["meta_offset"] + h["meta_size"]])
         self.set_header(meta_hash=ckpt_hash64(meta), header_hash=0)
-        self.set_header(header_hash=ckpt_hash64(bytes(self.data[:344])))
+        self.set_header(header_hash=ckpt_hash64(
+            bytes(self.data[:HEADER_SIZE])))
 
     def regions(self):
         h = self.header()

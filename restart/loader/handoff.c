@@ -5,6 +5,8 @@
  * the restored main thread's TLS base and call header.restore_entry on
  * header.restore_stack_top. libckpt restores threads, fds and signals and
  * unmaps the loader (args.loader_mappings) once it has copied the args.
+ * The staging area is not listed: after a cross-kernel restart this
+ * kernel's vdso set stays there (vdso.c).
  */
 #include <linux/prctl.h>
 #include "loader.h"
@@ -24,6 +26,9 @@ static void fill_args(const struct loader *l, struct ckpt_restart_args *a)
 	a->nloader_mappings = l->nown;
 	for (i = 0; i < l->nown; i++)
 		a->loader_mappings[i] = l->own[i];
+	/* Always, not only for --cpu-compat: libckpt fits the saved
+	 * register state to this CPU. */
+	a->current_xcr0 = arch_current_xcr0();
 }
 
 /* Keep 0, 1, 2 (the restarting terminal) and the image. */

@@ -31,6 +31,32 @@ struct special_set {
 	struct maps_entry map[LOADER_MAX_SPECIALS];
 };
 
+/* What happens to the kernel's special mappings (vdso.c). */
+enum vdso_mode {
+	VDSO_DROP,		/* the image has none: unmap ours */
+	VDSO_MOVE,		/* same kernel: ours go to the saved addresses */
+	VDSO_REDIRECT,		/* another kernel: ours stay staged; the old
+				   vdso code returns to its address, its entry
+				   points sent on to ours (vdso_redirect.c) */
+};
+
+#define LOADER_MAX_VDSO_ENTRIES	64
+#define VDSO_ENTRY_MISSING	(~0ULL)
+
+/* One entry point of the old vdso: where it is, where it goes. */
+struct vdso_patch {
+	uint64_t old_off;		/* from the start of the old [vdso] */
+	uint64_t new_off;		/* from the start of ours, or MISSING */
+};
+
+struct vdso_plan {
+	enum vdso_mode mode;
+	const struct ckpt_region *old_vdso;	/* the image's [vdso] or 0 */
+	unsigned char *old_code;	/* its saved bytes (work area) or 0 */
+	unsigned npatches;
+	struct vdso_patch patch[LOADER_MAX_VDSO_ENTRIES];
+};
+
 struct loader {
 	/* From argv and auxv (args.c). */
 	int image_fd;
@@ -60,6 +86,7 @@ struct loader {
 	struct maps_entry maps[LOADER_MAX_MAPS];
 	unsigned nmaps;
 	struct special_set specials;	/* current set, then staged */
+	struct vdso_plan vdso;
 };
 
 /* args.c */
@@ -81,13 +108,21 @@ void clear_address_space(struct loader *l);
 
 /* regions.c */
 void map_regions(struct loader *l);
+void region_read_data(const struct loader *l, const struct ckpt_region *r,
+		      unsigned char *dst);
 
 /* vdso.c */
 void specials_collect(struct loader *l);
-void specials_check_image(const struct loader *l);
+void specials_plan(struct loader *l);
 void specials_stage(struct loader *l);
 void specials_place(struct loader *l);
 long move_mapping(uint64_t from, uint64_t len, uint64_t to);
+
+/* vdso_redirect.c */
+void vdso_plan_redirect(struct vdso_plan *p, uint64_t old_size,
+			const unsigned char *cur, uint64_t cur_size);
+void vdso_redirect(const struct vdso_plan *p, unsigned char *copy,
+		   uint64_t cur_start);
 
 /* handoff.c */
 void hand_off(struct loader *l) __attribute__((noreturn));

@@ -68,7 +68,7 @@ void loader_main(const uint64_t *kernel_sp)
 	image_read(&l);
 	maps_read(&l);
 	specials_collect(&l);
-	specials_check_image(&l);
+	specials_plan(&l);
 
 	/* Point of no return: the kernel's stack goes away. */
 	clear_address_space(&l);

@@ -106,14 +106,17 @@ static void map_region(const struct loader *l, const struct ckpt_region *r)
 		fail_region(l, r, "mapping at the saved address failed", ret);
 }
 
-static void read_extent(const struct loader *l, const struct ckpt_extent *e)
+/* One extent's data into dst (its saved address or a buffer), hash
+ * checked. */
+static void read_extent(const struct loader *l, const struct ckpt_extent *e,
+			unsigned char *dst)
 {
 	uint64_t done = 0, n;
 	long got;
 
 	while (done < e->len) {
 		n = e->len - done < READ_CHUNK ? e->len - done : READ_CHUNK;
-		got = sys_pread(l->image_fd, (void *)(e->addr + done), n,
+		got = sys_pread(l->image_fd, dst + done, n,
 				e->file_offset + done);
 		if (got == -4)	/* EINTR */
 			continue;
@@ -124,12 +127,15 @@ static void read_extent(const struct loader *l, const struct ckpt_extent *e)
 				    got ? errno_text(got) : "image truncated");
 		done += got;
 	}
-	if (ckpt_hash64((const void *)e->addr, e->len, 0) != e->hash)
+	if (ckpt_hash64(dst, e->len, 0) != e->hash)
 		loader_fail("memory %lx-%lx: checksum mismatch: the saved data "
 			    "is corrupt", e->addr, e->addr + e->len);
 }
 
-static void fill_region(const struct loader *l, const struct ckpt_region *r)
+/* The region's saved pages into dst, which stands for r->start: the
+ * region itself, or a buffer of its size (the old vdso, vdso.c). */
+void region_read_data(const struct loader *l, const struct ckpt_region *r,
+		      unsigned char *dst)
 {
 	const struct ckpt_extent *e;
 	uint64_t i;
@@ -144,7 +150,7 @@ static void fill_region(const struct loader *l, const struct ckpt_region *r)
 			loader_fail("memory %lx-%lx lies outside its region "
 				    "%lx-%lx", e->addr, e->addr + e->len,
 				    r->start, r->end);
-		read_extent(l, e);
+		read_extent(l, e, dst + (e->addr - r->start));
 	}
 }
 
@@ -161,7 +167,7 @@ void map_regions(struct loader *l)
 		map_region(l, r);
 		if (!r->nextents)
 			continue;
-		fill_region(l, r);
+		region_read_data(l, r, (unsigned char *)r->start);
 		err = sys_mprotect(r->start, r->end - r->start, r->prot);
 		if (err)
 			fail_region(l, r, "setting its protection failed", err);

@@ -3,6 +3,10 @@
  * x86_64: an image's cpu_features is the XCR0 of the checkpointing CPU, the
  * set of XSAVE state components its threads may hold. Restarting on a CPU
  * (or kernel) without one of them would lose registers or fault in XRSTOR.
+ * cpu_features_in_use is what the saved threads really hold (the union of
+ * their signal frames' XSTATE_BV): with --cpu-compat only that must be
+ * here, and the user vouches that the program never turns to the rest
+ * (glibc picks AVX-512 string functions at start-up if the CPU has them).
  */
 #include <cpuid.h>
 #include <errno.h>
@@ -49,30 +53,88 @@ static void append(char *why, size_t len, const char *text)
 	snprintf(why + used, len - used, "%s%s", used ? ", " : "", text);
 }
 
-int restart_arch_check_cpu(uint64_t saved, char *why, size_t len)
+/* "AVX-512 state, XSAVE component 62" */
+static void describe(uint64_t missing, char *out, size_t len)
 {
-	uint64_t cur = current_xcr0(), missing = saved & ~cur;
 	char other[64];
 	size_t i;
 
-	if (!missing)
-		return 0;
-	why[0] = '\0';
+	out[0] = '\0';
 	for (i = 0; i < sizeof(xsave_components) / sizeof(*xsave_components);
 	     i++) {
 		if (missing & xsave_components[i].mask) {
-			append(why, len, xsave_components[i].name);
+			append(out, len, xsave_components[i].name);
 			missing &= ~xsave_components[i].mask;
 		}
 	}
 	for (i = 0; i < 64; i++) {
 		if (missing & (1ULL << i)) {
 			snprintf(other, sizeof(other), "XSAVE component %zu", i);
-			append(why, len, other);
+			append(out, len, other);
 		}
 	}
-	snprintf(other, sizeof(other), " (saved XCR0 %#llx, this CPU %#llx)",
-		 (unsigned long long)saved, (unsigned long long)cur);
-	strncat(why, other, len - strlen(why) - 1);
-	return -ENOTSUP;
+}
+
+/* x87 and SSE are always in use; 0 = an image from before the field:
+ * everything the checkpointing CPU had. */
+static uint64_t features_in_use(const struct ckpt_image_header *h)
+{
+	return h->cpu_features_in_use ? h->cpu_features_in_use | 3
+				      : h->cpu_features;
+}
+
+static const char *glibc_hint(uint64_t missing)
+{
+	if (missing & (7ULL << 5))
+		return "GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX512F,-AVX512VL,"
+		       "-AVX512BW,-AVX512DQ,-AVX512CD,-AVX512ER,-AVX512PF";
+	return "GLIBC_TUNABLES=glibc.cpu.hwcaps=... keeping glibc off them";
+}
+
+int restart_arch_check_cpu(const struct ckpt_image_header *h, int cpu_compat,
+			   char *why, size_t len, char *warning, size_t wlen)
+{
+	uint64_t cur = current_xcr0(), missing = h->cpu_features & ~cur;
+	uint64_t held = features_in_use(h) & ~cur;
+	char names[256];
+
+	warning[0] = '\0';
+	if (!missing)
+		return 0;
+	if (!cpu_compat) {
+		describe(missing, names, sizeof(names));
+		snprintf(why, len, "this CPU lacks %s (saved XCR0 %#llx, this "
+			 "CPU %#llx); if the program never uses it, see "
+			 "ckpt_restart --cpu-compat", names,
+			 (unsigned long long)h->cpu_features,
+			 (unsigned long long)cur);
+		return -ENOTSUP;
+	}
+	if (!h->cpu_features_in_use) {
+		describe(missing, names, sizeof(names));
+		snprintf(why, len, "this CPU lacks %s (saved XCR0 %#llx, this "
+			 "CPU %#llx), and the image does not record which "
+			 "state its threads hold (made by an older ckpt): not "
+			 "even --cpu-compat can restart it", names,
+			 (unsigned long long)h->cpu_features,
+			 (unsigned long long)cur);
+		return -ENOTSUP;
+	}
+	if (held) {
+		describe(held, names, sizeof(names));
+		snprintf(why, len, "this CPU lacks %s, which the saved threads "
+			 "hold (their state %#llx, this CPU's XCR0 %#llx): "
+			 "not even --cpu-compat can restart it", names,
+			 (unsigned long long)features_in_use(h),
+			 (unsigned long long)cur);
+		return -ENOTSUP;
+	}
+	describe(missing, names, sizeof(names));
+	snprintf(warning, wlen, "warning: --cpu-compat: this CPU lacks %s "
+		 "(saved XCR0 %#llx, this CPU %#llx), which no saved thread "
+		 "holds; you guarantee that the program never uses it (e.g. "
+		 "it was started with %s)", names,
+		 (unsigned long long)h->cpu_features, (unsigned long long)cur,
+		 glibc_hint(missing));
+	return 0;
 }
