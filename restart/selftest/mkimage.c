@@ -6,12 +6,17 @@
  * with saved pages, a private file mapping with a dirty page, a shared
  * read-only file mapping, shared anonymous memory, a deleted-file mapping,
  * a sparse 1 GiB NORESERVE region, a guard page, a stack, and this
- * kernel's [vvar]/[vdso] set.
+ * kernel's [vvar]/[vdso] set, with or without the vdso's code (as libckpt
+ * saves it), or another kernel's set (--old-vdso: a crafted vdso whose
+ * entry points lie elsewhere and trap if they ever run unredirected).
  *
  * mkimage --out IMG --restored BLOB --datafile PATH [--exit-code N]
- *         [--message TEXT] [--cover-top] [--no-vdso] [--xcr0 HEX]
+ *         [--message TEXT] [--cover-top] [--no-vdso] [--vdso-code]
+ *         [--vdso-code-modified] [--old-vdso] [--old-vdso-short]
+ *         [--xcr0 HEX] [--xcr0-in-use HEX]
  */
 #include <cpuid.h>
+#include <elf.h>
 #include <err.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -42,10 +47,21 @@ struct builder {
 	struct st_params params;
 };
 
+/* What the image says about the kernel's special mappings. */
+enum vdso_variant {
+	VDSO_LIVE,		/* this kernel's set, no code (older images) */
+	VDSO_NONE,		/* --no-vdso */
+	VDSO_CODE,		/* --vdso-code: with this vdso's code */
+	VDSO_CODE_MODIFIED,	/* --vdso-code-modified: one byte differs */
+	VDSO_OLD,		/* --old-vdso: another kernel's */
+	VDSO_OLD_SHORT,		/* --old-vdso-short: one entry too short */
+};
+
 struct options {
 	const char *out, *restored, *datafile, *message;
-	int exit_code, cover_top, no_vdso;
-	uint64_t xcr0;
+	int exit_code, cover_top;
+	enum vdso_variant vdso;
+	uint64_t xcr0, xcr0_in_use;
 };
 
 static uint32_t add_string(struct builder *b, const char *s)
@@ -243,9 +259,28 @@ static void add_anon(struct builder *b)
 	r->flags = CKPT_REGION_F_GROWSDOWN;
 }
 
-/* This kernel's special mappings, as a checkpoint here would save them. */
-static void add_specials(struct builder *b, uint64_t *lo, uint64_t *hi)
+/* This kernel's vdso code, as libckpt saves it; "modified": as if from a
+ * kernel whose vdso differs only in one byte of padding at the end. */
+static void add_vdso_code(struct builder *b, struct ckpt_region *r,
+			  int modified)
 {
+	uint64_t len = r->end - r->start;
+	unsigned char *code = malloc(len);
+
+	if (!code)
+		err(1, "malloc");
+	memcpy(code, (const void *)r->start, len);
+	if (modified)
+		code[len - 1] ^= 0x5a;
+	add_extent(b, r, r->start, code, len);
+}
+
+/* This kernel's special mappings, as a checkpoint here would save them. */
+static void add_specials(struct builder *b, enum vdso_variant v,
+			 uint64_t *lo, uint64_t *hi)
+{
+	struct ckpt_region *r;
+	unsigned nzero = 0;
 	char line[512], name[256];
 	unsigned long long s, e;
 	uint32_t kind;
@@ -268,14 +303,125 @@ static void add_specials(struct builder *b, uint64_t *lo, uint64_t *hi)
 			kind = CKPT_REGION_VVAR_VCLOCK;
 		else
 			continue;
-		add_region(b, s, e - s, kind == CKPT_REGION_VDSO ?
-			   PROT_READ | PROT_EXEC : PROT_READ, kind, name);
+		r = add_region(b, s, e - s, kind == CKPT_REGION_VDSO ?
+			       PROT_READ | PROT_EXEC : PROT_READ, kind, name);
 		if (kind == CKPT_REGION_VDSO)
 			b->params.vdso = s;
+		if (kind == CKPT_REGION_VDSO && v != VDSO_LIVE)
+			add_vdso_code(b, r, v == VDSO_CODE_MODIFIED);
+		/* Redirected: the old data pages become zero pages. */
+		if (kind != CKPT_REGION_VDSO && v == VDSO_CODE_MODIFIED &&
+		    nzero < 2)
+			b->params.vvar_zero[nzero++] = s;
 		*lo = s < *lo ? s : *lo;
 		*hi = e > *hi ? e : *hi;
 	}
 	fclose(f);
+}
+
+/*
+ * Another kernel's vdso: an ELF with .dynsym and its strings (found through
+ * the section headers, as in a real vdso), linked at ST_OLD_VDSO_VADDR like
+ * the prelinked vdsos of old kernels. Its entry points sit at offsets this
+ * kernel's vdso does not use, and are int3 throughout: run unredirected,
+ * they trap. __vdso_bogus exists on no kernel: it must return -ENOSYS.
+ */
+static const char *const old_vdso_names[] = {
+	"__vdso_clock_gettime", "__vdso_gettimeofday", "__vdso_time",
+	"__vdso_getcpu", "__vdso_clock_getres", "__vdso_bogus",
+	"clock_gettime", "gettimeofday", "time", "getcpu", "clock_getres",
+};
+#define OLD_VDSO_ENTRIES	6	/* the rest are weak aliases */
+#define OLD_VDSO_TEXT		0x1000	/* entry i at TEXT + i * 0x80 */
+
+static uint32_t put_name(char *strtab, uint32_t *used, const char *name)
+{
+	uint32_t off = *used;
+
+	strcpy(strtab + off, name);
+	*used += strlen(name) + 1;
+	return off;
+}
+
+static unsigned char *make_old_vdso(int one_short)
+{
+	unsigned char *v = calloc(1, ST_OLD_VDSO_SIZE);
+	Elf64_Ehdr *eh = (Elf64_Ehdr *)v;
+	Elf64_Phdr *ph = (Elf64_Phdr *)(v + sizeof(*eh));
+	Elf64_Shdr *sh = (Elf64_Shdr *)(v + 0x200);
+	Elf64_Sym *sym = (Elf64_Sym *)(v + 0x300);
+	char *str = (char *)(v + 0x600);
+	uint32_t used = 1, n = 1, i, entry;
+	uint64_t text_len = OLD_VDSO_ENTRIES * 0x80;
+
+	memcpy(eh->e_ident, ELFMAG, SELFMAG);
+	eh->e_ident[EI_CLASS] = ELFCLASS64;
+	eh->e_ident[EI_DATA] = ELFDATA2LSB;
+	eh->e_ident[EI_VERSION] = EV_CURRENT;
+	eh->e_type = ET_DYN;
+	eh->e_machine = EM_X86_64;
+	eh->e_version = EV_CURRENT;
+	eh->e_phoff = sizeof(*eh);
+	eh->e_shoff = 0x200;
+	eh->e_ehsize = sizeof(*eh);
+	eh->e_phentsize = sizeof(*ph);
+	eh->e_phnum = 1;
+	eh->e_shentsize = sizeof(*sh);
+	eh->e_shnum = 4;
+	*ph = (Elf64_Phdr){ .p_type = PT_LOAD, .p_flags = PF_R | PF_X,
+		.p_vaddr = ST_OLD_VDSO_VADDR, .p_paddr = ST_OLD_VDSO_VADDR,
+		.p_filesz = ST_OLD_VDSO_SIZE, .p_memsz = ST_OLD_VDSO_SIZE,
+		.p_align = PAGE };
+	for (i = 0; i < sizeof(old_vdso_names) / sizeof(*old_vdso_names);
+	     i++, n++) {
+		entry = i % OLD_VDSO_ENTRIES;
+		if (i >= OLD_VDSO_ENTRIES)	/* aliases: name without __vdso_ */
+			entry = i - OLD_VDSO_ENTRIES;
+		sym[n].st_name = put_name(str, &used, old_vdso_names[i]);
+		sym[n].st_info = ELF64_ST_INFO(i < OLD_VDSO_ENTRIES ?
+					       STB_GLOBAL : STB_WEAK, STT_FUNC);
+		sym[n].st_shndx = 3;
+		sym[n].st_value = ST_OLD_VDSO_VADDR + OLD_VDSO_TEXT +
+				  entry * 0x80;
+		sym[n].st_size = one_short && entry == 3 ? 4 : 0x80;
+	}
+	/* Not a function: must be left alone. */
+	sym[n].st_name = put_name(str, &used, "LINUX_2.6");
+	sym[n].st_info = ELF64_ST_INFO(STB_GLOBAL, STT_OBJECT);
+	sym[n++].st_shndx = SHN_ABS;
+	memset(v + OLD_VDSO_TEXT, 0xcc, text_len);
+
+	sh[1] = (Elf64_Shdr){ .sh_type = SHT_DYNSYM, .sh_flags = SHF_ALLOC,
+		.sh_addr = ST_OLD_VDSO_VADDR + 0x300, .sh_offset = 0x300,
+		.sh_size = n * sizeof(*sym), .sh_link = 2, .sh_info = 1,
+		.sh_addralign = 8, .sh_entsize = sizeof(*sym) };
+	sh[2] = (Elf64_Shdr){ .sh_type = SHT_STRTAB, .sh_flags = SHF_ALLOC,
+		.sh_addr = ST_OLD_VDSO_VADDR + 0x600, .sh_offset = 0x600,
+		.sh_size = used, .sh_addralign = 1 };
+	sh[3] = (Elf64_Shdr){ .sh_type = SHT_PROGBITS,
+		.sh_flags = SHF_ALLOC | SHF_EXECINSTR,
+		.sh_addr = ST_OLD_VDSO_VADDR + OLD_VDSO_TEXT,
+		.sh_offset = OLD_VDSO_TEXT, .sh_size = text_len,
+		.sh_addralign = 16 };
+	return v;
+}
+
+/* Another kernel's set: [vvar] 3 pages, [vvar_vclock] 1, [vdso] 2. */
+static void add_old_specials(struct builder *b, int one_short)
+{
+	struct ckpt_region *r;
+
+	add_region(b, ST_OLD_VVAR_ADDR, 3 * PAGE, PROT_READ, CKPT_REGION_VVAR,
+		   "[vvar]");
+	add_region(b, ST_OLD_VCLOCK_ADDR, PAGE, PROT_READ,
+		   CKPT_REGION_VVAR_VCLOCK, "[vvar_vclock]");
+	r = add_region(b, ST_OLD_VDSO_ADDR, ST_OLD_VDSO_SIZE,
+		       PROT_READ | PROT_EXEC, CKPT_REGION_VDSO, "[vdso]");
+	add_extent(b, r, r->start, make_old_vdso(one_short), ST_OLD_VDSO_SIZE);
+	b->params.vdso = ST_OLD_VDSO_ADDR;
+	b->params.vdso_bogus = 1;
+	b->params.vvar_zero[0] = ST_OLD_VVAR_ADDR;
+	b->params.vvar_zero[1] = ST_OLD_VCLOCK_ADDR;
 }
 
 /* Sparse regions over the top of user space, around the vdso set. */
@@ -397,7 +543,10 @@ static void parse(int argc, char **argv, struct options *o)
 		{ "out", 1, 0, 'o' }, { "restored", 1, 0, 'r' },
 		{ "datafile", 1, 0, 'd' }, { "exit-code", 1, 0, 'e' },
 		{ "message", 1, 0, 'm' }, { "cover-top", 0, 0, 'c' },
-		{ "no-vdso", 0, 0, 'n' }, { "xcr0", 1, 0, 'x' }, { 0 },
+		{ "no-vdso", 0, 0, 'n' }, { "vdso-code", 0, 0, 'v' },
+		{ "vdso-code-modified", 0, 0, 'V' }, { "old-vdso", 0, 0, 'O' },
+		{ "old-vdso-short", 0, 0, 'S' }, { "xcr0", 1, 0, 'x' },
+		{ "xcr0-in-use", 1, 0, 'u' }, { 0 },
 	};
 	int c;
 
@@ -412,15 +561,21 @@ static void parse(int argc, char **argv, struct options *o)
 		case 'e': o->exit_code = atoi(optarg); break;
 		case 'm': o->message = optarg; break;
 		case 'c': o->cover_top = 1; break;
-		case 'n': o->no_vdso = 1; break;
+		case 'n': o->vdso = VDSO_NONE; break;
+		case 'v': o->vdso = VDSO_CODE; break;
+		case 'V': o->vdso = VDSO_CODE_MODIFIED; break;
+		case 'O': o->vdso = VDSO_OLD; break;
+		case 'S': o->vdso = VDSO_OLD_SHORT; break;
 		case 'x': o->xcr0 = strtoull(optarg, NULL, 16); break;
+		case 'u': o->xcr0_in_use = strtoull(optarg, NULL, 16); break;
 		default: exit(2);
 		}
 	}
 	if (!o->out || !o->restored || !o->datafile || o->datafile[0] != '/')
 		errx(2, "usage: mkimage --out IMG --restored BLOB --datafile "
 		     "/ABS/PATH [--exit-code N] [--message TEXT] [--cover-top]"
-		     " [--no-vdso] [--xcr0 HEX]");
+		     " [--no-vdso|--vdso-code|--vdso-code-modified|--old-vdso|"
+		     "--old-vdso-short] [--xcr0 HEX] [--xcr0-in-use HEX]");
 }
 
 int main(int argc, char **argv)
@@ -440,6 +595,7 @@ int main(int argc, char **argv)
 	h.arch = CKPT_ARCH_X86_64;
 	h.page_size = PAGE;
 	h.cpu_features = o.xcr0;
+	h.cpu_features_in_use = o.xcr0_in_use;
 	h.vpid = getpid();
 	h.vppid = getppid();
 	h.generation = 1;
@@ -450,8 +606,10 @@ int main(int argc, char **argv)
 	add_code(&b, o.restored, &h);
 	add_files(&b, o.datafile);
 	add_anon(&b);
-	if (!o.no_vdso)
-		add_specials(&b, &lo, &hi);
+	if (o.vdso == VDSO_OLD || o.vdso == VDSO_OLD_SHORT)
+		add_old_specials(&b, o.vdso == VDSO_OLD_SHORT);
+	else if (o.vdso != VDSO_NONE)
+		add_specials(&b, o.vdso, &lo, &hi);
 	if (o.cover_top)
 		add_cover(&b, lo, hi);
 
@@ -459,6 +617,7 @@ int main(int argc, char **argv)
 	b.params.exit_code = o.exit_code;
 	b.params.tls = ST_PARAMS_ADDR + 2048;
 	b.params.brk_end = ST_PARAMS_ADDR + PAGE;
+	b.params.xcr0 = this_xcr0();
 	snprintf(b.params.message, sizeof(b.params.message), "%s", o.message);
 	page = calloc(1, PAGE);
 	memcpy(page, &b.params, sizeof(b.params));

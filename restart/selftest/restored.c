@@ -57,6 +57,13 @@ static void check_args(const struct ckpt_restart_args *a)
 		fail(8);
 }
 
+static void check_cpu(const struct ckpt_restart_args *a,
+		      const struct st_params *p)
+{
+	if (a->current_xcr0 != p->xcr0)
+		fail(38);
+}
+
 static int same_string(const char *a, const char *b)
 {
 	while (*a && *a == *b)
@@ -64,15 +71,22 @@ static int same_string(const char *a, const char *b)
 	return *a == *b;
 }
 
-/* The vdso is linked at 0, so section offsets are addresses from base. */
+/* Address of a vdso symbol: st_value less the link address of the first
+ * PT_LOAD (0 for today's vdsos; mkimage's old one is linked high). */
 static uint64_t vdso_symbol(uint64_t base, const char *name)
 {
 	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)base;
+	const Elf64_Phdr *ph = (const Elf64_Phdr *)(base + eh->e_phoff);
 	const Elf64_Shdr *sh = (const Elf64_Shdr *)(base + eh->e_shoff);
 	const Elf64_Sym *sym;
 	const char *str;
-	uint64_t i, j, n;
+	uint64_t i, j, n, bias = 0;
 
+	for (i = 0; i < eh->e_phnum; i++)
+		if (ph[i].p_type == PT_LOAD) {
+			bias = ph[i].p_vaddr - ph[i].p_offset;
+			break;
+		}
 	for (i = 0; i < eh->e_shnum; i++) {
 		if (sh[i].sh_type != SHT_DYNSYM)
 			continue;
@@ -82,28 +96,87 @@ static uint64_t vdso_symbol(uint64_t base, const char *name)
 		for (j = 0; j < n; j++)
 			if (sym[j].st_value &&
 			    same_string(str + sym[j].st_name, name))
-				return base + sym[j].st_value;
+				return base + sym[j].st_value - bias;
 	}
 	return 0;
 }
 
-/* The moved vdso finds its data pages: its clock agrees with the
- * kernel's within a second. */
-static void check_vdso_clock(uint64_t vdso)
+static void *vdso_function(uint64_t vdso, const char *name)
 {
-	int (*gettime)(long, struct timespec *);
-	struct timespec a, b;
-	uint64_t fn = vdso_symbol(vdso, "__vdso_clock_gettime");
+	uint64_t fn = vdso_symbol(vdso, name);
 
 	if (!fn)
 		fail(7);
-	gettime = (int (*)(long, struct timespec *))fn;
+	return (void *)fn;
+}
+
+struct st_timeval {
+	long s, us;
+};
+
+static int within_a_second(long a, long b)
+{
+	return a - b <= 1 && b - a <= 1 && a > 0;
+}
+
+/* Through the saved vdso's entry points (moved, or redirected to this
+ * kernel's): every function answers like the kernel. */
+static void check_vdso_calls(const struct st_params *p)
+{
+	int (*gettime)(long, struct timespec *);
+	int (*getres)(long, struct timespec *);
+	int (*gettimeofday)(struct st_timeval *, void *);
+	long (*time)(long *);
+	int (*getcpu)(unsigned *, unsigned *, void *);
+	long (*bogus)(void);
+	struct timespec a, b;
+	struct st_timeval tv;
+	unsigned cpu = ~0U, node = ~0U;
+
+	gettime = vdso_function(p->vdso, "__vdso_clock_gettime");
 	if (gettime(CLOCK_MONOTONIC, &a) ||
-	    __syscall2(__NR_clock_gettime, CLOCK_MONOTONIC, (long)&b))
+	    __syscall2(__NR_clock_gettime, CLOCK_MONOTONIC, (long)&b) ||
+	    !within_a_second(a.tv_sec, b.tv_sec))
 		fail(7);
-	if (a.tv_sec - b.tv_sec > 1 || b.tv_sec - a.tv_sec > 1 ||
-	    a.tv_sec == 0)
-		fail(7);
+	if (gettime(CLOCK_REALTIME, &a) ||
+	    __syscall2(__NR_clock_gettime, CLOCK_REALTIME, (long)&b) ||
+	    !within_a_second(a.tv_sec, b.tv_sec))
+		fail(31);
+	gettimeofday = vdso_function(p->vdso, "__vdso_gettimeofday");
+	if (gettimeofday(&tv, 0) || !within_a_second(tv.s, b.tv_sec) ||
+	    tv.us < 0 || tv.us >= 1000000)
+		fail(32);
+	time = vdso_function(p->vdso, "time");	/* the weak alias */
+	if (!within_a_second(time(0), b.tv_sec))
+		fail(33);
+	getcpu = vdso_function(p->vdso, "__vdso_getcpu");
+	if (getcpu(&cpu, &node, 0) || cpu >= 8192 || node >= 8192)
+		fail(34);
+	getres = vdso_function(p->vdso, "__vdso_clock_getres");
+	if (getres(CLOCK_MONOTONIC, &a) || a.tv_sec ||
+	    a.tv_nsec <= 0 || a.tv_nsec > 10000000)
+		fail(35);
+	if (p->vdso_bogus) {
+		bogus = vdso_function(p->vdso, "__vdso_bogus");
+		if (bogus() != -38)	/* -ENOSYS, also as a long */
+			fail(36);
+	}
+}
+
+/* The old kernel's data pages: mapped, zero, so no pointer dangles. */
+static void check_vvar_zero(const struct st_params *p)
+{
+	const uint64_t *q;
+	unsigned i, j;
+
+	for (i = 0; i < 2; i++) {
+		if (!p->vvar_zero[i])
+			continue;
+		q = (const uint64_t *)p->vvar_zero[i];
+		for (j = 0; j < 4096 / 8; j++)
+			if (q[j])
+				fail(37);
+	}
 }
 
 static void check_process(const struct st_params *p)
@@ -124,8 +197,10 @@ static void check_process(const struct st_params *p)
 		fail(30);
 	if (p->vdso && *(const uint32_t *)p->vdso != 0x464c457f) /* \x7fELF */
 		fail(7);
-	if (p->vdso)
-		check_vdso_clock(p->vdso);
+	if (p->vdso) {
+		check_vdso_calls(p);
+		check_vvar_zero(p);
+	}
 }
 
 static void check_memory(const struct st_params *p)
@@ -164,6 +239,7 @@ void _start(struct ckpt_restart_args *args)
 		fail(0);
 	__builtin_memcpy(&a, args, sizeof(a));
 	check_args(&a);
+	check_cpu(&a, p);
 	check_process(p);
 	check_memory(p);
 	unmap_loader(&a);

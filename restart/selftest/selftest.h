@@ -25,6 +25,14 @@
 #define ST_COVER_START		0x7f0000000000ULL
 #define ST_COVER_END		0x7ffffffff000ULL
 
+/* With --old-vdso: another kernel's special mappings (3 + 1 data pages,
+ * a 2-page vdso crafted by mkimage, linked at ST_OLD_VDSO_VADDR). */
+#define ST_OLD_VVAR_ADDR	0x5a5aa0000000ULL
+#define ST_OLD_VCLOCK_ADDR	0x5a5aa0003000ULL
+#define ST_OLD_VDSO_ADDR	0x5a5aa0004000ULL
+#define ST_OLD_VDSO_SIZE	0x2000ULL
+#define ST_OLD_VDSO_VADDR	0xffffffffff700000ULL
+
 #define ST_PARAMS_MAGIC		0x5453544c4553ULL
 #define ST_MAX_CHECKS		16
 
@@ -42,6 +50,10 @@ struct st_params {
 	uint64_t tls;			/* expected fs base */
 	uint64_t vdso;			/* [vdso] address, 0 = none */
 	uint64_t brk_end;		/* saved program break */
+	uint64_t xcr0;			/* expected args.current_xcr0 */
+	uint32_t vdso_bogus;		/* the vdso has __vdso_bogus: -ENOSYS */
+	uint32_t reserved;
+	uint64_t vvar_zero[2];		/* old data pages: zero pages, or 0 */
 	struct st_check checks[ST_MAX_CHECKS];
 	char message[128];		/* printed on success */
 };
