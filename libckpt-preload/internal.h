@@ -98,6 +98,7 @@ int ckpt_is_own_fd(int fd);
 void ckpt_mark_own_fd(int fd, int own);
 int ckpt_move_fd_high(int fd);
 void ckpt_forget_own_fds(void);
+int ckpt_read_small_file(const char *path, char *buf, size_t len);
 
 /* threads.c */
 int threads_install_handler(void);

@@ -100,3 +100,19 @@ long ckpt_syscall_error(long err)
 	errno = (int)err;
 	return -1;
 }
+
+/* Read a small file (a /proc entry) into buf as a NUL-terminated string;
+ * returns its length or -errno. */
+int ckpt_read_small_file(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = 0;
+	return n;
+}

@@ -24,17 +24,10 @@ static struct pending_signals process_pending;
 static uint64_t pending_mask(pid_t tid, const char *field)
 {
 	char path[64], buf[2048], *p;
-	int fd, n;
 
 	ckpt_fmt(path, sizeof(path), "/proc/self/task/%d/status", tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (ckpt_read_small_file(path, buf, sizeof(buf)) <= 0)
 		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
 	p = strstr(buf, field);
 	return p ? strtoull(p + strlen(field), NULL, 16) : 0;
 }

@@ -217,17 +217,10 @@ static int task_next(struct task_iter *it)
 static int task_is_zombie(int tid)
 {
 	char path[64], buf[512], *p;
-	int fd, n;
 
 	ckpt_fmt(path, sizeof(path), "/proc/self/task/%d/stat", tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (ckpt_read_small_file(path, buf, sizeof(buf)) <= 0)
 		return 1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 1;
-	buf[n] = 0;
 	p = strrchr(buf, ')');
 	return p && (p[2] == 'Z' || p[2] == 'X');
 }

@@ -96,12 +96,7 @@ CKPT_WRAPPER int sigpending(sigset_t *set)
 CKPT_WRAPPER int sigsuspend(const sigset_t *mask)
 {
 	sigset_t copy;
-	unsigned before;
-	int r;
 
-	do {
-		before = ckpt_interrupts;
-		r = NEXT_FN(sigsuspend)(without_reserved(mask, &copy));
-	} while (ckpt_interrupted(r, before));
-	return r;
+	return RETRY_IF_CHECKPOINTED(
+		NEXT_FN(sigsuspend)(without_reserved(mask, &copy)));
 }

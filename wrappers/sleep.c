@@ -87,57 +87,33 @@ CKPT_WRAPPER int usleep(useconds_t usec)
 
 CKPT_WRAPPER int pause(void)
 {
-	unsigned before;
-	int r;
-
-	do {
-		before = ckpt_interrupts;
-		r = NEXT_FN(pause)();
-	} while (ckpt_interrupted(r, before));
-	return r;
+	return RETRY_IF_CHECKPOINTED(NEXT_FN(pause)());
 }
 
 CKPT_WRAPPER int poll(struct pollfd *fds, nfds_t n, int timeout)
 {
 	int64_t start = now_ms();
-	unsigned before;
-	int r;
 
-	do {
-		before = ckpt_interrupts;
-		r = NEXT_FN(poll)(fds, n, remaining_ms(timeout, start));
-	} while (ckpt_interrupted(r, before));
-	return r;
+	return RETRY_IF_CHECKPOINTED(
+		NEXT_FN(poll)(fds, n, remaining_ms(timeout, start)));
 }
 
 CKPT_WRAPPER int epoll_wait(int epfd, struct epoll_event *ev, int max,
 			    int timeout)
 {
 	int64_t start = now_ms();
-	unsigned before;
-	int r;
 
-	do {
-		before = ckpt_interrupts;
-		r = NEXT_FN(epoll_wait)(epfd, ev, max,
-					remaining_ms(timeout, start));
-	} while (ckpt_interrupted(r, before));
-	return r;
+	return RETRY_IF_CHECKPOINTED(NEXT_FN(epoll_wait)(
+		epfd, ev, max, remaining_ms(timeout, start)));
 }
 
 CKPT_WRAPPER int epoll_pwait(int epfd, struct epoll_event *ev, int max,
 			     int timeout, const sigset_t *mask)
 {
 	int64_t start = now_ms();
-	unsigned before;
-	int r;
 
-	do {
-		before = ckpt_interrupts;
-		r = NEXT_FN(epoll_pwait)(epfd, ev, max,
-					 remaining_ms(timeout, start), mask);
-	} while (ckpt_interrupted(r, before));
-	return r;
+	return RETRY_IF_CHECKPOINTED(NEXT_FN(epoll_pwait)(
+		epfd, ev, max, remaining_ms(timeout, start), mask));
 }
 
 /* select: Linux updates the timeout with the time left, so a retry
@@ -172,24 +148,10 @@ CKPT_WRAPPER int select(int n, fd_set *rd, fd_set *wr, fd_set *ex,
 
 CKPT_WRAPPER int sem_wait(sem_t *sem)
 {
-	unsigned before;
-	int r;
-
-	do {
-		before = ckpt_interrupts;
-		r = NEXT_FN(sem_wait)(sem);
-	} while (ckpt_interrupted(r, before));
-	return r;
+	return RETRY_IF_CHECKPOINTED(NEXT_FN(sem_wait)(sem));
 }
 
 CKPT_WRAPPER int sem_timedwait(sem_t *sem, const struct timespec *abs)
 {
-	unsigned before;
-	int r;
-
-	do {
-		before = ckpt_interrupts;
-		r = NEXT_FN(sem_timedwait)(sem, abs);
-	} while (ckpt_interrupted(r, before));
-	return r;
+	return RETRY_IF_CHECKPOINTED(NEXT_FN(sem_timedwait)(sem, abs));
 }

@@ -31,4 +31,17 @@ static inline int ckpt_interrupted(int rc, unsigned before)
 	return rc == -1 && errno == EINTR && ckpt_interrupts != before;
 }
 
+/* Evaluate `call` (an int-returning expression) again for as long as it
+ * fails with an EINTR that a checkpoint caused. */
+#define RETRY_IF_CHECKPOINTED(call)                                       \
+	({                                                                \
+		unsigned before_;                                         \
+		int rc_;                                                  \
+		do {                                                      \
+			before_ = ckpt_interrupts;                        \
+			rc_ = (call);                                     \
+		} while (ckpt_interrupted(rc_, before_));                 \
+		rc_;                                                      \
+	})
+
 #endif /* CKPT_WRAPPERS_H */
