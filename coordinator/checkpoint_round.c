@@ -153,6 +153,7 @@ static void round_finish(struct coordinator *co)
 			  "(suspended after %lld ms)",
 			  (unsigned long long)r->generation, r->nprocs, ms,
 			  (long long)(r->suspended_ms - r->start_ms));
+		write_restart_scripts(co, buf_str(&r->paths), r->generation);
 		reply_requesters(co, 0, buf_str(&r->paths));
 	} else {
 		coord_log("checkpoint %llu failed after %.0f ms",

@@ -136,6 +136,10 @@ struct coordinator {
 	struct last_round last_ok;
 };
 
+/* restart_script.c */
+void write_restart_scripts(struct coordinator *co, const char *paths,
+			   uint64_t generation);
+
 /* coordinator.c */
 int64_t now_ms(void);
 void coord_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
