@@ -294,6 +294,8 @@ static int64_t next_deadline(struct coordinator *co)
 	d = min_deadline(d, co->kill_deadline);
 	if (!co->daemon && !co->ever_had_process)
 		d = min_deadline(d, co->started_ms + COORD_IDLE_EXIT_MS);
+	if (!co->daemon && co->empty_since_ms)
+		d = min_deadline(d, co->empty_since_ms + COORD_LINGER_MS);
 	return d;
 }
 
@@ -320,8 +322,14 @@ static bool should_exit(struct coordinator *co)
 	}
 	if (co->daemon || co->round.active || co->kill_deadline)
 		return false;
-	if (co->ever_had_process && !count_processes(co) &&
-	    !busy_with_clients(co)) {
+	if (!co->ever_had_process || count_processes(co) ||
+	    busy_with_clients(co)) {
+		co->empty_since_ms = 0;
+	} else if (!co->empty_since_ms) {
+		/* A process that execs leaves and joins again a moment
+		 * later: linger before deciding it was the last one. */
+		co->empty_since_ms = now_ms();
+	} else if (now_ms() - co->empty_since_ms >= COORD_LINGER_MS) {
 		coord_log("the last process left; exiting");
 		return true;
 	}

@@ -19,6 +19,7 @@
 #define COORD_ROUND_TIMEOUT_MS		300000	/* all DURABLE */
 #define COORD_KILL_TIMEOUT_MS		10000	/* all gone after DO_KILL */
 #define COORD_IDLE_EXIT_MS		60000	/* nobody ever came */
+#define COORD_LINGER_MS			2000	/* after the last process left */
 #define COORD_EXIT_FLUSH_MS		2000	/* last replies on exit */
 #define COORD_MAX_IN_PAYLOAD		(64u << 10)
 #define COORD_MAX_OUT_BYTES		(16u << 20)
@@ -126,6 +127,7 @@ struct coordinator {
 	uint64_t next_serial;
 	int64_t started_ms;
 	bool ever_had_process;
+	int64_t empty_since_ms;		/* when the last process left; 0 */
 	bool quit;			/* exit once replies are out */
 	int64_t kill_deadline;		/* 0: no KILL/QUIT in progress */
 	struct conn **conns;

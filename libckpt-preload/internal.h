@@ -160,6 +160,9 @@ void ckpt_restore_entry(struct ckpt_restart_args *args)
 extern char ckpt_restore_stack[];
 extern const size_t ckpt_restore_stack_size;
 
+/* wrappers/exec.c */
+void exec_remember_environment(const char *libckpt_path);
+
 /* vpid/vpid.c */
 void vpid_init(pid_t vpid, pid_t real);
 pid_t vpid_self(void);

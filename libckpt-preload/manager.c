@@ -4,6 +4,7 @@
  * talks to the coordinator and runs the checkpoint sequence
  * (checkpoint.c) on its orders.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -340,15 +341,38 @@ static void after_fork_in_child(void)
 	start_in_this_process(0);
 }
 
+/* The virtual pid survives exec: the program before the exec passed it in
+ * CKPT_VPID="<virtual>:<real>" (only valid in the process it names). */
+static pid_t inherited_vpid(pid_t real)
+{
+	const char *v = getenv("CKPT_VPID");
+	int virt, r;
+
+	if (!v || sscanf(v, "%d:%d", &virt, &r) != 2 || r != real || virt <= 0)
+		return real;
+	return virt;
+}
+
+/* Where this library was loaded from, for the environment of exec. */
+static void remember_library_path(void)
+{
+	Dl_info info;
+
+	if (dladdr(&ckpt, &info) && info.dli_fname)
+		exec_remember_environment(info.dli_fname);
+}
+
 __attribute__((constructor)) static void ckpt_init(void)
 {
 	pid_t pid = ckpt_real_getpid();
 
-	vpid_init(pid, pid);
-	ckpt.vpid = pid;
+	ckpt.vpid = inherited_vpid(pid);
+	vpid_init(ckpt.vpid, pid);
+	unsetenv("CKPT_VPID");
 	ckpt.vppid = getppid();
 	read_settings();
 	make_identity();
+	remember_library_path();
 	if (threads_install_handler() < 0) {
 		ckpt_log("cannot install the handler of signal %d: %s; "
 			 "running without checkpoints", ckpt.signal,

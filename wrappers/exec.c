@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * exec keeps the new program in the computation: whatever environment the
+ * program passes, the new image gets LD_PRELOAD with libckpt and the
+ * CKPT_* settings back, plus CKPT_VPID so it keeps the virtual pid (the
+ * pid does not change across exec). Programs libckpt cannot enter
+ * (static, set-ID) still run, with a message saying they leave.
+ * Everything here may run in a vfork child: no malloc, stack only.
+ */
+#include <elf.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "wrappers.h"
+
+extern char **environ;
+
+#define ENV_EXTRA 6
+
+static char env_preload[4200];	/* "LD_PRELOAD=<libckpt>[:<others>]" */
+static char env_coord[600], env_dir[4200], env_signal[32];
+
+/* Called once at start-up, while the environment is still ours. */
+void exec_remember_environment(const char *libckpt_path)
+{
+	const char *pre = getenv("LD_PRELOAD");
+
+	if (pre && strstr(pre, libckpt_path))
+		ckpt_fmt(env_preload, sizeof(env_preload), "LD_PRELOAD=%s",
+			 pre);
+	else
+		ckpt_fmt(env_preload, sizeof(env_preload), "LD_PRELOAD=%s%s%s",
+			 libckpt_path, pre && *pre ? ":" : "", pre ? pre : "");
+	ckpt_fmt(env_coord, sizeof(env_coord), "CKPT_COORD=%s",
+		 ckpt.coord_addr);
+	ckpt_fmt(env_dir, sizeof(env_dir), "CKPT_DIR=%s", ckpt.ckpt_dir);
+	ckpt_fmt(env_signal, sizeof(env_signal), "CKPT_SIGNAL=%d", ckpt.signal);
+}
+
+static int names_var(const char *entry, const char *var)
+{
+	size_t n = strlen(var);
+
+	return !strncmp(entry, var, n) && entry[n] == '=';
+}
+
+static int is_ours(const char *entry)
+{
+	return names_var(entry, "LD_PRELOAD") ||
+	       names_var(entry, "CKPT_COORD") ||
+	       names_var(entry, "CKPT_DIR") ||
+	       names_var(entry, "CKPT_SIGNAL") ||
+	       names_var(entry, "CKPT_VPID");
+}
+
+/* envp without our variables, then ours; `out` has room for
+ * count(envp) + ENV_EXTRA + 1 entries. A program that set LD_PRELOAD
+ * itself keeps its libraries after libckpt. */
+static void build_env(char *const envp[], const char **out, char *vpid_var,
+		      size_t vpid_len, char *preload, size_t preload_len)
+{
+	size_t n = 0;
+
+	ckpt_fmt(preload, preload_len, "%s", env_preload);
+	for (size_t i = 0; envp && envp[i]; i++) {
+		if (names_var(envp[i], "LD_PRELOAD") &&
+		    !strstr(env_preload, envp[i] + 11))
+			ckpt_fmt(preload, preload_len, "%s:%s", env_preload,
+				 envp[i] + 11);
+		if (!is_ours(envp[i]))
+			out[n++] = envp[i];
+	}
+	ckpt_fmt(vpid_var, vpid_len, "CKPT_VPID=%d:%d", (int)ckpt.vpid,
+		 (int)ckpt_real_getpid());
+	out[n++] = preload;
+	out[n++] = env_coord;
+	out[n++] = env_dir;
+	out[n++] = env_signal;
+	out[n++] = vpid_var;
+	out[n] = NULL;
+}
+
+static size_t env_count(char *const envp[])
+{
+	size_t n = 0;
+
+	while (envp && envp[n])
+		n++;
+	return n;
+}
+
+/* 1 when the ELF file names no dynamic loader, 0 otherwise. */
+static int is_static_elf(const char *path)
+{
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), interp = 0;
+
+	if (fd < 0)
+		return 0;
+	if (pread(fd, &eh, sizeof(eh), 0) != sizeof(eh) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
+	    eh.e_ident[EI_CLASS] != ELFCLASS64) {
+		close(fd);
+		return 0;
+	}
+	for (int i = 0; i < eh.e_phnum && !interp; i++)
+		interp = pread(fd, &ph, sizeof(ph), eh.e_phoff +
+			       (off_t)i * eh.e_phentsize) == sizeof(ph) &&
+			 ph.p_type == PT_INTERP;
+	close(fd);
+	return !interp;
+}
+
+static void warn_if_leaving(const char *path)
+{
+	struct stat st;
+
+	if (!ckpt.coord_addr[0] || !strchr(path, '/'))
+		return;
+	if (is_static_elf(path))
+		ckpt_log("exec of %s: statically linked, libckpt cannot follow;"
+			 " it runs without checkpoints", path);
+	else if (stat(path, &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID)))
+		ckpt_log("exec of %s: set-user/group-ID, the loader ignores "
+			 "LD_PRELOAD; it runs without checkpoints", path);
+}
+
+#define WITH_CKPT_ENV(envp, call)                                          \
+	({                                                                 \
+		const char *env_[env_count(envp) + ENV_EXTRA + 1];         \
+		char vpid_[64], preload_[sizeof(env_preload) + 4200];      \
+		build_env(envp, env_, vpid_, sizeof(vpid_), preload_,      \
+			  sizeof(preload_));                               \
+		char *const *newenv = (char *const *)env_;                 \
+		(call);                                                    \
+	})
+
+CKPT_WRAPPER int execve(const char *path, char *const argv[],
+			char *const envp[])
+{
+	warn_if_leaving(path);
+	return WITH_CKPT_ENV(envp, NEXT_FN(execve)(path, argv, newenv));
+}
+
+CKPT_WRAPPER int execvpe(const char *file, char *const argv[],
+			 char *const envp[])
+{
+	warn_if_leaving(file);
+	return WITH_CKPT_ENV(envp, NEXT_FN(execvpe)(file, argv, newenv));
+}
+
+CKPT_WRAPPER int execv(const char *path, char *const argv[])
+{
+	return execve(path, argv, environ);
+}
+
+CKPT_WRAPPER int execvp(const char *file, char *const argv[])
+{
+	return execvpe(file, argv, environ);
+}
+
+CKPT_WRAPPER int fexecve(int fd, char *const argv[], char *const envp[])
+{
+	return WITH_CKPT_ENV(envp, NEXT_FN(fexecve)(fd, argv, newenv));
+}
+
+/* The execl family: the arguments onto the stack, then as above. */
+#define COLLECT_ARGS(first, ap, argv)                                      \
+	do {                                                               \
+		size_t n_ = 1;                                             \
+		argv[0] = (char *)(first);                                 \
+		while ((argv[n_] = va_arg(ap, char *)) && n_ < 4095)       \
+			n_++;                                              \
+		argv[n_] = NULL;                                           \
+	} while (0)
+
+CKPT_WRAPPER int execl(const char *path, const char *arg, ...)
+{
+	char *argv[4096];
+	va_list ap;
+
+	va_start(ap, arg);
+	COLLECT_ARGS(arg, ap, argv);
+	va_end(ap);
+	return execve(path, argv, environ);
+}
+
+CKPT_WRAPPER int execlp(const char *file, const char *arg, ...)
+{
+	char *argv[4096];
+	va_list ap;
+
+	va_start(ap, arg);
+	COLLECT_ARGS(arg, ap, argv);
+	va_end(ap);
+	return execvpe(file, argv, environ);
+}
+
+CKPT_WRAPPER int execle(const char *path, const char *arg, ...)
+{
+	char *argv[4096], *const *envp;
+	va_list ap;
+
+	va_start(ap, arg);
+	COLLECT_ARGS(arg, ap, argv);
+	envp = va_arg(ap, char *const *);
+	va_end(ap);
+	return execve(path, argv, envp);
+}
+
+CKPT_WRAPPER int posix_spawn(pid_t *pid, const char *path,
+			     const posix_spawn_file_actions_t *fa,
+			     const posix_spawnattr_t *attr,
+			     char *const argv[], char *const envp[])
+{
+	warn_if_leaving(path);
+	return WITH_CKPT_ENV(envp, NEXT_FN(posix_spawn)(pid, path, fa, attr,
+							argv, newenv));
+}
+
+CKPT_WRAPPER int posix_spawnp(pid_t *pid, const char *file,
+			      const posix_spawn_file_actions_t *fa,
+			      const posix_spawnattr_t *attr,
+			      char *const argv[], char *const envp[])
+{
+	return WITH_CKPT_ENV(envp, NEXT_FN(posix_spawnp)(pid, file, fa, attr,
+							 argv, newenv));
+}
