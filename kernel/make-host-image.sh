@@ -10,16 +10,37 @@ P=$1 COUNTER=$2 XFER=$3
 W=$XFER/work
 D=$XFER/run
 mkdir -p "$D" "$W"
+# The guest gets $D (at the same path) through a cpio archive, which keeps
+# mtimes in whole seconds only, and ckpt_restart checks every mapped file's
+# mtime to the nanosecond. So the program runs from copies under $D with
+# whole-second mtimes: itself, its dynamic loader and libraries, and the
+# ckpt tree (libckpt.so).
 cp "$COUNTER" "$D/ckpt_counter"
-# Keep glibc off AVX-512 (QEMU's TCG CPU has none) so the image can
-# run in the guest if ckpt_restart accepts unused register state.
-export GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ,-AVX512CD
+mkdir -p "$D/lib"
+for lib in $(ldd "$COUNTER" "$P/lib/ckpt/libckpt.so" | grep -o '/[^ ]*' | sort -u); do
+	cp "$(readlink -f "$lib")" "$D/lib/$(basename "$lib")"
+done
+cp -a "$P" "$D/ckpt"
+find "$D" -type f -exec touch -d "@$(date +%s)" {} +
+P=$D/ckpt
+LDSO=$D/lib/$(basename "$(ldd "$COUNTER" | grep -o '/[^ ]*ld-linux[^ ]*' | head -n 1)")
+# Keep glibc off AVX-512 (QEMU's TCG CPU has none): no saved thread then
+# holds AVX-512 state, and the guest restarts the image with
+# ckpt_restart --cpu-compat. Keep it off XSAVEC too: QEMU 7.2's TCG lacks
+# that instruction, and glibc's lazy-binding trampoline
+# (_dl_runtime_resolve_xsavec) uses it when the CPU has it (SIGILL in
+# ld.so after the restart otherwise).
+export GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ,-AVX512CD,-AVX512ER,-AVX512PF,-XSAVEC
 export CKPT_DIR=$D/images CKPT_COORD=$W/coord.sock
 mkdir -p "$CKPT_DIR"
 LOG=$D/log
-# The counter's log lives at the same absolute path inside the guest.
-timeout -s KILL 60 "$P/bin/ckpt_launch" -- "$D/ckpt_counter" "$LOG" 300 \
-	>"$W/launch.out" 2>&1 &
+# Everything the program has open (its log, its stdout and stderr) and its
+# working directory live under $D, at the same absolute path in the guest:
+# the restart reopens them there.
+cd "$D" || exit 1
+timeout -s KILL 60 "$P/bin/ckpt_launch" -- "$LDSO" --library-path "$D/lib" \
+	"$D/ckpt_counter" "$LOG" 300 \
+	>"$D/launch.out" 2>&1 &
 launcher=$!
 for _ in $(seq 100); do
 	grep -q '^20$' "$LOG" 2>/dev/null && break
