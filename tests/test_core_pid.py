@@ -27,6 +27,10 @@ def test_pid_stable_across_two_restarts(session):
     images, seen, before = checkpoint_and_kill(session, p, PROGRESS, 100)
 
     r1 = session.restart(images)
+    # The kernel gave the restarted process another PID (the original's
+    # is not reused this soon): the program must still see its own.
+    assert r1.pid != pid, "the restart got the original PID %d by chance" % (
+        pid)
     r1.wait_line(PROGRESS, minimum=before[-1] + 10 * STEP)
     after1 = numbers(r1.lines(), PROGRESS)
     assert seen + STEP <= after1[0] <= before[-1] + STEP, (
