@@ -146,14 +146,22 @@ static void print_fds(const struct ckpt_image *img)
  * are still inspected. */
 static void print_host_notes(struct ckpt_image *img)
 {
+	char said[sizeof(img->err)] = "";
+
 	if (image_check_host(img, 0)) {
 		printf("note: this machine cannot restart it: %s\n", img->err);
+		snprintf(said, sizeof(said), "%s", img->err);
 		if (!image_check_host(img, IMAGE_CPU_COMPAT))
 			printf("note: ckpt_restart --cpu-compat can: no saved "
 			       "thread holds the missing register state\n");
 	}
-	if (image_check_vdso(img))
-		return;		/* already said, or nothing to add */
+	/* The vdso on its own: the CPU may have hidden it above. */
+	if (image_check_vdso(img)) {
+		if (strcmp(img->err, said))
+			printf("note: this machine cannot restart it: %s\n",
+			       img->err);
+		return;
+	}
 	if (img->vdso_redirect)
 		printf("note: this kernel's vdso differs from the "
 		       "checkpointing kernel's: a restart will redirect the "
