@@ -2,6 +2,7 @@
 """Open regular files across a restart: a read offset, an O_APPEND log,
 and stdout redirected to a regular file."""
 
+import os
 import re
 import time
 
@@ -147,3 +148,25 @@ def test_stdout_regular_file_reopened_at_offset(session):
         final = f.read().splitlines()
     assert final == ref, "stdout file differs from an uninterrupted run"
 
+
+
+@pytest.mark.time_limit(600)
+def test_input_deleted_while_open(session):
+    """A file deleted while open has its content in the image: the
+    restarted program reads the rest of it at the right offset."""
+    count = 200
+    inp, log = session.path("in.txt"), session.path("log.txt")
+    lines = make_input(inp, count)
+    ref = reference_output([app("file_offset_log"), inp,
+                            session.path("ref-log.txt"), "0"])
+    p = session.launch([app("file_offset_log"), inp, log, "20"])
+    p.wait_line(r"^reading ")
+    os.unlink(inp)
+    images, seen, before = checkpoint_and_kill(session, p, PROGRESS, 30)
+    assert not os.path.exists(inp)
+    r, first = restart_to_end(session, images, PROGRESS, count, seen,
+                              before)
+    assert tail_after_progress(r.lines(), PROGRESS) == \
+        tail_after_progress(ref, PROGRESS)
+    got = read_log(log)
+    assert got[-1] == "got " + lines[-1]
