@@ -327,8 +327,11 @@ static int save_region(struct scan *s, const struct map_line *m,
 	if (kind == CKPT_REGION_FILE_SHARED || kind == CKPT_REGION_VVAR ||
 	    kind == CKPT_REGION_VVAR_VCLOCK)
 		return 0;
+	/* The vdso's code is kept (a few KiB) so a restart on a kernel
+	 * with a different vdso can keep the old entry points and send
+	 * them on to the new ones. */
 	if (kind == CKPT_REGION_VDSO)
-		return 0;
+		return writer_add_extent(s->w, m->start, m->end - m->start);
 	rc = add_populated_extents(s, kind, m->start, m->end, &saved);
 	if (rc < 0)
 		goto fail;
