@@ -5,7 +5,7 @@
 # ACCEL=kvm uses real KVM where the machine has it (not nested PVM).
 set -uo pipefail
 ROOT=$1 INITRD=$2 LOG=$3
-KREL=${CKPT_KERNEL_RELEASE:-6.1.0-57-amd64}
+KREL=${ROOT##*/root-}	# fetch-kernel.sh names the root after the release
 ACCEL=${ACCEL:-tcg}
 TIMEOUT=${CKPT_GUEST_TIMEOUT:-180}
 CPU=max

@@ -5,7 +5,7 @@
 set -euo pipefail
 ROOT=$1
 OUT=$2
-KREL=${CKPT_KERNEL_RELEASE:-6.1.0-57-amd64}
+KREL=${ROOT##*/root-}	# fetch-kernel.sh names the root after the release
 HERE=$(cd "$(dirname "$0")" && pwd)
 KDIR=$ROOT/usr/src/linux-headers-$KREL
 

@@ -5,11 +5,10 @@
 # Prints the extracted root folder on stdout's last line.
 set -euo pipefail
 
-KREL=${CKPT_KERNEL_RELEASE:-6.1.0-57-amd64}
+PINNED=6.1.0-57-amd64
+KREL=${CKPT_KERNEL_RELEASE:-$PINNED}
 KBUILD_PKG=${CKPT_KERNEL_KBUILD:-linux-kbuild-6.1}
 CACHE=${CKPT_KERNEL_CACHE:-/var/cache/ckpt-kernel}
-ROOT=$CACHE/root-$KREL
-COMMON=${KREL%-amd64}-common
 
 log() { echo "fetch-kernel: $*" >&2; }
 
@@ -67,7 +66,29 @@ extract_debs() {
 	touch "$ROOT/.ckpt-extracted"
 }
 
+# The archive keeps only the newest ABI of bookworm's kernel: when the
+# pinned one is gone (and none was asked for), take the release the
+# linux-image-amd64 metapackage depends on now. Image and headers always
+# come from the same release, so the module's vermagic still matches.
+resolve_release() {
+	[ -n "${CKPT_KERNEL_RELEASE:-}" ] && return 0
+	ls "$CACHE/debs/linux-image-${KREL}_"*.deb >/dev/null 2>&1 && return 0
+	apt-cache show "linux-image-$KREL" >/dev/null 2>&1 && return 0
+	timeout 300 apt-get update -q >/dev/null || true
+	apt-cache show "linux-image-$KREL" >/dev/null 2>&1 && return 0
+	local now
+	now=$(apt-cache depends linux-image-amd64 2>/dev/null |
+	      sed -n 's/.*Depends: linux-image-\([0-9][^ ]*-amd64\)$/\1/p' |
+	      head -n 1)
+	[ -n "$now" ] || { log "linux-image-$KREL is not in the archive and no current release was found"; return 1; }
+	log "linux-image-$KREL is no longer in the archive; using $now"
+	KREL=$now
+}
+
 need_tools
+resolve_release
+ROOT=$CACHE/root-$KREL
+COMMON=${KREL%-amd64}-common
 fetch_debs
 extract_debs
 [ -f "$ROOT/boot/vmlinuz-$KREL" ] || { log "$ROOT/boot/vmlinuz-$KREL: missing after extraction"; exit 1; }
