@@ -47,17 +47,22 @@ static void unmap_loader(void)
 	}
 }
 
-/* glibc remembers the break it last set; the kernel's break is now the
- * loader's. Without PR_SET_MM the kernel's cannot be moved back, so glibc
- * is told where it is: its next sbrk grows from there and malloc carries
- * on with a non-contiguous main arena. */
+/*
+ * Normally the loader put the kernel's program break back exactly where
+ * it was. When it could not (CKPT_RESTART_ASLR=1, or no room for the
+ * loader below the heap) and the kernel's break is above glibc's, a brk()
+ * from glibc's saved break would return the kernel's higher break, which
+ * glibc takes for success over memory that is not mapped: glibc is told
+ * the kernel's break instead. A kernel break below the heap needs nothing:
+ * glibc's first sbrk fails and malloc goes on with mmap.
+ */
 extern void *__curbrk;
 
-static void follow_kernel_break(void)
+static void follow_kernel_break_if_above(void)
 {
 	long brk = syscall(SYS_brk, 0);
 
-	if (brk > 0)
+	if (brk > 0 && (uintptr_t)brk > (uintptr_t)__curbrk)
 		__curbrk = (void *)brk;
 }
 
@@ -76,7 +81,7 @@ void ckpt_restore_entry(struct ckpt_restart_args *args)
 	memcpy(&restart_args, args, sizeof(restart_args));
 	ckpt_forget_own_fds();
 	threads_set_current_features(restart_args.current_xcr0);
-	follow_kernel_break();
+	follow_kernel_break_if_above();
 	vpid_map(ckpt.vpid, ckpt_real_getpid());
 	if (restart_args.coord_addr[0])
 		ckpt_fmt(ckpt.coord_addr, sizeof(ckpt.coord_addr), "%s",

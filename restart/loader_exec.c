@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/personality.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "ckpt/coord_client.h"
@@ -139,9 +140,28 @@ int loader_choose_base(const struct ckpt_image *img, uint64_t size,
 	return find_gap(img, LOADER_HIGH_START, LOADER_HIGH_END, size, base);
 }
 
-/* ELF header + 3 program headers, padded to one page; then the blob. */
+/*
+ * The kernel puts the program break right after the highest PT_LOAD of
+ * an ET_EXEC (no randomization under ADDR_NO_RANDOMIZE). A one-page,
+ * file-less segment that ends exactly where the saved heap starts makes
+ * the new break start there; the loader unmaps that page and grows the
+ * heap with brk() (restart/loader/regions.c). Only possible when the
+ * loader sits below the heap. Returns the segment's end, 0 if not used.
+ */
+static uint64_t brk_anchor(const struct ckpt_image *img, uint64_t base,
+			   uint64_t size)
+{
+	const struct ckpt_image_header *h = &img->hdr;
+
+	if (!(h->flags & CKPT_IMG_F_HAS_BRK) || getenv("CKPT_RESTART_ASLR") ||
+	    h->brk_start % LOADER_PAGE || base + size + LOADER_PAGE > h->brk_start)
+		return 0;
+	return h->brk_start;
+}
+
+/* ELF header + 4 program headers, padded to one page; then the blob. */
 static void build_elf_header(unsigned char *page, const struct blob *b,
-			     uint64_t base, uint16_t machine)
+			     uint64_t base, uint16_t machine, uint64_t anchor)
 {
 	Elf64_Ehdr *eh = (Elf64_Ehdr *)page;
 	Elf64_Phdr *ph = (Elf64_Phdr *)(page + sizeof(*eh));
@@ -159,7 +179,7 @@ static void build_elf_header(unsigned char *page, const struct blob *b,
 	eh->e_phoff = sizeof(*eh);
 	eh->e_ehsize = sizeof(*eh);
 	eh->e_phentsize = sizeof(*ph);
-	eh->e_phnum = 3;
+	eh->e_phnum = anchor ? 4 : 3;
 
 	ph[0] = (Elf64_Phdr){ .p_type = PT_LOAD, .p_flags = PF_R | PF_X,
 		.p_offset = LOADER_PAGE, .p_vaddr = base, .p_paddr = base,
@@ -172,6 +192,12 @@ static void build_elf_header(unsigned char *page, const struct blob *b,
 		.p_memsz = h->rw_end - h->rx_end, .p_align = LOADER_PAGE };
 	ph[2] = (Elf64_Phdr){ .p_type = PT_GNU_STACK,
 		.p_flags = PF_R | PF_W, .p_align = 16 };
+	if (anchor)
+		ph[3] = (Elf64_Phdr){ .p_type = PT_LOAD,
+			.p_flags = PF_R | PF_W, .p_offset = 0,
+			.p_vaddr = anchor - LOADER_PAGE,
+			.p_paddr = anchor - LOADER_PAGE, .p_filesz = 0,
+			.p_memsz = LOADER_PAGE, .p_align = LOADER_PAGE };
 }
 
 static int write_all(int fd, const void *buf, size_t len)
@@ -191,8 +217,8 @@ static int write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-static int make_loader_elf(const struct blob *b, uint64_t base, char *err,
-			   size_t errlen)
+static int make_loader_elf(const struct blob *b, uint64_t base,
+			   uint64_t anchor, char *err, size_t errlen)
 {
 	unsigned char page[LOADER_PAGE] = { 0 };
 	int fd, ret;
@@ -205,7 +231,7 @@ static int make_loader_elf(const struct blob *b, uint64_t base, char *err,
 	if (fd < 0)
 		return fail(err, errlen, errno, "creating the loader memfd "
 			    "failed: %s", strerror(errno));
-	build_elf_header(page, b, base, restart_arch_id());
+	build_elf_header(page, b, base, restart_arch_id(), anchor);
 	ret = write_all(fd, page, sizeof(page));
 	if (!ret)
 		ret = write_all(fd, b->data, b->h.data_end);
@@ -222,7 +248,7 @@ int loader_exec(const struct ckpt_image *img, const char *image_path,
 		size_t errlen)
 {
 	char fd_arg[16], hash_arg[24], end_arg[24];
-	uint64_t base, size;
+	uint64_t base, size, anchor;
 	struct blob b;
 	int fd, ret;
 
@@ -238,10 +264,18 @@ int loader_exec(const struct ckpt_image *img, const char *image_path,
 			    "between %#llx and %#llx", (unsigned long long)size,
 			    LOADER_HIGH_START, LOADER_HIGH_END);
 	}
-	fd = make_loader_elf(&b, base, err, errlen);
+	anchor = brk_anchor(img, base, size);
+	fd = make_loader_elf(&b, base, anchor, err, errlen);
 	free(b.data);
 	if (fd < 0)
 		return fd;
+	/* Without randomization the break lands on the anchor. The mmap
+	 * layout of the restored process is then not randomized either;
+	 * libckpt restores the saved personality, so programs it starts
+	 * get ASLR as usual. CKPT_RESTART_ASLR=1 keeps randomization and
+	 * gives up the exact break. */
+	if (anchor && personality(0xffffffff) != -1)
+		personality(personality(0xffffffff) | ADDR_NO_RANDOMIZE);
 
 	snprintf(fd_arg, sizeof(fd_arg), "%d", img->fd);
 	snprintf(hash_arg, sizeof(hash_arg), "%llx",

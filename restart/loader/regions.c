@@ -83,6 +83,29 @@ static int mmap_flags(const struct ckpt_region *r)
 	return flags;
 }
 
+/*
+ * The heap is grown with brk() when ckpt_restart placed the kernel's
+ * program break exactly at its saved start (restart/loader_exec.c): the
+ * restored program's break is then the kernel's again, and malloc goes on
+ * growing the same heap. Returns 1 when done that way.
+ */
+static int map_heap_by_brk(const struct loader *l, const struct ckpt_region *r)
+{
+	const struct ckpt_image_header *h = &l->hdr;
+	long ret;
+
+	if (r->kind != CKPT_REGION_HEAP || !(h->flags & CKPT_IMG_F_HAS_BRK) ||
+	    r->start != h->brk_start || h->brk_end < r->start ||
+	    page_up(h->brk_end, l->page_size) != r->end ||
+	    (uint64_t)sys_brk(0) != h->brk_start)
+		return 0;
+	ret = sys_brk(h->brk_end);
+	if ((uint64_t)ret != h->brk_end)
+		fail_region(l, r, "growing the program break to its saved end "
+			    "failed", -12);
+	return 1;
+}
+
 /* Writable while we fill it; a region without data gets its final
  * protection at once (a read-only shared file cannot be mapped writable). */
 static void map_region(const struct loader *l, const struct ckpt_region *r)
@@ -91,6 +114,9 @@ static void map_region(const struct loader *l, const struct ckpt_region *r)
 	int flags = mmap_flags(r), fd = -1;
 	uint64_t len = r->end - r->start;
 	long ret;
+
+	if (map_heap_by_brk(l, r))
+		return;
 
 	if (!(flags & MAP_ANONYMOUS))
 		fd = open_region_file(l, r);

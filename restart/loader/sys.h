@@ -47,6 +47,12 @@ static inline long sys_mmap(uint64_t addr, uint64_t len, int prot, int flags,
 			  (long)off);
 }
 
+/* The raw brk system call: the new break, or the old one on failure. */
+static inline long sys_brk(uint64_t addr)
+{
+	return __syscall1(__NR_brk, (long)addr);
+}
+
 static inline long sys_munmap(uint64_t addr, uint64_t len)
 {
 	return __syscall2(__NR_munmap, (long)addr, (long)len);

@@ -190,11 +190,14 @@ static void check_process(const struct st_params *p)
 		fail(4);
 	if (__syscall2(__NR_arch_prctl, ARCH_GET_FS, (long)&fs) || fs != p->tls)
 		fail(5);
-	/* Growing the saved break must fail honestly: the kernel's break is
-	 * the loader's, below our heap (restart/loader_exec.c). */
-	if ((uint64_t)__syscall1(__NR_brk, p->brk_end + 4096) >=
+	/* The kernel's program break is the saved one again
+	 * (restart/loader_exec.c, loader/regions.c), and it grows the heap
+	 * in place. */
+	if ((uint64_t)__syscall1(__NR_brk, 0) != p->brk_end ||
+	    (uint64_t)__syscall1(__NR_brk, p->brk_end + 4096) !=
 	    p->brk_end + 4096)
 		fail(30);
+	*(volatile char *)p->brk_end = 1;
 	if (p->vdso && *(const uint32_t *)p->vdso != 0x464c457f) /* \x7fELF */
 		fail(7);
 	if (p->vdso) {
