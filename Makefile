@@ -41,7 +41,7 @@ $(OBJ)/app/%.c.o: %.c
 
 $(LIBDIR)/libckpt.so: $(PRELOAD_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) -shared -pthread -Wl,-z,defs -Wl,-soname,libckpt.so \
+	$(CC) -shared -pthread -Wl,-z,defs -Wl,-z,now -Wl,-soname,libckpt.so \
 		-o $@ $(PRELOAD_OBJS) -ldl
 
 -include $(sort $(wildcard */build.mk))

@@ -14,9 +14,11 @@
  * newer than the running round's). See docs/protocol.md.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-
+#include <sys/utsname.h>
+#include <unistd.h>
 #include "coordinator.h"
 
 const char *proc_state_name(enum proc_state s)
@@ -239,6 +241,7 @@ static void round_start(struct coordinator *co)
 		.start_ms = now,
 		.suspend_deadline = now + COORD_SUSPEND_TIMEOUT_MS,
 		.round_deadline = now + COORD_ROUND_TIMEOUT_MS,
+		.next_stop_check_ms = now + COORD_STOP_CHECK_MS,
 	};
 	for (size_t i = 0; i < co->nconns; i++) {
 		struct conn *c = co->conns[i];
@@ -371,6 +374,47 @@ static void time_out_round(struct coordinator *co)
 	}
 }
 
+/* A process stopped by SIGSTOP or a debugger cannot answer: say so within
+ * a second instead of at the round's timeout. Only processes on this host
+ * can be looked at. */
+static bool process_is_stopped(const struct conn *c)
+{
+	static struct utsname self;
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	if (!self.nodename[0] && uname(&self) < 0)
+		return false;
+	if (strcmp(c->proc.hello.hostname, self.nodename) ||
+	    c->proc.hello.real_pid <= 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/stat", c->proc.hello.real_pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't');
+}
+
+static void fail_stopped_processes(struct coordinator *co)
+{
+	for (size_t i = 0; i < co->nconns; i++) {
+		struct conn *c = co->conns[i];
+
+		if (in_round(co, c) && !state_is_final(c->proc.state) &&
+		    c->proc.state != PROC_ABORTING && process_is_stopped(c))
+			fail_process(co, c, EAGAIN, "is stopped (SIGSTOP or a "
+				     "debugger); continue it (kill -CONT) and "
+				     "checkpoint again");
+	}
+}
+
 void round_check_timeouts(struct coordinator *co)
 {
 	struct round *r = &co->round;
@@ -378,6 +422,10 @@ void round_check_timeouts(struct coordinator *co)
 
 	if (!r->active)
 		return;
+	if (now >= r->next_stop_check_ms) {
+		fail_stopped_processes(co);
+		r->next_stop_check_ms = now + COORD_STOP_CHECK_MS;
+	}
 	if (!r->writing && now >= r->suspend_deadline)
 		time_out_suspend(co);
 	else if (now >= r->round_deadline)
@@ -389,7 +437,10 @@ int64_t round_next_deadline(struct coordinator *co)
 {
 	struct round *r = &co->round;
 
+	int64_t d;
+
 	if (!r->active)
 		return 0;
-	return r->writing ? r->round_deadline : r->suspend_deadline;
+	d = r->writing ? r->round_deadline : r->suspend_deadline;
+	return r->next_stop_check_ms < d ? r->next_stop_check_ms : d;
 }

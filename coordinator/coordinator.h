@@ -18,6 +18,7 @@
 #define COORD_SUSPEND_TIMEOUT_MS	30000	/* all SUSPENDED */
 #define COORD_ROUND_TIMEOUT_MS		300000	/* all DURABLE */
 #define COORD_KILL_TIMEOUT_MS		10000	/* all gone after DO_KILL */
+#define COORD_STOP_CHECK_MS		1000	/* stopped processes in a round */
 #define COORD_IDLE_EXIT_MS		60000	/* nobody ever came */
 #define COORD_LINGER_MS			2000	/* after the last process left */
 #define COORD_EXIT_FLUSH_MS		2000	/* last replies on exit */
@@ -99,6 +100,7 @@ struct round {
 	int64_t suspended_ms;		/* all SUSPENDED */
 	int64_t suspend_deadline;
 	int64_t round_deadline;
+	int64_t next_stop_check_ms;	/* look for stopped processes */
 	struct buf paths;		/* one image path per line */
 	struct buf failures;		/* one failure per line */
 };

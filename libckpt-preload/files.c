@@ -32,6 +32,8 @@ struct saved_fd {
 	uint64_t size;		/* deleted files: bytes of content */
 	uint64_t dev, ino;
 	uint32_t path;		/* offset in path_pool */
+	int has_termios;	/* a terminal: its settings */
+	struct termios termios;
 };
 
 static struct saved_fd saved[CKPT_MAX_FDS];
@@ -117,6 +119,8 @@ static int save_one_fd(int fd, pid_t pid)
 	s->dev = st.st_dev;
 	s->ino = st.st_ino;
 	s->size = s->kind == CKPT_FD_FILE_DELETED ? (uint64_t)st.st_size : 0;
+	s->has_termios = s->kind == CKPT_FD_TTY &&
+			 ioctl(fd, TCGETS, &s->termios) == 0;
 	if (pool_add(path, &s->path) < 0)
 		return -ENOMEM;
 	find_dup(s, pid);
@@ -318,6 +322,26 @@ static int restarting_tty(void)
 	return -1;
 }
 
+/* The program's terminal modes (raw, no echo, ...) come back on the
+ * restarting terminal, once; full-screen programs then get SIGWINCH to
+ * redraw (sent when the threads run again, restore.c). */
+static int terminal_restored;
+
+static void restore_terminal_settings(const struct saved_fd *s)
+{
+	if (!s->has_termios || terminal_restored)
+		return;
+	if (ioctl(s->fd, TCSETS, &s->termios) < 0)
+		ckpt_log("fd %d: cannot restore the terminal settings: %s",
+			 s->fd, strerror(errno));
+	terminal_restored = 1;
+}
+
+int files_restored_a_terminal(void)
+{
+	return terminal_restored;
+}
+
 static int reopen_flags(const struct saved_fd *s)
 {
 	return s->flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY);
@@ -350,7 +374,10 @@ static int restore_one_fd(const struct saved_fd *s, int image_fd)
 				 saved_path(s));
 			return open_dev_null(fd);
 		}
-		return dup2(r, fd) < 0 ? -errno : 0;
+		if (dup2(r, fd) < 0)
+			return -errno;
+		restore_terminal_settings(s);
+		return 0;
 	case CKPT_FD_STDIO_INHERIT:
 		if (stdio_copy[fd] < 0)
 			return open_dev_null(fd);
@@ -377,10 +404,17 @@ static void close_unsaved_fds(int keep)
 			close(fd);
 }
 
+/* A descriptor number for libckpt that no saved descriptor needs. */
+int files_private_fd(int fd)
+{
+	return move_out_of_the_way(fd);
+}
+
 static int files_restore(const struct ckpt_restart_args *args)
 {
 	int image_fd = move_out_of_the_way(args->image_fd), r = 0;
 
+	terminal_restored = 0;
 	for (int i = 0; i < 3; i++)
 		stdio_copy[i] = move_out_of_the_way(fcntl(i, F_DUPFD_CLOEXEC,
 							  3));

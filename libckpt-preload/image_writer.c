@@ -7,12 +7,15 @@
  * is a temporary one; image_make_durable() fsyncs and renames it after
  * the application has resumed, so the previous image survives any crash.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include "ckpt/hash.h"
@@ -480,6 +483,14 @@ static int write_image_file(struct image_writer *w, uint64_t generation,
 	if (r == 0 && (r = write_header(fd, &h)) < 0)
 		ckpt_fmt(err, errlen, "writing header to %s: %s", tmp_path,
 			 strerror(-r));
+	/* The last blob's page padding is not written: the file gets its
+	 * full, declared size here. */
+	if (r == 0 && ftruncate(fd, h.image_size) < 0) {
+		r = -errno;
+		ckpt_fmt(err, errlen, "extending %s to %llu bytes: %s",
+			 tmp_path, (unsigned long long)h.image_size,
+			 strerror(errno));
+	}
 	if (close(fd) < 0 && r == 0) {
 		r = -errno;
 		ckpt_fmt(err, errlen, "closing %s: %s", tmp_path,
@@ -495,8 +506,9 @@ static void image_paths(const char *dir, char *final_path, size_t pathlen,
 {
 	ckpt_fmt(final_path, pathlen, "%s/ckpt_%s_%s.img", dir, ckpt.program,
 		 ckpt.unique_id);
-	ckpt_fmt(tmp_path, tmplen, "%s/.ckpt_%s_%s.img.tmp", dir,
-		 ckpt.program, ckpt.unique_id);
+	/* The real pid keeps two restarts of one image from sharing it. */
+	ckpt_fmt(tmp_path, tmplen, "%s/.ckpt_%s_%s.img.tmp.%d", dir,
+		 ckpt.program, ckpt.unique_id, (int)ckpt_real_getpid());
 }
 
 int image_write(uint64_t generation, const char *dir, char *final_path,
@@ -556,6 +568,42 @@ static int fsync_dir_of(const char *path)
 	return r;
 }
 
+/* Temporary images of this process left by a writer that died (killed
+ * in the middle of a checkpoint): "<tmp prefix>.<pid>" of a pid that is
+ * gone. Runs while the application runs. */
+static void remove_stale_temporaries(const char *tmp_path)
+{
+	char dir[4096], prefix[512], buf[4096], path[4200];
+	const char *base = strrchr(tmp_path, '/'), *dot;
+	int fd;
+	long n;
+
+	if (!base || !(dot = strrchr(base, '.')))
+		return;
+	ckpt_fmt(dir, sizeof(dir), "%.*s", (int)(base - tmp_path), tmp_path);
+	ckpt_fmt(prefix, sizeof(prefix), "%.*s", (int)(dot + 1 - base - 1),
+		 base + 1);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	while ((n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
+		for (long pos = 0; pos < n;) {
+			struct dirent64 *d = (struct dirent64 *)(buf + pos);
+			size_t plen = strlen(prefix);
+			int pid;
+
+			pos += d->d_reclen;
+			if (strncmp(d->d_name, prefix, plen) ||
+			    (pid = atoi(d->d_name + plen)) <= 0 ||
+			    syscall(SYS_kill, pid, 0) == 0 || errno != ESRCH)
+				continue;
+			ckpt_fmt(path, sizeof(path), "%s/%s", dir, d->d_name);
+			unlink(path);
+		}
+	}
+	close(fd);
+}
+
 /* After the application resumed: make the new image durable, then let it
  * replace the previous one. */
 int image_make_durable(const char *tmp_path, const char *final_path,
@@ -578,6 +626,7 @@ int image_make_durable(const char *tmp_path, const char *final_path,
 		unlink(tmp_path);
 		return r;
 	}
+	remove_stale_temporaries(tmp_path);
 	r = fsync_dir_of(final_path);
 	if (r < 0)
 		ckpt_fmt(err, errlen, "fsync of the directory of %s: %s",

@@ -88,7 +88,12 @@ extern const struct ckpt_resource_ops file_resource_ops;
 extern const struct ckpt_resource_ops *const ckpt_resources[];
 extern const size_t ckpt_nresources;
 
+/* files.c */
+int files_private_fd(int fd);
+int files_restored_a_terminal(void);
+
 /* log.c */
+extern int ckpt_log_fd;
 void ckpt_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void ckpt_fmt(char *buf, size_t len, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -14,6 +14,10 @@
 
 static unsigned long own_fds[OWN_FD_BITS / (8 * sizeof(unsigned long))];
 
+/* Where messages go: stderr, or during a restart the stderr of
+ * ckpt_restart (the program's own stderr may be a file of the old run). */
+int ckpt_log_fd = STDERR_FILENO;
+
 /* vsnprintf on a stack buffer takes no lock and does not allocate for
  * the plain conversions used here. */
 void ckpt_fmt(char *buf, size_t len, const char *fmt, ...)
@@ -37,7 +41,7 @@ void ckpt_log(const char *fmt, ...)
 	va_end(ap);
 	n = strlen(buf);
 	buf[n++] = '\n';
-	if (write(STDERR_FILENO, buf, n) < 0) {
+	if (write(ckpt_log_fd, buf, n) < 0) {
 		/* nowhere left to report to */
 	}
 	errno = saved;

@@ -21,7 +21,8 @@ static struct pending_signals process_pending;
 
 /* Bit mask of "SigPnd:" (thread) or "ShdPnd:" (process) in
  * /proc/self/task/<tid>/status. */
-static uint64_t pending_mask(pid_t tid, const char *field)
+static __attribute__((noinline)) uint64_t pending_mask(pid_t tid,
+						       const char *field)
 {
 	char path[64], buf[2048], *p;
 
@@ -56,8 +57,10 @@ static void queue_one(const siginfo_t *si, pid_t tid)
 		syscall(SYS_rt_sigqueueinfo, pid, si->si_signo, si);
 }
 
-/* Take out what `field` lists as pending, record it, put it back. */
-static void capture(struct pending_signals *ps, const char *field, int thread)
+/* Take out what `field` lists as pending, record it, put it back. Kept
+ * out of line: the common path runs in the signal handler on the
+ * program's thread stacks, which may be small. */
+static __attribute__((noinline)) void capture(struct pending_signals *ps, const char *field, int thread)
 {
 	struct timespec zero = { 0, 0 };
 	pid_t tid = ckpt_real_gettid();

@@ -13,6 +13,8 @@
  *   6. release the threads and become the main thread; the manager
  *      thread rejoins the coordinator (manager.c)
  */
+#include <fcntl.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -23,6 +25,27 @@ char ckpt_restore_stack[256 * 1024] __attribute__((aligned(16)));
 const size_t ckpt_restore_stack_size = sizeof(ckpt_restore_stack);
 
 static struct ckpt_restart_args restart_args;
+
+/* Messages of the restart go to the stderr of ckpt_restart, which the
+ * restore of fd 2 replaces with the program's. */
+static void log_to_restart_stderr(void)
+{
+	int fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+
+	if (fd < 0)
+		return;
+	ckpt_mark_own_fd(fd, 1);
+	ckpt_log_fd = fd;
+}
+
+static void log_to_program_stderr(void)
+{
+	if (ckpt_log_fd != STDERR_FILENO) {
+		ckpt_mark_own_fd(ckpt_log_fd, 0);
+		close(ckpt_log_fd);
+	}
+	ckpt_log_fd = STDERR_FILENO;
+}
 
 static void __attribute__((noreturn)) restore_failed(const char *what,
 						     const char *why)
@@ -80,6 +103,7 @@ void ckpt_restore_entry(struct ckpt_restart_args *args)
 	}
 	memcpy(&restart_args, args, sizeof(restart_args));
 	ckpt_forget_own_fds();
+	log_to_restart_stderr();
 	threads_set_current_features(restart_args.current_xcr0);
 	follow_kernel_break_if_above();
 	vpid_map(ckpt.vpid, ckpt_real_getpid());
@@ -96,5 +120,8 @@ void ckpt_restore_entry(struct ckpt_restart_args *args)
 	if (r < 0)
 		restore_failed("recreating threads", err);
 	unmap_loader();
+	log_to_program_stderr();
+	if (files_restored_a_terminal())
+		syscall(SYS_kill, ckpt_real_getpid(), SIGWINCH);
 	threads_release_restored();
 }

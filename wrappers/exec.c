@@ -19,6 +19,21 @@
 
 extern char **environ;
 
+DEFINE_NEXT(execve);
+DEFINE_NEXT(execvpe);
+DEFINE_NEXT(fexecve);
+DEFINE_NEXT(posix_spawn);
+DEFINE_NEXT(posix_spawnp);
+
+__attribute__((constructor)) static void resolve_next_exec(void)
+{
+	RESOLVE_NEXT(execve);
+	RESOLVE_NEXT(execvpe);
+	RESOLVE_NEXT(fexecve);
+	RESOLVE_NEXT(posix_spawn);
+	RESOLVE_NEXT(posix_spawnp);
+}
+
 #define ENV_EXTRA 6
 
 static char env_preload[4200];	/* "LD_PRELOAD=<libckpt>[:<others>]" */

@@ -8,6 +8,23 @@
 #include <string.h>
 #include "wrappers.h"
 
+DEFINE_NEXT(sigaction);
+DEFINE_NEXT(signal);
+DEFINE_NEXT(sigprocmask);
+DEFINE_NEXT(pthread_sigmask);
+DEFINE_NEXT(sigpending);
+DEFINE_NEXT(sigsuspend);
+
+__attribute__((constructor)) static void resolve_next_signal(void)
+{
+	RESOLVE_NEXT(sigaction);
+	RESOLVE_NEXT(signal);
+	RESOLVE_NEXT(sigprocmask);
+	RESOLVE_NEXT(pthread_sigmask);
+	RESOLVE_NEXT(sigpending);
+	RESOLVE_NEXT(sigsuspend);
+}
+
 static void warn_reserved_once(const char *call)
 {
 	static int warned;

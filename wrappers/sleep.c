@@ -12,6 +12,29 @@
 #include <unistd.h>
 #include "wrappers.h"
 
+DEFINE_NEXT(nanosleep);
+DEFINE_NEXT(clock_nanosleep);
+DEFINE_NEXT(pause);
+DEFINE_NEXT(poll);
+DEFINE_NEXT(epoll_wait);
+DEFINE_NEXT(epoll_pwait);
+DEFINE_NEXT(select);
+DEFINE_NEXT(sem_wait);
+DEFINE_NEXT(sem_timedwait);
+
+__attribute__((constructor)) static void resolve_next_sleep(void)
+{
+	RESOLVE_NEXT(nanosleep);
+	RESOLVE_NEXT(clock_nanosleep);
+	RESOLVE_NEXT(pause);
+	RESOLVE_NEXT(poll);
+	RESOLVE_NEXT(epoll_wait);
+	RESOLVE_NEXT(epoll_pwait);
+	RESOLVE_NEXT(select);
+	RESOLVE_NEXT(sem_wait);
+	RESOLVE_NEXT(sem_timedwait);
+}
+
 static int64_t now_ms(void)
 {
 	struct timespec ts;

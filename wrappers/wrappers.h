@@ -15,14 +15,22 @@
 
 #define CKPT_WRAPPER __attribute__((visibility("default")))
 
+/* The next definition of a wrapped function. Each wrapper file declares
+ * its pointers with DEFINE_NEXT and resolves them all in a constructor
+ * (RESOLVE_NEXT): a first lookup later would run dlsym on whatever thread
+ * calls first, on its stack, which may be small. The lazy fallback covers
+ * calls from other libraries' constructors that run before ours. */
+#define DEFINE_NEXT(name) static __typeof__(&name) next_##name
 #define NEXT_FN(name)                                                     \
-	({                                                                \
-		static __typeof__(&name) next_##name;                     \
-		if (!next_##name)                                         \
-			next_##name = (__typeof__(&name))dlsym(RTLD_NEXT,   \
-							       #name);      \
-		next_##name;                                              \
-	})
+	((__typeof__(&name))ckpt_next_symbol((void **)&next_##name, #name))
+#define RESOLVE_NEXT(name) ((void)NEXT_FN(name))
+
+static inline void *ckpt_next_symbol(void **slot, const char *name)
+{
+	if (!*slot)
+		*slot = dlsym(RTLD_NEXT, name);
+	return *slot;
+}
 
 /* True when a call that started with interrupt count `before` failed with
  * EINTR because of a checkpoint (and not of the program's own signal). */
