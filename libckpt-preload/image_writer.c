@@ -22,7 +22,6 @@
 #include "internal.h"
 
 #define CKPT_EXTENT_MAX (4UL << 20)
-#define WRITEBACK_STEP (64UL << 20)
 #define PAGE 4096UL
 
 struct table {
@@ -279,19 +278,10 @@ static int write_extents(struct image_writer *w, int fd, char *err,
 
 	if (bounce == MAP_FAILED)
 		return -ENOMEM;
-	uint64_t flushed = 0;
-
+	/* Only into the page cache while the application is stopped: the
+	 * disk write (fsync) happens after it runs again. */
 	for (size_t i = 0; i < w->extents.n && r == 0; i++) {
 		r = write_extent(fd, &e[i], bounce);
-		/* Start writeback behind us so the fsync after the
-		 * application resumed has little left to wait for. */
-		if (r == 0 && e[i].file_offset + e[i].len - flushed >=
-			      WRITEBACK_STEP) {
-			sync_file_range(fd, flushed, e[i].file_offset +
-					e[i].len - flushed,
-					SYNC_FILE_RANGE_WRITE);
-			flushed = e[i].file_offset + e[i].len;
-		}
 		if (r < 0)
 			ckpt_fmt(err, errlen,
 				 "writing memory %#lx-%#lx: %s",

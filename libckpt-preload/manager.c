@@ -105,6 +105,18 @@ static int send_result(uint16_t type, uint64_t gen, int error,
 	return ckpt_msg_send(ckpt.coord_fd, type, &res, sizeof(res));
 }
 
+/* A coordinator that just saw its last process go exits after a short
+ * linger; a process that execs or restarts at that moment may find it
+ * gone, or going: start one then (ckpt_coord_connect_or_spawn). */
+static int connect_retrying(void)
+{
+	int fd = ckpt_coord_connect(ckpt.coord_addr, CONNECT_TIMEOUT_MS);
+
+	if (fd >= 0)
+		return fd;
+	return ckpt_coord_connect_or_spawn(ckpt.coord_addr, CONNECT_TIMEOUT_MS);
+}
+
 /* Connect and introduce this process; the coordinator answers WELCOME. */
 static int join_coordinator(uint32_t flags)
 {
@@ -115,7 +127,7 @@ static int join_coordinator(uint32_t flags)
 
 	if (!ckpt.coord_addr[0])
 		return -EINVAL;
-	fd = ckpt_coord_connect(ckpt.coord_addr, CONNECT_TIMEOUT_MS);
+	fd = connect_retrying();
 	if (fd < 0)
 		return fd;
 	fd = ckpt_move_fd_high(fd);
@@ -144,6 +156,21 @@ static int join_coordinator(uint32_t flags)
 	}
 	ckpt.coord_fd = fd;
 	return 0;
+}
+
+/* One more try when the coordinator went away in the middle of the
+ * introduction (it was exiting): a new one is started then. */
+static int join_coordinator_retrying(uint32_t flags)
+{
+	struct timespec pause = { 0, 200 * 1000 * 1000 };
+	int r = join_coordinator(flags);
+
+	if (r == -EPIPE || r == -ECONNRESET || r == -ECONNREFUSED ||
+	    r == -ENOENT) {
+		nanosleep(&pause, NULL);
+		r = join_coordinator(flags);
+	}
+	return r;
 }
 
 static void leave_coordinator(void)
@@ -299,7 +326,7 @@ void manager_after_restart(void)
 	ckpt_accel_open(); /* the kernel may be another one now */
 	ckpt.coord_fd = -1;
 	ckpt.restarts++;
-	r = join_coordinator(CKPT_HELLO_F_RESTARTED);
+	r = join_coordinator_retrying(CKPT_HELLO_F_RESTARTED);
 	if (r < 0)
 		ckpt_log("restarted, but cannot reach the coordinator at %s: "
 			 "%s; checkpoints of this process are off",
@@ -308,7 +335,7 @@ void manager_after_restart(void)
 
 static void start_in_this_process(uint32_t flags)
 {
-	int r = join_coordinator(flags);
+	int r = join_coordinator_retrying(flags);
 
 	if (r < 0) {
 		ckpt_log("cannot reach the coordinator at %s: %s; running "

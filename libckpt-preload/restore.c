@@ -30,11 +30,11 @@ static struct ckpt_restart_args restart_args;
  * restore of fd 2 replaces with the program's. */
 static void log_to_restart_stderr(void)
 {
-	int fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+	/* at a number no saved descriptor will take */
+	int fd = files_private_fd(fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3));
 
 	if (fd < 0)
 		return;
-	ckpt_mark_own_fd(fd, 1);
 	ckpt_log_fd = fd;
 }
 

@@ -106,6 +106,19 @@ static int map_heap_by_brk(const struct loader *l, const struct ckpt_region *r)
 	return 1;
 }
 
+static uint64_t saved_bytes(const struct loader *l,
+			    const struct ckpt_region *r)
+{
+	uint64_t n = 0;
+
+	if (r->first_extent > l->hdr.nextents ||
+	    r->nextents > l->hdr.nextents - r->first_extent)
+		return 0;
+	for (uint64_t i = 0; i < r->nextents; i++)
+		n += l->extents[r->first_extent + i].len;
+	return n;
+}
+
 /* Writable while we fill it; a region without data gets its final
  * protection at once (a read-only shared file cannot be mapped writable). */
 static void map_region(const struct loader *l, const struct ckpt_region *r)
@@ -117,6 +130,11 @@ static void map_region(const struct loader *l, const struct ckpt_region *r)
 
 	if (map_heap_by_brk(l, r))
 		return;
+	/* Mostly saved anonymous memory: fault it all in with one call
+	 * rather than one fault per page while the data is read in. */
+	if ((flags & MAP_ANONYMOUS) && !(flags & MAP_SHARED) &&
+	    saved_bytes(l, r) * 2 >= len)
+		flags |= MAP_POPULATE;
 
 	if (!(flags & MAP_ANONYMOUS))
 		fd = open_region_file(l, r);
