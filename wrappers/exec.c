@@ -184,45 +184,66 @@ CKPT_WRAPPER int fexecve(int fd, char *const argv[], char *const envp[])
 	return WITH_CKPT_ENV(envp, NEXT_FN(fexecve)(fd, argv, newenv));
 }
 
-/* The execl family: the arguments onto the stack, then as above. */
-#define COLLECT_ARGS(first, ap, argv)                                      \
-	do {                                                               \
-		size_t n_ = 1;                                             \
-		argv[0] = (char *)(first);                                 \
-		while ((argv[n_] = va_arg(ap, char *)) && n_ < 4095)       \
-			n_++;                                              \
-		argv[n_] = NULL;                                           \
-	} while (0)
+/* The execl family: count the arguments, then an array of just that size
+ * on the stack (as glibc does), then as above. */
+static size_t count_args(const char *first, va_list ap)
+{
+	va_list copy;
+	size_t n = first ? 1 : 0;
+
+	va_copy(copy, ap);
+	while (first && va_arg(copy, char *))
+		n++;
+	va_end(copy);
+	return n;
+}
+
+static void collect_args(const char *first, va_list ap, char **argv,
+			 size_t n)
+{
+	argv[0] = (char *)first;
+	for (size_t i = 1; i < n; i++)
+		argv[i] = va_arg(ap, char *);
+	argv[n] = NULL;
+}
 
 CKPT_WRAPPER int execl(const char *path, const char *arg, ...)
 {
-	char *argv[4096];
 	va_list ap;
 
 	va_start(ap, arg);
-	COLLECT_ARGS(arg, ap, argv);
+	size_t n = count_args(arg, ap);
+	char *argv[n + 1];
+
+	collect_args(arg, ap, argv, n);
 	va_end(ap);
 	return execve(path, argv, environ);
 }
 
 CKPT_WRAPPER int execlp(const char *file, const char *arg, ...)
 {
-	char *argv[4096];
 	va_list ap;
 
 	va_start(ap, arg);
-	COLLECT_ARGS(arg, ap, argv);
+	size_t n = count_args(arg, ap);
+	char *argv[n + 1];
+
+	collect_args(arg, ap, argv, n);
 	va_end(ap);
 	return execvpe(file, argv, environ);
 }
 
 CKPT_WRAPPER int execle(const char *path, const char *arg, ...)
 {
-	char *argv[4096], *const *envp;
+	char *const *envp;
 	va_list ap;
 
 	va_start(ap, arg);
-	COLLECT_ARGS(arg, ap, argv);
+	size_t n = count_args(arg, ap);
+	char *argv[n + 1];
+
+	collect_args(arg, ap, argv, n);
+	va_arg(ap, char *);	/* the NULL ending the arguments */
 	envp = va_arg(ap, char *const *);
 	va_end(ap);
 	return execve(path, argv, envp);
