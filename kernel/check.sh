@@ -37,6 +37,10 @@ done
 $CC $GFLAGS "$HERE/tests/ckpt_counter.c" -o "$GBIN/ckpt_counter" \
 	|| die "building ckpt_counter failed"
 
+# Test programs of the core suite (tests/apps), run under the checkpointer
+# in the guest too; `make install` below builds them.
+GUEST_APPS="heap_digest"
+
 # The core checkpointer is optional here: when it does not build yet,
 # its guest tests report SKIPPED.
 STAGE=$OUT/stage/ckpt
@@ -52,6 +56,10 @@ else
 	step "core checkpointer not installable yet (see $OUT/core-install.log): its guest tests will be SKIPPED"
 	STAGE=
 fi
+
+for app in $GUEST_APPS; do
+	[ -x "$REPO/build/tests/apps/$app" ] && cp "$REPO/build/tests/apps/$app" "$GBIN/"
+done
 
 step "building the initramfs"
 "$HERE/make-initramfs.sh" "$OUT/initramfs.cpio.gz" "$OUT/module/ckpt_accel.ko" \
