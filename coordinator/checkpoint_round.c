@@ -407,11 +407,15 @@ static void fail_stopped_processes(struct coordinator *co)
 	for (size_t i = 0; i < co->nconns; i++) {
 		struct conn *c = co->conns[i];
 
-		if (in_round(co, c) && !state_is_final(c->proc.state) &&
-		    c->proc.state != PROC_ABORTING && process_is_stopped(c))
-			fail_process(co, c, EAGAIN, "is stopped (SIGSTOP or a "
-				     "debugger); continue it (kill -CONT) and "
-				     "checkpoint again");
+		if (!in_round(co, c) || state_is_final(c->proc.state) ||
+		    c->proc.state == PROC_ABORTING || !process_is_stopped(c))
+			continue;
+		/* once continued it will suspend: make it resume then */
+		if (c->proc.state == PROC_SUSPENDING)
+			conn_send(c, CKPT_MSG_DO_ABORT, NULL, 0);
+		fail_process(co, c, EAGAIN, "is stopped (SIGSTOP or a "
+			     "debugger); continue it (kill -CONT) and "
+			     "checkpoint again");
 	}
 }
 

@@ -209,27 +209,36 @@ static void handle_write(const struct ckpt_msg_do_checkpoint *m)
 	send_result(CKPT_MSG_DURABLE, m->generation, 0, path, NULL);
 }
 
-/* While the threads are stopped, wait (bounded) for DO_WRITE or ABORT. */
-static void handle_suspend(const struct ckpt_msg_do_checkpoint *m)
+/* While the threads are stopped, wait (bounded) for DO_WRITE or ABORT. A
+ * newer DO_SUSPEND (this process was stopped, its round failed and a new
+ * one began) resumes the threads and starts over with that round. */
+static void handle_suspend(const struct ckpt_msg_do_checkpoint *first)
 {
-	char err[512] = "";
+	struct ckpt_msg_do_checkpoint m = *first;
+	char err[512];
 	union manager_msg msg;
 	uint32_t len;
 	int r;
 
-	r = checkpoint_suspend(m->generation, err, sizeof(err));
-	if (r < 0) {
-		send_result(CKPT_MSG_FAILED, m->generation, -r, NULL, err);
-		return;
+	for (;;) {
+		err[0] = 0;
+		r = checkpoint_suspend(m.generation, err, sizeof(err));
+		if (r < 0) {
+			send_result(CKPT_MSG_FAILED, m.generation, -r, NULL, err);
+			return;
+		}
+		send_result(CKPT_MSG_SUSPENDED, m.generation, 0, NULL, NULL);
+		r = ckpt_msg_recv(ckpt.coord_fd, &msg, sizeof(msg), &len,
+				  CKPT_SUSPENDED_IDLE_MS);
+		if (r == CKPT_MSG_DO_WRITE) {
+			handle_write(&msg.do_ckpt);
+			return;
+		}
+		threads_resume_all();
+		if (r != CKPT_MSG_DO_SUSPEND)
+			break;
+		m = msg.do_ckpt;
 	}
-	send_result(CKPT_MSG_SUSPENDED, m->generation, 0, NULL, NULL);
-	r = ckpt_msg_recv(ckpt.coord_fd, &msg, sizeof(msg), &len,
-			  CKPT_SUSPENDED_IDLE_MS);
-	if (r == CKPT_MSG_DO_WRITE) {
-		handle_write(&msg.do_ckpt);
-		return;
-	}
-	threads_resume_all();
 	if (r == CKPT_MSG_DO_KILL)
 		kill(ckpt_real_getpid(), SIGKILL);
 	if (r < 0 && r != -ETIMEDOUT)
