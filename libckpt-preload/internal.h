@@ -170,5 +170,6 @@ pid_t vpid_virt_from_real(pid_t real);
 pid_t vpid_real_from_virt(pid_t virt);
 void vpid_map(pid_t virt, pid_t real);
 void vpid_reset_after_fork(void);
+int vpid_load_plan(int plan_fd);
 
 #endif /* CKPT_INTERNAL_H */

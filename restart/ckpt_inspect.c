@@ -135,9 +135,12 @@ static void print_fds(const struct ckpt_image *img)
 		       kind ? kind : "?", f->flags,
 		       f->fd_flags & 1 ? " cloexec" : "",
 		       (long long)f->offset, image_string(img, f->path));
-		if (f->kind == CKPT_FD_FILE_DELETED)
+		if (f->kind == CKPT_FD_FILE_DELETED ||
+		    (f->kind == CKPT_FD_PIPE && f->data_size))
 			printf(" (%llu bytes saved)",
 			       (unsigned long long)f->data_size);
+		if (f->kind == CKPT_FD_PIPE)
+			printf(" (size %u)", f->pipe_size);
 		printf("\n");
 	}
 }

@@ -147,6 +147,8 @@ enum ckpt_fd_kind {
 	CKPT_FD_TTY = 5,		/* reattached to the restarting tty */
 	CKPT_FD_STDIO_INHERIT = 6,	/* pipe/socket on 0-2: restarting side */
 	CKPT_FD_UNSUPPORTED = 7,	/* replaced by /dev/null, with a warning */
+	CKPT_FD_PIPE = 8,		/* path "pipe:[ino]"; the bytes in flight
+					   are in the drainer's image (data_*) */
 };
 
 struct ckpt_fd_info {
@@ -156,8 +158,10 @@ struct ckpt_fd_info {
 	uint32_t fd_flags;		/* F_GETFD */
 	int64_t offset;			/* lseek position, -1 if none */
 	uint32_t path;			/* string table offset */
-	uint32_t reserved;
-	uint64_t data_offset;		/* deleted file: content in the image */
+	uint32_t pipe_size;		/* pipe: F_GETPIPE_SZ; else 0 (was
+					   reserved: older images have 0) */
+	uint64_t data_offset;		/* deleted file: content in the image;
+					   pipe: the bytes in flight */
 	uint64_t data_size;
 };
 
