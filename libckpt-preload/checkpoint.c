@@ -68,8 +68,10 @@ int checkpoint_write(uint64_t generation, const char *dir, char *path,
 	self->uc = NULL;
 	if (ckpt_save_context(&self->ctx) != 0)
 		return CKPT_RESTARTED;
+	pipes_begin_round(generation, dir && dir[0] ? dir : ckpt.ckpt_dir);
 	r = image_write(generation, dir, path, pathlen, tmp, tmplen, err,
 			errlen);
+	pipes_end_round();
 	threads_resume_all();
 	return r;
 }

@@ -4,9 +4,11 @@
  * offset; files deleted while open come back with their content (saved in
  * the image) in a new unlinked file; character devices are reopened;
  * terminals and pipes/sockets on 0-2 are taken from the restarting side
- * (ckpt_restart's stdio). Descriptors sharing one open file description
- * inside the process (dup) come back shared. What is not supported yet is
- * replaced by /dev/null with a warning naming the descriptor.
+ * (ckpt_restart's stdio). Pipes inside the computation are drained at
+ * the checkpoint and handed over by ckpt_restart (pipes.c). Descriptors
+ * sharing one open file description inside the process (dup) come back
+ * shared. What is not supported yet is replaced by /dev/null with a
+ * warning naming the descriptor.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +34,7 @@ struct saved_fd {
 	uint64_t size;		/* deleted files: bytes of content */
 	uint64_t dev, ino;
 	uint32_t path;		/* offset in path_pool */
+	uint32_t pipe_size;	/* F_GETPIPE_SZ */
 };
 
 static struct saved_fd saved[CKPT_MAX_FDS];
@@ -75,6 +78,9 @@ static int fd_kind(int fd, const struct stat *st, const char *path)
 		return strncmp(path, "/dev/", 5) ? CKPT_FD_UNSUPPORTED :
 						   CKPT_FD_DEVICE;
 	}
+	if (S_ISFIFO(st->st_mode) && !strncmp(path, "pipe:[", 6) &&
+	    !pipes_is_outside(st->st_ino))
+		return CKPT_FD_PIPE;
 	if (fd <= 2)
 		return CKPT_FD_STDIO_INHERIT;
 	return CKPT_FD_UNSUPPORTED;
@@ -117,6 +123,8 @@ static int save_one_fd(int fd, pid_t pid)
 	s->dev = st.st_dev;
 	s->ino = st.st_ino;
 	s->size = s->kind == CKPT_FD_FILE_DELETED ? (uint64_t)st.st_size : 0;
+	if (s->kind == CKPT_FD_PIPE)
+		s->pipe_size = fcntl(fd, F_GETPIPE_SZ);
 	if (pool_add(path, &s->path) < 0)
 		return -ENOMEM;
 	find_dup(s, pid);
@@ -164,22 +172,48 @@ static int files_save(void)
 	return r;
 }
 
+/* Where the content saved with the record comes from: a deleted file
+ * itself, the bytes drained from a pipe (every process of the computation
+ * is stopped by now), or nothing (-1). */
+static int content_of(const struct saved_fd *s, uint64_t *size)
+{
+	int memfd, r;
+
+	*size = s->size;
+	if (s->dup_of >= 0)
+		return -1;
+	if (s->kind == CKPT_FD_FILE_DELETED)
+		return s->fd;
+	if (s->kind != CKPT_FD_PIPE)
+		return -1;
+	r = pipes_drain(s->fd, s->ino, &memfd, size);
+	if (r < 0) {
+		ckpt_log("fd %d (%s): draining the pipe failed: %s", s->fd,
+			 saved_path(s), strerror(-r));
+		return r;
+	}
+	return memfd;
+}
+
 static int files_write(struct image_writer *w)
 {
 	for (int i = 0; i < nsaved; i++) {
 		const struct saved_fd *s = &saved[i];
 		struct ckpt_fd_info fi;
-		int deleted = s->kind == CKPT_FD_FILE_DELETED && s->dup_of < 0;
-		int r;
+		uint64_t size;
+		int content = content_of(s, &size), r;
 
+		if (content < -1)
+			return content;
 		memset(&fi, 0, sizeof(fi));
 		fi.fd = s->fd;
 		fi.kind = s->kind;
 		fi.flags = s->flags;
 		fi.fd_flags = s->fd_flags;
 		fi.offset = s->offset;
-		r = writer_add_fd(w, &fi, saved_path(s), deleted ? s->fd : -1,
-				  s->size);
+		fi.pipe_size = s->kind == CKPT_FD_PIPE ? s->pipe_size : 0;
+		r = writer_add_fd(w, &fi, saved_path(s),
+				  content >= 0 && size ? content : -1, size);
 		if (r < 0)
 			return r;
 	}
@@ -323,6 +357,35 @@ static int reopen_flags(const struct saved_fd *s)
 	return s->flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY);
 }
 
+static int inherit_stdio(int fd)
+{
+	if (fd > 2 || stdio_copy[fd] < 0)
+		return open_dev_null(fd);
+	if (dup2(stdio_copy[fd], fd) < 0)
+		return -errno;
+	pipes_set_outside(fd);
+	return 0;
+}
+
+/* The end ckpt_restart handed over, with the saved status flags; a pipe
+ * it did not recreate led outside the computation: stdio. */
+static int restore_pipe_end(const struct saved_fd *s)
+{
+	int end = pipes_handed_end(s->ino, (s->flags & O_ACCMODE) == O_WRONLY);
+
+	if (end < 0 && s->fd <= 2)
+		return inherit_stdio(s->fd);
+	if (end < 0) {
+		ckpt_log("fd %d (%s): the pipe was not recreated (restart all "
+			 "images of the checkpoint with one ckpt_restart); it "
+			 "is replaced by /dev/null", s->fd, saved_path(s));
+		return open_dev_null(s->fd);
+	}
+	if (dup2(end, s->fd) < 0 || fcntl(s->fd, F_SETFL, s->flags) < 0)
+		return -errno;
+	return 0;
+}
+
 static int restore_one_fd(const struct saved_fd *s, int image_fd)
 {
 	int r, fd = s->fd;
@@ -352,9 +415,9 @@ static int restore_one_fd(const struct saved_fd *s, int image_fd)
 		}
 		return dup2(r, fd) < 0 ? -errno : 0;
 	case CKPT_FD_STDIO_INHERIT:
-		if (stdio_copy[fd] < 0)
-			return open_dev_null(fd);
-		return dup2(stdio_copy[fd], fd) < 0 ? -errno : 0;
+		return inherit_stdio(fd);
+	case CKPT_FD_PIPE:
+		return restore_pipe_end(s);
 	default:
 		ckpt_log("fd %d (%s) cannot be restored yet; it is replaced by"
 			 " /dev/null", fd, saved_path(s));
@@ -384,6 +447,13 @@ static int files_restore(const struct ckpt_restart_args *args)
 	for (int i = 0; i < 3; i++)
 		stdio_copy[i] = move_out_of_the_way(fcntl(i, F_DUPFD_CLOEXEC,
 							  3));
+	pipes_reset_outside();
+	r = pipes_take_plan(args->plan_fd, move_out_of_the_way);
+	if (r < 0) {
+		ckpt_log("cannot read the pipes of the restart plan: %s",
+			 strerror(-r));
+		return r;
+	}
 	for (int i = 0; i < nsaved && r == 0; i++) {
 		r = restore_one_fd(&saved[i], image_fd);
 		if (r < 0) {
@@ -398,6 +468,7 @@ static int files_restore(const struct ckpt_restart_args *args)
 			ckpt_mark_own_fd(stdio_copy[i], 0);
 			close(stdio_copy[i]);
 		}
+	pipes_close_handed();
 	close_unsaved_fds(image_fd);
 	ckpt_mark_own_fd(image_fd, 0);
 	close(image_fd);

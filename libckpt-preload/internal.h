@@ -141,6 +141,19 @@ int writer_add_fd(struct image_writer *w, const struct ckpt_fd_info *fi,
 int writer_reserve_memory_tables(struct image_writer *w);
 void writer_set_brk(struct image_writer *w, uint64_t start, uint64_t end);
 
+/* pipes.c */
+void pipes_init_outside(const char *env);
+void pipes_reset_outside(void);
+void pipes_set_outside(int fd);
+int pipes_is_outside(uint64_t ino);
+extern char pipes_outside_env[];
+void pipes_begin_round(uint64_t generation, const char *dir);
+void pipes_end_round(void);
+int pipes_drain(int fd, uint64_t ino, int *memfd, uint64_t *size);
+int pipes_take_plan(int plan_fd, int (*move_fd)(int));
+int pipes_handed_end(uint64_t ino, int write_end);
+void pipes_close_handed(void);
+
 /* checkpoint.c */
 int checkpoint_suspend(uint64_t generation, char *err, size_t errlen);
 int checkpoint_write(uint64_t generation, const char *dir, char *path,

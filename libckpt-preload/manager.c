@@ -369,6 +369,8 @@ __attribute__((constructor)) static void ckpt_init(void)
 	ckpt.vpid = inherited_vpid(pid);
 	vpid_init(ckpt.vpid, pid);
 	unsetenv("CKPT_VPID");
+	pipes_init_outside(getenv("CKPT_OUTSIDE"));
+	unsetenv("CKPT_OUTSIDE");
 	ckpt.vppid = getppid();
 	read_settings();
 	make_identity();

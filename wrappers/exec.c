@@ -19,7 +19,7 @@
 
 extern char **environ;
 
-#define ENV_EXTRA 6
+#define ENV_EXTRA 7
 
 static char env_preload[4200];	/* "LD_PRELOAD=<libckpt>[:<others>]" */
 static char env_coord[600], env_dir[4200], env_signal[32];
@@ -54,7 +54,8 @@ static int is_ours(const char *entry)
 	       names_var(entry, "CKPT_COORD") ||
 	       names_var(entry, "CKPT_DIR") ||
 	       names_var(entry, "CKPT_SIGNAL") ||
-	       names_var(entry, "CKPT_VPID");
+	       names_var(entry, "CKPT_VPID") ||
+	       names_var(entry, "CKPT_OUTSIDE");
 }
 
 /* envp without our variables, then ours; `out` has room for
@@ -81,6 +82,7 @@ static void build_env(char *const envp[], const char **out, char *vpid_var,
 	out[n++] = env_dir;
 	out[n++] = env_signal;
 	out[n++] = vpid_var;
+	out[n++] = pipes_outside_env;
 	out[n] = NULL;
 }
 
