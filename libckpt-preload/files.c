@@ -195,6 +195,26 @@ static int content_of(const struct saved_fd *s, uint64_t *size)
 	return memfd;
 }
 
+static int may_share_with_parent(int kind)
+{
+	return kind == CKPT_FD_FILE || kind == CKPT_FD_DIR ||
+	       kind == CKPT_FD_DEVICE;
+}
+
+/* 1 + fd when the parent process holds the same open file description at
+ * the same number (inherited across fork), else 0. Called when every
+ * process of the computation is stopped. kcmp needs no privilege between
+ * processes of one user. */
+static uint32_t parent_sharing(const struct saved_fd *s)
+{
+	pid_t ppid = syscall(SYS_getppid);
+
+	if (ppid <= 1 || s->dup_of >= 0 || !may_share_with_parent(s->kind))
+		return 0;
+	return syscall(SYS_kcmp, ckpt_real_getpid(), ppid, KCMP_FILE, s->fd,
+		       s->fd) == 0 ? (uint32_t)s->fd + 1 : 0;
+}
+
 static int files_write(struct image_writer *w)
 {
 	for (int i = 0; i < nsaved; i++) {
@@ -211,7 +231,10 @@ static int files_write(struct image_writer *w)
 		fi.flags = s->flags;
 		fi.fd_flags = s->fd_flags;
 		fi.offset = s->offset;
-		fi.pipe_size = s->kind == CKPT_FD_PIPE ? s->pipe_size : 0;
+		if (s->kind == CKPT_FD_PIPE)
+			fi.pipe_size = s->pipe_size;
+		else
+			fi.parent_fd = parent_sharing(s);
 		r = writer_add_fd(w, &fi, saved_path(s),
 				  content >= 0 && size ? content : -1, size);
 		if (r < 0)
@@ -371,7 +394,7 @@ static int inherit_stdio(int fd)
  * it did not recreate led outside the computation: stdio. */
 static int restore_pipe_end(const struct saved_fd *s)
 {
-	int end = pipes_handed_end(s->ino, (s->flags & O_ACCMODE) == O_WRONLY);
+	int end = handover_pipe_end(s->ino, (s->flags & O_ACCMODE) == O_WRONLY);
 
 	if (end < 0 && s->fd <= 2)
 		return inherit_stdio(s->fd);
@@ -392,6 +415,10 @@ static int restore_one_fd(const struct saved_fd *s, int image_fd)
 
 	if (s->dup_of >= 0)
 		return dup2(saved[s->dup_of].fd, fd) < 0 ? -errno : 0;
+	r = may_share_with_parent(s->kind) ?
+	    handover_shared_file(ckpt.vpid, fd) : -ENOENT;
+	if (r >= 0)
+		return dup2(r, fd) < 0 ? -errno : 0;
 	switch (s->kind) {
 	case CKPT_FD_FILE:
 	case CKPT_FD_DEVICE:
@@ -448,9 +475,9 @@ static int files_restore(const struct ckpt_restart_args *args)
 		stdio_copy[i] = move_out_of_the_way(fcntl(i, F_DUPFD_CLOEXEC,
 							  3));
 	pipes_reset_outside();
-	r = pipes_take_plan(args->plan_fd, move_out_of_the_way);
+	r = handover_take_plan(args->plan_fd, move_out_of_the_way);
 	if (r < 0) {
-		ckpt_log("cannot read the pipes of the restart plan: %s",
+		ckpt_log("cannot read the fds of the restart plan: %s",
 			 strerror(-r));
 		return r;
 	}
@@ -468,7 +495,7 @@ static int files_restore(const struct ckpt_restart_args *args)
 			ckpt_mark_own_fd(stdio_copy[i], 0);
 			close(stdio_copy[i]);
 		}
-	pipes_close_handed();
+	handover_close_all();
 	close_unsaved_fds(image_fd);
 	ckpt_mark_own_fd(image_fd, 0);
 	close(image_fd);

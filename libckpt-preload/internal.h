@@ -150,9 +150,12 @@ extern char pipes_outside_env[];
 void pipes_begin_round(uint64_t generation, const char *dir);
 void pipes_end_round(void);
 int pipes_drain(int fd, uint64_t ino, int *memfd, uint64_t *size);
-int pipes_take_plan(int plan_fd, int (*move_fd)(int));
-int pipes_handed_end(uint64_t ino, int write_end);
-void pipes_close_handed(void);
+
+/* handover.c */
+int handover_take_plan(int plan_fd, int (*move_fd)(int));
+int handover_pipe_end(uint64_t ino, int write_end);
+int handover_shared_file(pid_t vpid, int fd);
+void handover_close_all(void);
 
 /* checkpoint.c */
 int checkpoint_suspend(uint64_t generation, char *err, size_t errlen);

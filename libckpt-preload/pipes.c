@@ -23,7 +23,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -285,58 +284,4 @@ out:
 		close(wfd);
 	close(rfd);
 	return r;
-}
-
-/* ----- restart: the ends ckpt_restart handed over ----- */
-
-static struct ckpt_plan_pipe handed[CKPT_PLAN_MAX_PIPES];
-static int nhanded;
-
-/* Read the plan's pipes and move both ends of each where no saved fd
- * goes (move_fd: files.c's). 0 or -errno. */
-int pipes_take_plan(int plan_fd, int (*move_fd)(int))
-{
-	struct ckpt_restart_plan head;
-	size_t hsize = offsetof(struct ckpt_restart_plan, procs);
-	size_t off = offsetof(struct ckpt_restart_plan, pipes);
-
-	nhanded = 0;
-	if (plan_fd < 0)
-		return 0;
-	if (pread(plan_fd, &head, hsize, 0) != (ssize_t)hsize)
-		return -EIO;
-	if (head.magic != CKPT_RESTART_PLAN_MAGIC ||
-	    head.npipes > CKPT_PLAN_MAX_PIPES)
-		return -EPROTO;
-	if (head.npipes && pread(plan_fd, handed, head.npipes *
-				 sizeof(handed[0]), off) !=
-	    (ssize_t)(head.npipes * sizeof(handed[0])))
-		return -EIO;
-	nhanded = head.npipes;
-	for (int i = 0; i < nhanded; i++) {
-		handed[i].read_fd = move_fd(handed[i].read_fd);
-		handed[i].write_fd = move_fd(handed[i].write_fd);
-	}
-	return 0;
-}
-
-/* The handed-over end for a saved pipe fd, or -ENOENT (not recreated). */
-int pipes_handed_end(uint64_t ino, int write_end)
-{
-	for (int i = 0; i < nhanded; i++)
-		if (handed[i].ino == ino)
-			return write_end ? handed[i].write_fd :
-					   handed[i].read_fd;
-	return -ENOENT;
-}
-
-void pipes_close_handed(void)
-{
-	for (int i = 0; i < nhanded; i++) {
-		ckpt_mark_own_fd(handed[i].read_fd, 0);
-		ckpt_mark_own_fd(handed[i].write_fd, 0);
-		close(handed[i].read_fd);
-		close(handed[i].write_fd);
-	}
-	nhanded = 0;
 }

@@ -141,6 +141,9 @@ static void print_fds(const struct ckpt_image *img)
 			       (unsigned long long)f->data_size);
 		if (f->kind == CKPT_FD_PIPE)
 			printf(" (size %u)", f->pipe_size);
+		else if (f->parent_fd)
+			printf(" (shared with the parent's fd %u)",
+			       f->parent_fd - 1);
 		printf("\n");
 	}
 }

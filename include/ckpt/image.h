@@ -158,8 +158,13 @@ struct ckpt_fd_info {
 	uint32_t fd_flags;		/* F_GETFD */
 	int64_t offset;			/* lseek position, -1 if none */
 	uint32_t path;			/* string table offset */
-	uint32_t pipe_size;		/* pipe: F_GETPIPE_SZ; else 0 (was
-					   reserved: older images have 0) */
+	union {				/* was reserved: 0 in older images */
+		uint32_t pipe_size;	/* CKPT_FD_PIPE: F_GETPIPE_SZ */
+		uint32_t parent_fd;	/* other kinds: 1 + the fd of the
+					   parent process (vppid) that
+					   shares this open file description
+					   (inherited across fork); 0: none */
+	};
 	uint64_t data_offset;		/* deleted file: content in the image;
 					   pipe: the bytes in flight */
 	uint64_t data_size;

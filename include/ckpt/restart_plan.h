@@ -3,7 +3,8 @@
  * The restart plan of a whole computation: ckpt_restart (restart/
  * process_tree.c) writes it into a memfd shared by every process it
  * forks, before any of them runs the loader; libckpt reads it at restore
- * (vpid/vpid.c: the pid map, libckpt-preload/pipes.c: the pipes). Not on
+ * (vpid/vpid.c: the pid map, libckpt-preload/handover.c: the pipes and
+ * the open files several processes shared). Not on
  * disk; the fd is handed through the loader in struct ckpt_restart_args
  * (version 2: plan_fd).
  *
@@ -19,6 +20,7 @@
 #define CKPT_RESTART_PLAN_VERSION	1
 #define CKPT_PLAN_MAX_PROCS		1024
 #define CKPT_PLAN_MAX_PIPES		256
+#define CKPT_PLAN_MAX_FILES		1024
 
 /* One restored process (or zombie). real_pid is written by the process
  * itself right after ckpt_restart's fork made it. */
@@ -38,6 +40,17 @@ struct ckpt_plan_pipe {
 	int32_t write_fd;
 };
 
+/* One fd of one process that shares its open file description with fds
+ * of other processes (inherited across fork): ckpt_restart opens the file
+ * once, at the saved offset; all entries of one description name the same
+ * handed_fd, which every restored process inherits. */
+struct ckpt_plan_file {
+	int32_t vpid;
+	int32_t fd;			/* the fd number in that process */
+	int32_t handed_fd;
+	int32_t reserved;
+};
+
 struct ckpt_restart_plan {
 	uint64_t magic;			/* CKPT_RESTART_PLAN_MAGIC */
 	uint32_t version;		/* CKPT_RESTART_PLAN_VERSION */
@@ -45,9 +58,10 @@ struct ckpt_restart_plan {
 	uint32_t npipes;
 	uint32_t go;			/* set once every real_pid is known */
 	uint32_t failed;		/* a process could not be set up */
-	uint32_t reserved;
+	uint32_t nfiles;
 	struct ckpt_plan_proc procs[CKPT_PLAN_MAX_PROCS];
 	struct ckpt_plan_pipe pipes[CKPT_PLAN_MAX_PIPES];
+	struct ckpt_plan_file files[CKPT_PLAN_MAX_FILES];
 };
 
 #endif /* CKPT_RESTART_PLAN_H */
