@@ -5,7 +5,8 @@
  *
  *   DO_SUSPEND  1. stop every other thread in the signal handler
  *               2. save each resource (process attributes, signal
- *                  actions, file descriptors) into libckpt's tables
+ *                  actions, file descriptors, exited children not yet
+ *                  reaped) into libckpt's tables
  *   DO_WRITE    3. write the image into a temporary file: tables, then
  *                  memory (which contains the tables and every thread's
  *                  saved context, the manager's included)
@@ -25,6 +26,7 @@ const struct ckpt_resource_ops *const ckpt_resources[] = {
 	&process_resource_ops,
 	&signal_resource_ops,
 	&file_resource_ops,
+	&zombie_resource_ops,
 };
 const size_t ckpt_nresources =
 	sizeof(ckpt_resources) / sizeof(ckpt_resources[0]);

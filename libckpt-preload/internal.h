@@ -85,6 +85,7 @@ struct ckpt_resource_ops {
 extern const struct ckpt_resource_ops process_resource_ops;
 extern const struct ckpt_resource_ops signal_resource_ops;
 extern const struct ckpt_resource_ops file_resource_ops;
+extern const struct ckpt_resource_ops zombie_resource_ops;
 extern const struct ckpt_resource_ops *const ckpt_resources[];
 extern const size_t ckpt_nresources;
 
