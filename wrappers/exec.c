@@ -75,8 +75,8 @@ static void build_env(char *const envp[], const char **out, char *vpid_var,
 		if (!is_ours(envp[i]))
 			out[n++] = envp[i];
 	}
-	ckpt_fmt(vpid_var, vpid_len, "CKPT_VPID=%d:%d", (int)ckpt.vpid,
-		 (int)ckpt_real_getpid());
+	ckpt_fmt(vpid_var, vpid_len, "CKPT_VPID=%d:%d:%d", (int)ckpt.vpid,
+		 (int)ckpt_real_getpid(), (int)ckpt.vppid);
 	out[n++] = preload;
 	out[n++] = env_coord;
 	out[n++] = env_dir;

@@ -9,12 +9,15 @@
  * Every process prints "<name> <i>" for i = 1..ITER and checks on each
  * step that getppid() is the pid its parent had. child2 loops until the
  * parent sends SIGTERM to its stored pid (exits 9). The parent checks
- * kill(pid, 0) and getpgid() on its children on each step, then reaps
+ * kill(pid, 0), getpgid(), getsid(), sched_getaffinity() and pidfd_open()
+ * on its children on each step, then reaps
  * child1 and child2 by their stored pids with waitpid and checks their
  * statuses. Last line: "OK tree". Any mismatch prints "FAIL ..." and
  * exits 1.
  */
+#include <sched.h>
 #include <signal.h>
+#include <sys/pidfd.h>
 #include <sys/wait.h>
 #include "app_util.h"
 
@@ -55,6 +58,23 @@ static void reap(const char *who, pid_t child, int want_status)
 		fail(who, "waitpid returned", r, child);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != want_status)
 		fail(who, "child exit status", status, want_status << 8);
+}
+
+/* Other calls that name a process: the pid stored before a restart must
+ * reach the same child. */
+static void check_by_pid(pid_t child)
+{
+	cpu_set_t set;
+	int fd;
+
+	if (sched_getaffinity(child, sizeof(set), &set) != 0)
+		fail("parent", "sched_getaffinity(child1) errno", errno, 0);
+	fd = pidfd_open(child, 0);
+	if (fd < 0)
+		fail("parent", "pidfd_open(child1) errno", errno, 0);
+	close(fd);
+	if (getsid(child) != getsid(0))
+		fail("parent", "getsid(child1)", getsid(child), getsid(0));
 }
 
 static pid_t spawn(void (*body)(pid_t), const char *who)
@@ -123,6 +143,7 @@ int main(int argc, char **argv)
 		if (getpgid(c2) != getpgrp())
 			fail("parent", "getpgid(child2)", getpgid(c2),
 			     getpgrp());
+		check_by_pid(c1);
 		say("parent %lu", i);
 		sleep_ms(delay_ms);
 	}
