@@ -86,6 +86,7 @@ extern const struct ckpt_resource_ops process_resource_ops;
 extern const struct ckpt_resource_ops signal_resource_ops;
 extern const struct ckpt_resource_ops file_resource_ops;
 extern const struct ckpt_resource_ops zombie_resource_ops;
+extern const struct ckpt_resource_ops process_group_resource_ops;
 extern const struct ckpt_resource_ops *const ckpt_resources[];
 extern const size_t ckpt_nresources;
 
@@ -188,5 +189,6 @@ pid_t vpid_real_from_virt(pid_t virt);
 void vpid_map(pid_t virt, pid_t real);
 void vpid_reset_after_fork(void);
 int vpid_load_plan(int plan_fd);
+int vpid_known(pid_t virt);
 
 #endif /* CKPT_INTERNAL_H */

@@ -102,3 +102,27 @@ def test_tree_restart_refuses_mixed_images(session, tmp_path):
     assert re.search(r"both are the process with pid \d+", r.stderr), (
         r.stderr)
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+@pytest.mark.time_limit(300)
+def test_process_groups_restart(session):
+    """Groups the program made come back: a leader leads a new group, a
+    member joins its leader's, kill(-pgid) reaches the whole group."""
+    argv = [app("pgroups"), "150", "20"]
+    p = session.launch(argv)
+    p.wait_line(r"^start parent")
+    p.wait_line(r"^parent (\d+)$", minimum=30)
+    seen = max(numbers(p.lines(), r"^parent (\d+)$"))
+    images = session.checkpoint(expect_images=3)
+    session.kill_all()
+    p.popen.wait(30)
+    before = numbers(p.lines(), r"^parent (\d+)$")
+    r = session.restart(images)
+    rc = r.wait_exit()
+    lines = r.lines()
+    assert rc == 0 and lines[-1] == "OK groups", (
+        "exit %d, last lines %r, stderr:\n%s" % (rc, lines[-5:],
+                                                r.stderr_text()))
+    after = numbers(lines, r"^parent (\d+)$")
+    assert seen < after[0] <= before[-1] + 1
+    assert after == list(range(after[0], 151))

@@ -63,6 +63,16 @@ pid_t vpid_virt_from_real(pid_t real)
 	return real;
 }
 
+int vpid_known(pid_t virt)
+{
+	int n = __atomic_load_n(&nentries, __ATOMIC_ACQUIRE);
+
+	for (int i = 0; i < n; i++)
+		if (table[i].virt == virt)
+			return 1;
+	return 0;
+}
+
 pid_t vpid_real_from_virt(pid_t virt)
 {
 	int n = __atomic_load_n(&nentries, __ATOMIC_ACQUIRE);
