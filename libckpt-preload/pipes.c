@@ -11,9 +11,9 @@
  *   into its image like a deleted file's content, and writes them back
  *   through a write end of its own, so the computation goes on unchanged.
  *
- *   restart: ckpt_restart makes each pipe once, refilled, and hands both
- *   ends to every process (the restart plan); files.c puts the end each
- *   fd had in place.
+ *   restart: ckpt_restart (restart/restart_pipes.c) makes each pipe once,
+ *   refilled, and hands both ends to every process through the restart
+ *   plan (handover.c); files.c puts the end each fd had in place.
  *
  * Pipes that lead outside the computation (those the first process was
  * started with, e.g. its stdio, known to all its descendants; after a

@@ -126,3 +126,23 @@ def test_process_groups_restart(session):
     after = numbers(lines, r"^parent (\d+)$")
     assert seen < after[0] <= before[-1] + 1
     assert after == list(range(after[0], 151))
+
+
+@pytest.mark.time_limit(300)
+def test_restart_while_the_original_holds_the_pids(session):
+    """The original tree keeps running (so its processes hold every stored
+    pid) while a copy is restarted from its images: the copy's waitpid,
+    kill and getppid must reach its own processes, never the originals."""
+    p = session.launch([app("proc_tree"), str(ITER), DELAY_MS])
+    p.wait_line(r"^start parent")
+    p.wait_line(r"^parent (\d+)$", minimum=30)
+    images = session.checkpoint(expect_images=4)
+    r = session.restart(images)
+    rc = r.wait_exit()
+    lines = r.lines()
+    assert rc == 0 and lines[-1] == "OK tree", (
+        "exit %d, last lines %r, stderr:\n%s" % (rc, lines[-5:],
+                                                r.stderr_text()))
+    assert p.wait_exit() == 0 and p.lines()[-1] == "OK tree", (
+        "the original tree was disturbed by its restarted copy: %r\n%s" % (
+            p.lines()[-3:], p.stderr_text()))
