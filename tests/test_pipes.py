@@ -4,12 +4,13 @@ process, come back connected, with the bytes in flight at the checkpoint
 neither lost nor doubled: a ring of processes passes tokens through pipes
 while it is checkpointed, killed and restarted with one ckpt_restart."""
 
+import os
 import re
 import subprocess
 
 import pytest
 
-from ckpt_harness import app, numbers, reference_output
+from ckpt_harness import Proc, app, numbers, reference_output
 
 NPROC = 3
 ARGV = [app("pipe_ring"), str(NPROC), "8", "300", "3"]
@@ -89,3 +90,23 @@ def test_pipe_ring_two_restarts(session):
                                                 r2.stderr_text()))
     after = numbers(lines, ROUND)
     assert seen2 < after[0] and after == list(range(after[0], 301))
+
+
+@pytest.mark.time_limit(300)
+def test_pipe_ring_restart_script(session):
+    """ckpt_restart_script.sh brings the whole ring back with one command."""
+    ref = reference_output(ARGV)
+    p = session.launch(ARGV)
+    p.wait_line(r"^start ring")
+    images, seen = checkpoint_ring(session, p, 30)
+    session.kill_all()
+    p.popen.wait(30)
+    script = os.path.join(session.ckptdir, "ckpt_restart_script.sh")
+    r = Proc([script], session.env, "ckpt_restart_script.sh")
+    session.procs.append(r)
+    rc = r.wait_exit()
+    assert rc == 0 and r.lines()[-1] == ref[-1], (
+        "exit %d, last lines %r, stderr:\n%s" % (rc, r.lines()[-5:],
+                                                r.stderr_text()))
+    after = numbers(r.lines(), ROUND)
+    assert seen < after[0] and after == list(range(after[0], 301))

@@ -146,3 +146,29 @@ def test_restart_while_the_original_holds_the_pids(session):
     assert p.wait_exit() == 0 and p.lines()[-1] == "OK tree", (
         "the original tree was disturbed by its restarted copy: %r\n%s" % (
             p.lines()[-3:], p.stderr_text()))
+
+
+@pytest.mark.time_limit(600)
+def test_forest_of_64_processes(session):
+    """64 processes in three generations: one checkpoint writes 64 images,
+    one ckpt_restart brings the whole tree back, every parent reaps its
+    children by their stored pids with their exit statuses."""
+    iters = 300
+    p = session.launch([app("fork_forest"), str(iters), "20"])
+    p.wait_line(r"^tree of 64 processes$")
+    p.wait_line(r"^root (\d+)$", minimum=40)
+    seen = max(numbers(p.lines(), r"^root (\d+)$"))
+    images = session.checkpoint(expect_images=64)
+    session.kill_all()
+    p.popen.wait(30)
+    before = numbers(p.lines(), r"^root (\d+)$")
+    r = session.restart(images)
+    rc = r.wait_exit()
+    lines = r.lines()
+    assert rc == 0 and lines[-1] == "OK forest 64", (
+        "exit %d, last lines %r, stderr:\n%s" % (rc, lines[-5:],
+                                                r.stderr_text()))
+    assert not any(l.startswith("FAIL") for l in lines), lines
+    after = numbers(lines, r"^root (\d+)$")
+    assert seen < after[0] <= before[-1] + 1
+    assert after == list(range(after[0], iters + 1))
