@@ -35,6 +35,7 @@ struct saved_fd {
 	uint64_t dev, ino;
 	uint32_t path;		/* offset in path_pool */
 	uint32_t pipe_size;	/* F_GETPIPE_SZ */
+	uint32_t peer_ino;	/* AF_UNIX stream: the connected peer */
 };
 
 static struct saved_fd saved[CKPT_MAX_FDS];
@@ -122,6 +123,9 @@ static int save_one_fd(int fd, pid_t pid)
 	s->offset = lseek(fd, 0, SEEK_CUR);
 	s->dev = st.st_dev;
 	s->ino = st.st_ino;
+	if (S_ISSOCK(st.st_mode) &&
+	    sockets_unix_stream_peer(fd, st.st_ino, &s->peer_ino) == 1)
+		s->kind = CKPT_FD_UNIX_STREAM;
 	s->size = s->kind == CKPT_FD_FILE_DELETED ? (uint64_t)st.st_size : 0;
 	if (s->kind == CKPT_FD_PIPE)
 		s->pipe_size = fcntl(fd, F_GETPIPE_SZ);
@@ -184,6 +188,15 @@ static int content_of(const struct saved_fd *s, uint64_t *size)
 		return -1;
 	if (s->kind == CKPT_FD_FILE_DELETED)
 		return s->fd;
+	if (s->kind == CKPT_FD_UNIX_STREAM) {
+		r = sockets_save_queue(s->fd, s->ino, &memfd, size);
+		if (r < 0) {
+			ckpt_log("fd %d (%s): saving the socket's queue failed: "
+				 "%s", s->fd, saved_path(s), strerror(-r));
+			return r;
+		}
+		return memfd;
+	}
 	if (s->kind != CKPT_FD_PIPE)
 		return -1;
 	r = pipes_drain(s->fd, s->ino, &memfd, size);
@@ -233,6 +246,8 @@ static int files_write(struct image_writer *w)
 		fi.offset = s->offset;
 		if (s->kind == CKPT_FD_PIPE)
 			fi.pipe_size = s->pipe_size;
+		else if (s->kind == CKPT_FD_UNIX_STREAM)
+			fi.peer_ino = s->peer_ino;
 		else
 			fi.parent_fd = parent_sharing(s);
 		r = writer_add_fd(w, &fi, saved_path(s),
@@ -409,6 +424,24 @@ static int restore_pipe_end(const struct saved_fd *s)
 	return 0;
 }
 
+/* The end ckpt_restart made of the saved pair; without the peer among
+ * the restarted images, stdio or /dev/null as before. */
+static int restore_socket_end(const struct saved_fd *s)
+{
+	int end = handover_socket_end(s->ino);
+
+	if (end < 0 && s->fd <= 2)
+		return inherit_stdio(s->fd);
+	if (end < 0) {
+		ckpt_log("fd %d (%s): its peer was not restarted with it; it is "
+			 "replaced by /dev/null", s->fd, saved_path(s));
+		return open_dev_null(s->fd);
+	}
+	if (dup2(end, s->fd) < 0 || fcntl(s->fd, F_SETFL, s->flags) < 0)
+		return -errno;
+	return 0;
+}
+
 static int restore_one_fd(const struct saved_fd *s, int image_fd)
 {
 	int r, fd = s->fd;
@@ -445,6 +478,8 @@ static int restore_one_fd(const struct saved_fd *s, int image_fd)
 		return inherit_stdio(fd);
 	case CKPT_FD_PIPE:
 		return restore_pipe_end(s);
+	case CKPT_FD_UNIX_STREAM:
+		return restore_socket_end(s);
 	default:
 		ckpt_log("fd %d (%s) cannot be restored yet; it is replaced by"
 			 " /dev/null", fd, saved_path(s));

@@ -2,7 +2,8 @@
 /*
  * What ckpt_restart handed over in the restart plan
  * (include/ckpt/restart_plan.h) besides the pid map: both ends of every
- * pipe of the computation, and the open file descriptions that several
+ * pipe of the computation, the ends of its socket pairs, and the open
+ * file descriptions that several
  * processes shared (one open file, one offset). Every fd of the plan is
  * moved where no saved fd goes before files.c restores anything; files.c
  * takes what its saved fds had, then they are closed.
@@ -15,7 +16,8 @@
 
 static struct ckpt_plan_pipe pipes[CKPT_PLAN_MAX_PIPES];
 static struct ckpt_plan_file files[CKPT_PLAN_MAX_FILES];
-static int npipes, nfiles;
+static struct ckpt_plan_socket sockets[CKPT_PLAN_MAX_SOCKETS];
+static int npipes, nfiles, nsockets;
 
 static int read_table(int plan_fd, void *dst, size_t elem, uint32_t n,
 		      size_t off)
@@ -33,24 +35,32 @@ int handover_take_plan(int plan_fd, int (*move_fd)(int))
 	size_t hsize = offsetof(struct ckpt_restart_plan, procs);
 	int r;
 
-	npipes = nfiles = 0;
+	npipes = nfiles = nsockets = 0;
 	if (plan_fd < 0)
 		return 0;
 	if (pread(plan_fd, &head, hsize, 0) != (ssize_t)hsize)
 		return -EIO;
 	if (head.magic != CKPT_RESTART_PLAN_MAGIC ||
 	    head.npipes > CKPT_PLAN_MAX_PIPES ||
-	    head.nfiles > CKPT_PLAN_MAX_FILES)
+	    head.nfiles > CKPT_PLAN_MAX_FILES ||
+	    head.nsockets > CKPT_PLAN_MAX_SOCKETS)
 		return -EPROTO;
 	r = read_table(plan_fd, pipes, sizeof(pipes[0]), head.npipes,
 		       offsetof(struct ckpt_restart_plan, pipes));
 	if (r == 0)
 		r = read_table(plan_fd, files, sizeof(files[0]), head.nfiles,
 			       offsetof(struct ckpt_restart_plan, files));
+	if (r == 0)
+		r = read_table(plan_fd, sockets, sizeof(sockets[0]),
+			       head.nsockets,
+			       offsetof(struct ckpt_restart_plan, sockets));
 	if (r < 0)
 		return r;
 	npipes = head.npipes;
 	nfiles = head.nfiles;
+	nsockets = head.nsockets;
+	for (int i = 0; i < nsockets; i++)
+		sockets[i].fd = move_fd(sockets[i].fd);
 	for (int i = 0; i < npipes; i++) {
 		pipes[i].read_fd = move_fd(pipes[i].read_fd);
 		pipes[i].write_fd = move_fd(pipes[i].write_fd);
@@ -83,6 +93,15 @@ int handover_pipe_end(uint64_t ino, int write_end)
 	return -ENOENT;
 }
 
+/* The handed-over end for a saved socket, or -ENOENT. */
+int handover_socket_end(uint64_t ino)
+{
+	for (int i = 0; i < nsockets; i++)
+		if (sockets[i].ino == ino)
+			return sockets[i].fd;
+	return -ENOENT;
+}
+
 /* The shared description for fd of this process, or -ENOENT. */
 int handover_shared_file(pid_t vpid, int fd)
 {
@@ -106,6 +125,8 @@ void handover_close_all(void)
 		close_handed(pipes[i].read_fd);
 		close_handed(pipes[i].write_fd);
 	}
+	for (int i = 0; i < nsockets; i++)
+		close_handed(sockets[i].fd);
 	for (int i = 0; i < nfiles; i++) {
 		int fd = files[i].handed_fd;
 
@@ -114,5 +135,5 @@ void handover_close_all(void)
 			if (files[j].handed_fd == fd)
 				files[j].handed_fd = -1;
 	}
-	npipes = nfiles = 0;
+	npipes = nfiles = nsockets = 0;
 }

@@ -152,11 +152,20 @@ extern char pipes_outside_env[];
 void pipes_begin_round(uint64_t generation, const char *dir);
 void pipes_end_round(void);
 int pipes_drain(int fd, uint64_t ino, int *memfd, uint64_t *size);
+#define CKPT_CLAIM_SOCKET	(1ULL << 63)
+int round_claim(uint64_t key);
+int round_keep_memfd(int fd);
+
+/* sockets.c */
+int sockets_unix_stream_peer(int fd, uint64_t ino, uint32_t *peer);
+int sockets_save_queue(int fd, uint64_t ino, int *memfd, uint64_t *size);
+
 
 /* handover.c */
 int handover_take_plan(int plan_fd, int (*move_fd)(int));
 int handover_pipe_end(uint64_t ino, int write_end);
 int handover_shared_file(pid_t vpid, int fd);
+int handover_socket_end(uint64_t ino);
 void handover_close_all(void);
 
 /* checkpoint.c */

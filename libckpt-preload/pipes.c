@@ -138,14 +138,16 @@ static uint64_t round_generation;
 static char round_dir[4096];
 static int drained_memfds[CKPT_PLAN_MAX_PIPES];
 static int ndrained;
-static uint64_t claimed[CKPT_PLAN_MAX_PIPES];	/* inodes, this round */
+static uint64_t claimed[CKPT_PLAN_MAX_PIPES];	/* keys, this round */
 static uint64_t claimed_generation;
 static int nclaimed;
 
-static void claim_path(char *buf, size_t len, uint64_t ino, uint64_t gen)
+static void claim_path(char *buf, size_t len, uint64_t key, uint64_t gen)
 {
-	ckpt_fmt(buf, len, "%s/.ckpt_pipe_%llu.g%llu", round_dir,
-		 (unsigned long long)ino, (unsigned long long)gen);
+	ckpt_fmt(buf, len, "%s/.ckpt_%s_%llu.g%llu", round_dir,
+		 key & CKPT_CLAIM_SOCKET ? "sock" : "pipe",
+		 (unsigned long long)(key & ~CKPT_CLAIM_SOCKET),
+		 (unsigned long long)gen);
 }
 
 /* The previous round's claims are no longer needed by anyone: every
@@ -177,24 +179,35 @@ void pipes_end_round(void)
 	ndrained = 0;
 }
 
-/* 1: this process drains pipe ino in this round; 0: another does. */
-static int claim(uint64_t ino)
+/* 1: this process saves the object `key` (a pipe inode, or a socket
+ * inode | CKPT_CLAIM_SOCKET) in this round; 0: another process does, or
+ * this one already did through another fd. */
+int round_claim(uint64_t key)
 {
 	char path[4200];
 	int fd;
 
 	for (int i = 0; i < nclaimed; i++)
-		if (claimed[i] == ino)
-			return 0;	/* drained through another fd */
+		if (claimed[i] == key)
+			return 0;
 	if (nclaimed == CKPT_PLAN_MAX_PIPES)
 		return -E2BIG;
-	claim_path(path, sizeof(path), ino, round_generation);
+	claim_path(path, sizeof(path), key, round_generation);
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return errno == EEXIST ? 0 : -errno;
 	close(fd);
-	claimed[nclaimed++] = ino;
+	claimed[nclaimed++] = key;
 	return 1;
+}
+
+/* A memfd of saved bytes, closed once the image is written. */
+int round_keep_memfd(int fd)
+{
+	if (ndrained == CKPT_PLAN_MAX_PIPES)
+		return -E2BIG;
+	drained_memfds[ndrained++] = fd;
+	return 0;
 }
 
 static int open_end(int fd, int mode)
@@ -252,7 +265,7 @@ int pipes_drain(int fd, uint64_t ino, int *memfd, uint64_t *size)
 
 	*memfd = -1;
 	*size = 0;
-	r = claim(ino);
+	r = round_claim(ino);
 	if (r <= 0)
 		return r;
 	if (ndrained == CKPT_PLAN_MAX_PIPES)
@@ -272,8 +285,7 @@ int pipes_drain(int fd, uint64_t ino, int *memfd, uint64_t *size)
 	r = copy_out(rfd, mfd, limit, size);
 	if (r == 0)
 		r = write_back(wfd, mfd, *size);
-	if (r == 0) {
-		drained_memfds[ndrained++] = mfd;
+	if (r == 0 && round_keep_memfd(mfd) == 0) {
 		*memfd = mfd;
 		mfd = -1;
 	}

@@ -104,6 +104,7 @@ const char *fd_kind_name(uint32_t kind)
 		[CKPT_FD_STDIO_INHERIT] = "stdio-inherit",
 		[CKPT_FD_UNSUPPORTED] = "unsupported",
 		[CKPT_FD_PIPE] = "pipe",
+		[CKPT_FD_UNIX_STREAM] = "unix-stream",
 	};
 
 	if (kind < sizeof(names) / sizeof(*names) && names[kind])
@@ -442,7 +443,8 @@ static int check_tables(struct ckpt_image *img)
 		if (err)
 			return err;
 		if ((f->kind == CKPT_FD_FILE_DELETED ||
-		     (f->kind == CKPT_FD_PIPE && f->data_size)) &&
+		     ((f->kind == CKPT_FD_PIPE ||
+		       f->kind == CKPT_FD_UNIX_STREAM) && f->data_size)) &&
 		    !range_inside(f->data_offset, f->data_size,
 				  h->data_offset, h->image_size))
 			return image_fail(img, EINVAL, "%s: saved content lies "

@@ -20,6 +20,12 @@ int restart_tree(struct ckpt_image *imgs, int n, const char *coord,
 int restart_pipes_create(struct ckpt_image *imgs, int n,
 			 struct ckpt_restart_plan *plan, int *keep_fd_end);
 
+/* Make every connected AF_UNIX stream pair of the images once
+ * (restart_sockets.c), as fds from *keep_fd_end up. 0 or -errno after
+ * printing why. */
+int restart_sockets_create(struct ckpt_image *imgs, int n,
+			   struct ckpt_restart_plan *plan, int *keep_fd_end);
+
 /* Open once every file several processes shared (restart_files.c), as
  * fds from *keep_fd_end up; parent[i] is image i's parent image or -1.
  * 0 or -errno after printing why. */

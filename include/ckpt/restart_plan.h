@@ -3,8 +3,8 @@
  * The restart plan of a whole computation: ckpt_restart (restart/
  * process_tree.c) writes it into a memfd shared by every process it
  * forks, before any of them runs the loader; libckpt reads it at restore
- * (vpid/vpid.c: the pid map, libckpt-preload/handover.c: the pipes and
- * the open files several processes shared). Not on
+ * (vpid/vpid.c: the pid map, libckpt-preload/handover.c: the pipes, the
+ * socket pairs and the open files several processes shared). Not on
  * disk; the fd is handed through the loader in struct ckpt_restart_args
  * (version 2: plan_fd).
  *
@@ -21,6 +21,7 @@
 #define CKPT_PLAN_MAX_PROCS		1024
 #define CKPT_PLAN_MAX_PIPES		256
 #define CKPT_PLAN_MAX_FILES		1024
+#define CKPT_PLAN_MAX_SOCKETS		512
 
 /* One restored process (or zombie). real_pid is written by the process
  * itself right after ckpt_restart's fork made it. */
@@ -51,6 +52,14 @@ struct ckpt_plan_file {
 	int32_t reserved;
 };
 
+/* One end of a connected AF_UNIX stream socket pair, made by
+ * ckpt_restart with the bytes queued for it; every process inherits it. */
+struct ckpt_plan_socket {
+	uint64_t ino;			/* the end's inode at the checkpoint */
+	int32_t fd;
+	int32_t reserved;
+};
+
 struct ckpt_restart_plan {
 	uint64_t magic;			/* CKPT_RESTART_PLAN_MAGIC */
 	uint32_t version;		/* CKPT_RESTART_PLAN_VERSION */
@@ -59,9 +68,12 @@ struct ckpt_restart_plan {
 	uint32_t go;			/* set once every real_pid is known */
 	uint32_t failed;		/* a process could not be set up */
 	uint32_t nfiles;
+	uint32_t nsockets;
+	uint32_t reserved;
 	struct ckpt_plan_proc procs[CKPT_PLAN_MAX_PROCS];
 	struct ckpt_plan_pipe pipes[CKPT_PLAN_MAX_PIPES];
 	struct ckpt_plan_file files[CKPT_PLAN_MAX_FILES];
+	struct ckpt_plan_socket sockets[CKPT_PLAN_MAX_SOCKETS];
 };
 
 #endif /* CKPT_RESTART_PLAN_H */
