@@ -4,8 +4,9 @@
  * thread runs it on the coordinator's orders:
  *
  *   DO_SUSPEND  1. stop every other thread in the signal handler
- *               2. save each resource (process attributes, signal
- *                  actions, file descriptors) into libckpt's tables
+ *               2. save each resource (process attributes, process
+ *                  group, signal actions, file descriptors, exited
+ *                  children not yet reaped) into libckpt's tables
  *   DO_WRITE    3. write the image into a temporary file: tables, then
  *                  memory (which contains the tables and every thread's
  *                  saved context, the manager's included)
@@ -23,8 +24,10 @@
 /* Every kind of process resource, in save and restore order. */
 const struct ckpt_resource_ops *const ckpt_resources[] = {
 	&process_resource_ops,
+	&process_group_resource_ops,
 	&signal_resource_ops,
 	&file_resource_ops,
+	&zombie_resource_ops,
 };
 const size_t ckpt_nresources =
 	sizeof(ckpt_resources) / sizeof(ckpt_resources[0]);
@@ -68,8 +71,10 @@ int checkpoint_write(uint64_t generation, const char *dir, char *path,
 	self->uc = NULL;
 	if (ckpt_save_context(&self->ctx) != 0)
 		return CKPT_RESTARTED;
+	pipes_begin_round(generation, dir && dir[0] ? dir : ckpt.ckpt_dir);
 	r = image_write(generation, dir, path, pathlen, tmp, tmplen, err,
 			errlen);
+	pipes_end_round();
 	threads_resume_all();
 	return r;
 }

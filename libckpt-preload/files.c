@@ -4,9 +4,11 @@
  * offset; files deleted while open come back with their content (saved in
  * the image) in a new unlinked file; character devices are reopened;
  * terminals and pipes/sockets on 0-2 are taken from the restarting side
- * (ckpt_restart's stdio). Descriptors sharing one open file description
- * inside the process (dup) come back shared. What is not supported yet is
- * replaced by /dev/null with a warning naming the descriptor.
+ * (ckpt_restart's stdio). Pipes inside the computation are drained at
+ * the checkpoint and handed over by ckpt_restart (pipes.c). Descriptors
+ * sharing one open file description inside the process (dup) come back
+ * shared. What is not supported yet is replaced by /dev/null with a
+ * warning naming the descriptor.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +36,8 @@ struct saved_fd {
 	uint32_t path;		/* offset in path_pool */
 	int has_termios;	/* a terminal: its settings */
 	struct termios termios;
+	uint32_t pipe_size;	/* F_GETPIPE_SZ */
+	uint32_t peer_ino;	/* AF_UNIX stream: the connected peer */
 };
 
 static struct saved_fd saved[CKPT_MAX_FDS];
@@ -77,6 +81,9 @@ static int fd_kind(int fd, const struct stat *st, const char *path)
 		return strncmp(path, "/dev/", 5) ? CKPT_FD_UNSUPPORTED :
 						   CKPT_FD_DEVICE;
 	}
+	if (S_ISFIFO(st->st_mode) && !strncmp(path, "pipe:[", 6) &&
+	    !pipes_is_outside(st->st_ino))
+		return CKPT_FD_PIPE;
 	if (fd <= 2)
 		return CKPT_FD_STDIO_INHERIT;
 	return CKPT_FD_UNSUPPORTED;
@@ -118,9 +125,14 @@ static int save_one_fd(int fd, pid_t pid)
 	s->offset = lseek(fd, 0, SEEK_CUR);
 	s->dev = st.st_dev;
 	s->ino = st.st_ino;
+	if (S_ISSOCK(st.st_mode) &&
+	    sockets_unix_stream_peer(fd, st.st_ino, &s->peer_ino) == 1)
+		s->kind = CKPT_FD_UNIX_STREAM;
 	s->size = s->kind == CKPT_FD_FILE_DELETED ? (uint64_t)st.st_size : 0;
 	s->has_termios = s->kind == CKPT_FD_TTY &&
 			 ioctl(fd, TCGETS, &s->termios) == 0;
+	if (s->kind == CKPT_FD_PIPE)
+		s->pipe_size = fcntl(fd, F_GETPIPE_SZ);
 	if (pool_add(path, &s->path) < 0)
 		return -ENOMEM;
 	find_dup(s, pid);
@@ -168,22 +180,82 @@ static int files_save(void)
 	return r;
 }
 
+/* Where the content saved with the record comes from: a deleted file
+ * itself, the bytes drained from a pipe (every process of the computation
+ * is stopped by now), or nothing (-1). */
+static int content_of(const struct saved_fd *s, uint64_t *size)
+{
+	int memfd, r;
+
+	*size = s->size;
+	if (s->dup_of >= 0)
+		return -1;
+	if (s->kind == CKPT_FD_FILE_DELETED)
+		return s->fd;
+	if (s->kind == CKPT_FD_UNIX_STREAM) {
+		r = sockets_save_queue(s->fd, s->ino, &memfd, size);
+		if (r < 0) {
+			ckpt_log("fd %d (%s): saving the socket's queue failed: "
+				 "%s", s->fd, saved_path(s), strerror(-r));
+			return r;
+		}
+		return memfd;
+	}
+	if (s->kind != CKPT_FD_PIPE)
+		return -1;
+	r = pipes_drain(s->fd, s->ino, &memfd, size);
+	if (r < 0) {
+		ckpt_log("fd %d (%s): draining the pipe failed: %s", s->fd,
+			 saved_path(s), strerror(-r));
+		return r;
+	}
+	return memfd;
+}
+
+static int may_share_with_parent(int kind)
+{
+	return kind == CKPT_FD_FILE || kind == CKPT_FD_DIR ||
+	       kind == CKPT_FD_DEVICE;
+}
+
+/* 1 + fd when the parent process holds the same open file description at
+ * the same number (inherited across fork), else 0. Called when every
+ * process of the computation is stopped. kcmp needs no privilege between
+ * processes of one user. */
+static uint32_t parent_sharing(const struct saved_fd *s)
+{
+	pid_t ppid = syscall(SYS_getppid);
+
+	if (ppid <= 1 || s->dup_of >= 0 || !may_share_with_parent(s->kind))
+		return 0;
+	return syscall(SYS_kcmp, ckpt_real_getpid(), ppid, KCMP_FILE, s->fd,
+		       s->fd) == 0 ? (uint32_t)s->fd + 1 : 0;
+}
+
 static int files_write(struct image_writer *w)
 {
 	for (int i = 0; i < nsaved; i++) {
 		const struct saved_fd *s = &saved[i];
 		struct ckpt_fd_info fi;
-		int deleted = s->kind == CKPT_FD_FILE_DELETED && s->dup_of < 0;
-		int r;
+		uint64_t size;
+		int content = content_of(s, &size), r;
 
+		if (content < -1)
+			return content;
 		memset(&fi, 0, sizeof(fi));
 		fi.fd = s->fd;
 		fi.kind = s->kind;
 		fi.flags = s->flags;
 		fi.fd_flags = s->fd_flags;
 		fi.offset = s->offset;
-		r = writer_add_fd(w, &fi, saved_path(s), deleted ? s->fd : -1,
-				  s->size);
+		if (s->kind == CKPT_FD_PIPE)
+			fi.pipe_size = s->pipe_size;
+		else if (s->kind == CKPT_FD_UNIX_STREAM)
+			fi.peer_ino = s->peer_ino;
+		else
+			fi.parent_fd = parent_sharing(s);
+		r = writer_add_fd(w, &fi, saved_path(s),
+				  content >= 0 && size ? content : -1, size);
 		if (r < 0)
 			return r;
 	}
@@ -347,12 +419,63 @@ static int reopen_flags(const struct saved_fd *s)
 	return s->flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY);
 }
 
+static int inherit_stdio(int fd)
+{
+	if (fd > 2 || stdio_copy[fd] < 0)
+		return open_dev_null(fd);
+	if (dup2(stdio_copy[fd], fd) < 0)
+		return -errno;
+	pipes_set_outside(fd);
+	return 0;
+}
+
+/* The end ckpt_restart handed over, with the saved status flags; a pipe
+ * it did not recreate led outside the computation: stdio. */
+static int restore_pipe_end(const struct saved_fd *s)
+{
+	int end = handover_pipe_end(s->ino, (s->flags & O_ACCMODE) == O_WRONLY);
+
+	if (end < 0 && s->fd <= 2)
+		return inherit_stdio(s->fd);
+	if (end < 0) {
+		ckpt_log("fd %d (%s): the pipe was not recreated (restart all "
+			 "images of the checkpoint with one ckpt_restart); it "
+			 "is replaced by /dev/null", s->fd, saved_path(s));
+		return open_dev_null(s->fd);
+	}
+	if (dup2(end, s->fd) < 0 || fcntl(s->fd, F_SETFL, s->flags) < 0)
+		return -errno;
+	return 0;
+}
+
+/* The end ckpt_restart made of the saved pair; without the peer among
+ * the restarted images, stdio or /dev/null as before. */
+static int restore_socket_end(const struct saved_fd *s)
+{
+	int end = handover_socket_end(s->ino);
+
+	if (end < 0 && s->fd <= 2)
+		return inherit_stdio(s->fd);
+	if (end < 0) {
+		ckpt_log("fd %d (%s): its peer was not restarted with it; it is "
+			 "replaced by /dev/null", s->fd, saved_path(s));
+		return open_dev_null(s->fd);
+	}
+	if (dup2(end, s->fd) < 0 || fcntl(s->fd, F_SETFL, s->flags) < 0)
+		return -errno;
+	return 0;
+}
+
 static int restore_one_fd(const struct saved_fd *s, int image_fd)
 {
 	int r, fd = s->fd;
 
 	if (s->dup_of >= 0)
 		return dup2(saved[s->dup_of].fd, fd) < 0 ? -errno : 0;
+	r = may_share_with_parent(s->kind) ?
+	    handover_shared_file(ckpt.vpid, fd) : -ENOENT;
+	if (r >= 0)
+		return dup2(r, fd) < 0 ? -errno : 0;
 	switch (s->kind) {
 	case CKPT_FD_FILE:
 	case CKPT_FD_DEVICE:
@@ -379,9 +502,11 @@ static int restore_one_fd(const struct saved_fd *s, int image_fd)
 		restore_terminal_settings(s);
 		return 0;
 	case CKPT_FD_STDIO_INHERIT:
-		if (stdio_copy[fd] < 0)
-			return open_dev_null(fd);
-		return dup2(stdio_copy[fd], fd) < 0 ? -errno : 0;
+		return inherit_stdio(fd);
+	case CKPT_FD_PIPE:
+		return restore_pipe_end(s);
+	case CKPT_FD_UNIX_STREAM:
+		return restore_socket_end(s);
 	default:
 		ckpt_log("fd %d (%s) cannot be restored yet; it is replaced by"
 			 " /dev/null", fd, saved_path(s));
@@ -418,6 +543,13 @@ static int files_restore(const struct ckpt_restart_args *args)
 	for (int i = 0; i < 3; i++)
 		stdio_copy[i] = move_out_of_the_way(fcntl(i, F_DUPFD_CLOEXEC,
 							  3));
+	pipes_reset_outside();
+	r = handover_take_plan(args->plan_fd, move_out_of_the_way);
+	if (r < 0) {
+		ckpt_log("cannot read the fds of the restart plan: %s",
+			 strerror(-r));
+		return r;
+	}
 	for (int i = 0; i < nsaved && r == 0; i++) {
 		r = restore_one_fd(&saved[i], image_fd);
 		if (r < 0) {
@@ -432,6 +564,7 @@ static int files_restore(const struct ckpt_restart_args *args)
 			ckpt_mark_own_fd(stdio_copy[i], 0);
 			close(stdio_copy[i]);
 		}
+	handover_close_all();
 	close_unsaved_fds(image_fd);
 	ckpt_mark_own_fd(image_fd, 0);
 	close(image_fd);

@@ -85,6 +85,8 @@ struct ckpt_resource_ops {
 extern const struct ckpt_resource_ops process_resource_ops;
 extern const struct ckpt_resource_ops signal_resource_ops;
 extern const struct ckpt_resource_ops file_resource_ops;
+extern const struct ckpt_resource_ops zombie_resource_ops;
+extern const struct ckpt_resource_ops process_group_resource_ops;
 extern const struct ckpt_resource_ops *const ckpt_resources[];
 extern const size_t ckpt_nresources;
 
@@ -146,6 +148,31 @@ int writer_add_fd(struct image_writer *w, const struct ckpt_fd_info *fi,
 int writer_reserve_memory_tables(struct image_writer *w);
 void writer_set_brk(struct image_writer *w, uint64_t start, uint64_t end);
 
+/* pipes.c */
+void pipes_init_outside(const char *env);
+void pipes_reset_outside(void);
+void pipes_set_outside(int fd);
+int pipes_is_outside(uint64_t ino);
+extern char pipes_outside_env[];
+void pipes_begin_round(uint64_t generation, const char *dir);
+void pipes_end_round(void);
+int pipes_drain(int fd, uint64_t ino, int *memfd, uint64_t *size);
+#define CKPT_CLAIM_SOCKET	(1ULL << 63)
+int round_claim(uint64_t key);
+int round_keep_memfd(int fd);
+
+/* sockets.c */
+int sockets_unix_stream_peer(int fd, uint64_t ino, uint32_t *peer);
+int sockets_save_queue(int fd, uint64_t ino, int *memfd, uint64_t *size);
+
+
+/* handover.c */
+int handover_take_plan(int plan_fd, int (*move_fd)(int));
+int handover_pipe_end(uint64_t ino, int write_end);
+int handover_shared_file(pid_t vpid, int fd);
+int handover_socket_end(uint64_t ino);
+void handover_close_all(void);
+
 /* checkpoint.c */
 int checkpoint_suspend(uint64_t generation, char *err, size_t errlen);
 int checkpoint_write(uint64_t generation, const char *dir, char *path,
@@ -175,5 +202,7 @@ pid_t vpid_virt_from_real(pid_t real);
 pid_t vpid_real_from_virt(pid_t virt);
 void vpid_map(pid_t virt, pid_t real);
 void vpid_reset_after_fork(void);
+int vpid_load_plan(int plan_fd);
+int vpid_known(pid_t virt);
 
 #endif /* CKPT_INTERNAL_H */

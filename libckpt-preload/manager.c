@@ -377,15 +377,23 @@ static void after_fork_in_child(void)
 	start_in_this_process(0);
 }
 
-/* The virtual pid survives exec: the program before the exec passed it in
- * CKPT_VPID="<virtual>:<real>" (only valid in the process it names). */
-static pid_t inherited_vpid(pid_t real)
+/* The virtual pid and the parent's survive exec: the program before the
+ * exec passed them in CKPT_VPID="<virtual>:<real>:<parent virtual>" (only
+ * valid in the process it names; the table of the other processes does
+ * not survive exec, so the parent's cannot be looked up). */
+static pid_t inherited_vpid(pid_t real, pid_t *vppid)
 {
 	const char *v = getenv("CKPT_VPID");
-	int virt, r;
+	int virt, r, pp, n;
 
-	if (!v || sscanf(v, "%d:%d", &virt, &r) != 2 || r != real || virt <= 0)
+	*vppid = 0;
+	if (!v)
 		return real;
+	n = sscanf(v, "%d:%d:%d", &virt, &r, &pp);
+	if (n < 2 || r != real || virt <= 0)
+		return real;
+	if (n == 3 && pp > 0)
+		*vppid = pp;
 	return virt;
 }
 
@@ -400,12 +408,17 @@ static void remember_library_path(void)
 
 __attribute__((constructor)) static void ckpt_init(void)
 {
-	pid_t pid = ckpt_real_getpid();
+	pid_t pid = ckpt_real_getpid(), vppid;
 
-	ckpt.vpid = inherited_vpid(pid);
+	ckpt.vpid = inherited_vpid(pid, &vppid);
 	vpid_init(ckpt.vpid, pid);
+	/* exec kept our parent: getppid() keeps its virtual pid. */
+	if (vppid)
+		vpid_map(vppid, syscall(SYS_getppid));
 	unsetenv("CKPT_VPID");
-	ckpt.vppid = getppid();
+	pipes_init_outside(getenv("CKPT_OUTSIDE"));
+	unsetenv("CKPT_OUTSIDE");
+	ckpt.vppid = vppid ? vppid : getppid();
 	read_settings();
 	make_identity();
 	remember_library_path();

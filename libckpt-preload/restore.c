@@ -15,6 +15,7 @@
  */
 #include <fcntl.h>
 #include <signal.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -95,18 +96,31 @@ void ckpt_restore_entry(struct ckpt_restart_args *args)
 	int r;
 
 	if (args->magic != CKPT_RESTART_ARGS_MAGIC ||
-	    args->version != CKPT_RESTART_ARGS_VERSION) {
+	    args->version < 1 || args->version > CKPT_RESTART_ARGS_VERSION) {
 		static const char msg[] = "ckpt: restart loader and libckpt "
 					  "in the image do not match\n";
 		write(STDERR_FILENO, msg, sizeof(msg) - 1);
 		syscall(SYS_exit_group, 70);
 	}
-	memcpy(&restart_args, args, sizeof(restart_args));
+	if (args->version >= 2) {
+		memcpy(&restart_args, args, sizeof(restart_args));
+	} else {
+		memcpy(&restart_args, args,
+		       offsetof(struct ckpt_restart_args, plan_fd));
+		restart_args.plan_fd = -1;
+		restart_args.keep_fd_end = 0;
+	}
 	ckpt_forget_own_fds();
 	log_to_restart_stderr();
 	threads_set_current_features(restart_args.current_xcr0);
 	follow_kernel_break_if_above();
 	vpid_map(ckpt.vpid, ckpt_real_getpid());
+	if (restart_args.plan_fd >= 0) {
+		r = vpid_load_plan(restart_args.plan_fd);
+		if (r < 0)
+			restore_failed("reading the pid map of the restart "
+				       "plan", strerror(-r));
+	}
 	if (restart_args.coord_addr[0])
 		ckpt_fmt(ckpt.coord_addr, sizeof(ckpt.coord_addr), "%s",
 			 restart_args.coord_addr);

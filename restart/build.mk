@@ -50,7 +50,11 @@ RESTART_COMMON_OBJS := $(patsubst %,$(OBJ)/app/%.o,$(RESTART_COMMON_SRCS))
 RESTART_CLIENT_OBJS ?= $(patsubst %,$(OBJ)/app/%.o,$(CLIENT_SRCS))
 
 RESTART_OBJS := $(OBJ)/app/restart/ckpt_restart.c.o \
-	$(OBJ)/app/restart/loader_exec.c.o $(RESTART_COMMON_OBJS)
+	$(OBJ)/app/restart/loader_exec.c.o \
+	$(OBJ)/app/restart/process_tree.c.o \
+	$(OBJ)/app/restart/restart_pipes.c.o \
+	$(OBJ)/app/restart/restart_files.c.o \
+	$(OBJ)/app/restart/restart_sockets.c.o $(RESTART_COMMON_OBJS)
 
 $(BIN)/ckpt_restart: $(RESTART_OBJS) $(RESTART_CLIENT_OBJS)
 	@mkdir -p $(dir $@)

@@ -5,7 +5,8 @@
  * Validate every image completely, make sure a coordinator runs, then exec
  * the freestanding loader for each image: in place for one image (the
  * restarted program keeps our pid slot, terminal and stdio, and our caller
- * can wait for it), one forked child per image otherwise.
+ * can wait for it); several images (or pipes to hand over) go through
+ * process_tree.c, which forks the saved process tree.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +20,7 @@
 #include "ckpt/coord_client.h"
 #include "image_check.h"
 #include "loader_exec.h"
+#include "process_tree.h"
 
 #define COORD_TIMEOUT_MS	10000
 
@@ -50,9 +52,11 @@ static void usage(FILE *out)
 		"                  -AVX512ER,-AVX512PF)\n"
 		"  --help          show this help\n"
 		"  --version       show the version\n\n"
-		"One image: the program replaces ckpt_restart (same pid slot,\n"
-		"terminal and stdio). Several: one child each; ckpt_restart\n"
-		"waits for all and exits with the first failure's status.\n");
+		"The images of one checkpoint come back as the process tree\n"
+		"they were, connected by their pipes. One root process\n"
+		"replaces ckpt_restart (same pid slot, terminal and stdio);\n"
+		"with several roots ckpt_restart waits for all and exits with\n"
+		"the first failure's status.\n");
 }
 
 static int parse_options(int argc, char **argv, struct options *o)
@@ -154,8 +158,8 @@ static int ensure_coordinator(const char *explicit_addr, char *addr,
 }
 
 /* Returns only on failure, after printing why. */
-static void exec_loader(struct ckpt_image *img, const char *coord,
-			const char *ckpt_dir)
+void exec_loader(struct ckpt_image *img, const char *coord,
+		 const char *ckpt_dir, int plan_fd, int keep_fd_end)
 {
 	char path[PATH_MAX], err[1024];
 	int ret;
@@ -167,53 +171,20 @@ static void exec_loader(struct ckpt_image *img, const char *coord,
 		return;
 	}
 	fflush(NULL);
-	loader_exec(img, path, coord, ckpt_dir, err, sizeof(err));
+	loader_exec(img, path, coord, ckpt_dir, plan_fd, keep_fd_end, err,
+		    sizeof(err));
 	fprintf(stderr, "ckpt_restart: %s: %s\n", img->path, err);
 }
 
-static int exit_status(int wstatus)
+/* Pipes and socket pairs are made by process_tree.c, even for one image
+ * (a pipe inside one process). */
+static int has_pipes(const struct ckpt_image *img)
 {
-	if (WIFEXITED(wstatus))
-		return WEXITSTATUS(wstatus);
-	if (WIFSIGNALED(wstatus))
-		return 128 + WTERMSIG(wstatus);
-	return 1;
-}
-
-/* One child per image; wait for all of them (no timeout: they are the
- * restarted programs), exit with the first failure's status. */
-static int restart_all(struct ckpt_image *imgs, int n, const char *coord,
-		       const char *ckpt_dir)
-{
-	int i, status, first_failure = 0, running = 0;
-	pid_t pid;
-
-	for (i = 0; i < n; i++) {
-		fflush(NULL);
-		pid = fork();
-		if (pid < 0) {
-			fprintf(stderr, "ckpt_restart: %s: fork failed: %s\n",
-				imgs[i].path, strerror(errno));
-			first_failure = first_failure ? first_failure : 1;
-			break;
-		}
-		if (pid == 0) {
-			exec_loader(&imgs[i], coord, ckpt_dir);
-			_exit(1);
-		}
-		running++;
-	}
-	while (running > 0) {
-		pid = waitpid(-1, &status, 0);
-		if (pid < 0 && errno == EINTR)
-			continue;
-		if (pid < 0)
-			break;
-		running--;
-		if (exit_status(status) && !first_failure)
-			first_failure = exit_status(status);
-	}
-	return first_failure;
+	for (uint32_t i = 0; i < img->hdr.nfds; i++)
+		if (img->fds[i].kind == CKPT_FD_PIPE ||
+		    img->fds[i].kind == CKPT_FD_UNIX_STREAM)
+			return 1;
+	return 0;
 }
 
 /* Keep 0, 1, 2 taken, so that an image never lands on a stdio number the
@@ -257,9 +228,9 @@ int main(int argc, char **argv)
 		return 1;
 	if (ensure_coordinator(o.coord, coord, sizeof(coord)))
 		return 1;
-	if (o.nimages == 1) {
-		exec_loader(&imgs[0], coord, ckpt_dir);
+	if (o.nimages == 1 && !has_pipes(&imgs[0])) {
+		exec_loader(&imgs[0], coord, ckpt_dir, 0, 0);
 		return 1;
 	}
-	return restart_all(imgs, o.nimages, coord, ckpt_dir);
+	return restart_tree(imgs, o.nimages, coord, ckpt_dir);
 }

@@ -103,6 +103,8 @@ const char *fd_kind_name(uint32_t kind)
 		[CKPT_FD_TTY] = "tty",
 		[CKPT_FD_STDIO_INHERIT] = "stdio-inherit",
 		[CKPT_FD_UNSUPPORTED] = "unsupported",
+		[CKPT_FD_PIPE] = "pipe",
+		[CKPT_FD_UNIX_STREAM] = "unix-stream",
 	};
 
 	if (kind < sizeof(names) / sizeof(*names) && names[kind])
@@ -440,7 +442,9 @@ static int check_tables(struct ckpt_image *img)
 		err = check_name(img, f->path, what);
 		if (err)
 			return err;
-		if (f->kind == CKPT_FD_FILE_DELETED &&
+		if ((f->kind == CKPT_FD_FILE_DELETED ||
+		     ((f->kind == CKPT_FD_PIPE ||
+		       f->kind == CKPT_FD_UNIX_STREAM) && f->data_size)) &&
 		    !range_inside(f->data_offset, f->data_size,
 				  h->data_offset, h->image_size))
 			return image_fail(img, EINVAL, "%s: saved content lies "

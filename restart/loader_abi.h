@@ -37,6 +37,8 @@ enum loader_arg {
 	LOADER_ARG_CKPT_DIR,		/* "" = keep the saved one */
 	LOADER_ARG_HEADER_HASH,		/* the header ckpt_restart validated */
 	LOADER_ARG_RANGE_END,		/* end of the loader's free range */
+	LOADER_ARG_PLAN_FD,		/* restart plan memfd, "0" = none */
+	LOADER_ARG_KEEP_FD_END,		/* fds [plan fd, this) stay open */
 	LOADER_ARGC
 };
 

@@ -244,10 +244,10 @@ static int make_loader_elf(const struct blob *b, uint64_t base,
 }
 
 int loader_exec(const struct ckpt_image *img, const char *image_path,
-		const char *coord_addr, const char *ckpt_dir, char *err,
-		size_t errlen)
+		const char *coord_addr, const char *ckpt_dir, int plan_fd,
+		int keep_fd_end, char *err, size_t errlen)
 {
-	char fd_arg[16], hash_arg[24], end_arg[24];
+	char fd_arg[16], hash_arg[24], end_arg[24], plan_arg[16], keep_arg[16];
 	uint64_t base, size, anchor;
 	struct blob b;
 	int fd, ret;
@@ -278,6 +278,8 @@ int loader_exec(const struct ckpt_image *img, const char *image_path,
 		personality(personality(0xffffffff) | ADDR_NO_RANDOMIZE);
 
 	snprintf(fd_arg, sizeof(fd_arg), "%d", img->fd);
+	snprintf(plan_arg, sizeof(plan_arg), "%d", plan_fd);
+	snprintf(keep_arg, sizeof(keep_arg), "%d", plan_fd ? keep_fd_end : 0);
 	snprintf(hash_arg, sizeof(hash_arg), "%llx",
 		 (unsigned long long)img->hdr.header_hash);
 	snprintf(end_arg, sizeof(end_arg), "%llx",
@@ -290,6 +292,8 @@ int loader_exec(const struct ckpt_image *img, const char *image_path,
 		[LOADER_ARG_CKPT_DIR] = (char *)ckpt_dir,
 		[LOADER_ARG_HEADER_HASH] = hash_arg,
 		[LOADER_ARG_RANGE_END] = end_arg,
+		[LOADER_ARG_PLAN_FD] = plan_arg,
+		[LOADER_ARG_KEEP_FD_END] = keep_arg,
 		[LOADER_ARGC] = NULL,
 	};
 

@@ -25,10 +25,11 @@
 #define LOADER_MARGIN		(16ULL << 20)
 
 /* Only returns on failure: -errno, with "what failed: why" in err. The
- * image's fd must not be close-on-exec. */
+ * image's fd must not be close-on-exec. plan_fd (0: none) and the fds up
+ * to keep_fd_end stay open for libckpt (restart/process_tree.c). */
 int loader_exec(const struct ckpt_image *img, const char *image_path,
-		const char *coord_addr, const char *ckpt_dir, char *err,
-		size_t errlen);
+		const char *coord_addr, const char *ckpt_dir, int plan_fd,
+		int keep_fd_end, char *err, size_t errlen);
 
 /* A base for a loader range of size bytes, LOADER_MARGIN clear of every
  * region: below the heap if possible, else high; -ENOMEM if none. */

@@ -3,12 +3,18 @@
  * Virtual process and thread ids. A process keeps the pid and tids it
  * had when first launched; after a restart the kernel hands out new real
  * ids and this table maps between the two. Ids never seen (threads born
- * after the last restart, other processes) map to themselves.
+ * after the last restart, processes outside the computation) map to
+ * themselves. At a restart of several processes ckpt_restart hands every
+ * one the map of the whole computation (include/ckpt/restart_plan.h),
+ * loaded here before any thread runs; a forked child inherits it.
  * Written only while no application thread runs (start-up, restart,
  * fork child), read lock-free by the wrappers.
  */
+#include <errno.h>
+#include <stddef.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include "ckpt/restart_plan.h"
 #include "../libckpt-preload/internal.h"
 
 #define VPID_MAX 8192
@@ -57,6 +63,16 @@ pid_t vpid_virt_from_real(pid_t real)
 	return real;
 }
 
+int vpid_known(pid_t virt)
+{
+	int n = __atomic_load_n(&nentries, __ATOMIC_ACQUIRE);
+
+	for (int i = 0; i < n; i++)
+		if (table[i].virt == virt)
+			return 1;
+	return 0;
+}
+
 pid_t vpid_real_from_virt(pid_t virt)
 {
 	int n = __atomic_load_n(&nentries, __ATOMIC_ACQUIRE);
@@ -67,10 +83,42 @@ pid_t vpid_real_from_virt(pid_t virt)
 	return virt;
 }
 
-/* A forked child starts a fresh table under its own (real) pid. */
+/* A forked child is known by its real pid; it keeps the parent's map, so
+ * it can still name the other processes of a restarted computation. */
 void vpid_reset_after_fork(void)
 {
 	pid_t pid = syscall(SYS_getpid);
 
-	vpid_init(pid, pid);
+	self_virt = pid;
+	vpid_map(pid, pid);
+}
+
+/* The pid map of the restart plan; 0 or -errno. No allocation: chunks of
+ * the plan are read onto the stack. */
+int vpid_load_plan(int plan_fd)
+{
+	struct ckpt_plan_proc procs[64];
+	struct ckpt_restart_plan head;
+	size_t hsize = offsetof(struct ckpt_restart_plan, procs);
+	uint32_t n;
+
+	if (pread(plan_fd, &head, hsize, 0) != (ssize_t)hsize)
+		return -EIO;
+	if (head.magic != CKPT_RESTART_PLAN_MAGIC ||
+	    head.version != CKPT_RESTART_PLAN_VERSION ||
+	    head.nprocs > CKPT_PLAN_MAX_PROCS)
+		return -EPROTO;
+	for (uint32_t done = 0; done < head.nprocs; done += n) {
+		n = head.nprocs - done;
+		if (n > 64)
+			n = 64;
+		if (pread(plan_fd, procs, n * sizeof(procs[0]),
+			  hsize + done * sizeof(procs[0])) !=
+		    (ssize_t)(n * sizeof(procs[0])))
+			return -EIO;
+		for (uint32_t i = 0; i < n; i++)
+			if (procs[i].vpid > 0 && procs[i].real_pid > 0)
+				vpid_map(procs[i].vpid, procs[i].real_pid);
+	}
+	return 0;
 }

@@ -34,7 +34,7 @@ __attribute__((constructor)) static void resolve_next_exec(void)
 	RESOLVE_NEXT(posix_spawnp);
 }
 
-#define ENV_EXTRA 6
+#define ENV_EXTRA 7
 
 static char env_preload[4200];	/* "LD_PRELOAD=<libckpt>[:<others>]" */
 static char env_coord[600], env_dir[4200], env_signal[32];
@@ -69,7 +69,8 @@ static int is_ours(const char *entry)
 	       names_var(entry, "CKPT_COORD") ||
 	       names_var(entry, "CKPT_DIR") ||
 	       names_var(entry, "CKPT_SIGNAL") ||
-	       names_var(entry, "CKPT_VPID");
+	       names_var(entry, "CKPT_VPID") ||
+	       names_var(entry, "CKPT_OUTSIDE");
 }
 
 /* envp without our variables, then ours; `out` has room for
@@ -89,13 +90,14 @@ static void build_env(char *const envp[], const char **out, char *vpid_var,
 		if (!is_ours(envp[i]))
 			out[n++] = envp[i];
 	}
-	ckpt_fmt(vpid_var, vpid_len, "CKPT_VPID=%d:%d", (int)ckpt.vpid,
-		 (int)ckpt_real_getpid());
+	ckpt_fmt(vpid_var, vpid_len, "CKPT_VPID=%d:%d:%d", (int)ckpt.vpid,
+		 (int)ckpt_real_getpid(), (int)ckpt.vppid);
 	out[n++] = preload;
 	out[n++] = env_coord;
 	out[n++] = env_dir;
 	out[n++] = env_signal;
 	out[n++] = vpid_var;
+	out[n++] = pipes_outside_env;
 	out[n] = NULL;
 }
 

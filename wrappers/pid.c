@@ -2,8 +2,14 @@
 /* Process and thread ids as the program saw them before any restart
  * (translation in vpid/vpid.c). */
 #include <signal.h>
+#include <sched.h>
 #include <stdarg.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/pidfd.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "wrappers.h"
 
@@ -55,6 +61,92 @@ CKPT_WRAPPER int tgkill(pid_t tgid, pid_t tid, int sig)
 		       vpid_real_from_virt(tid), sig);
 }
 
+static pid_t virtual_id(pid_t r)
+{
+	return r > 0 ? vpid_virt_from_real(r) : r;
+}
+
+/* Process groups and sessions are named by their leader's pid. */
+CKPT_WRAPPER pid_t getpgid(pid_t pid)
+{
+	return virtual_id(ckpt_syscall(SYS_getpgid, real_target(pid)));
+}
+
+CKPT_WRAPPER pid_t getpgrp(void)
+{
+	return virtual_id(ckpt_syscall(SYS_getpgid, 0));
+}
+
+CKPT_WRAPPER int setpgid(pid_t pid, pid_t pgid)
+{
+	return ckpt_syscall(SYS_setpgid, real_target(pid), real_target(pgid));
+}
+
+CKPT_WRAPPER pid_t getsid(pid_t pid)
+{
+	return virtual_id(ckpt_syscall(SYS_getsid, real_target(pid)));
+}
+
+CKPT_WRAPPER pid_t setsid(void)
+{
+	return virtual_id(ckpt_syscall(SYS_setsid));
+}
+
+CKPT_WRAPPER int sigqueue(pid_t pid, int sig, const union sigval value)
+{
+	siginfo_t si = { 0 };
+
+	if (reserved_signal(sig))
+		return -1;
+	si.si_signo = sig;
+	si.si_code = SI_QUEUE;
+	si.si_pid = ckpt_real_getpid();
+	si.si_uid = getuid();
+	si.si_value = value;
+	return ckpt_syscall(SYS_rt_sigqueueinfo, real_target(pid), sig, &si);
+}
+
+CKPT_WRAPPER pid_t tcgetpgrp(int fd)
+{
+	pid_t pgrp;
+
+	if (ioctl(fd, TIOCGPGRP, &pgrp) < 0)
+		return -1;
+	return virtual_id(pgrp);
+}
+
+CKPT_WRAPPER int tcsetpgrp(int fd, pid_t pgrp)
+{
+	pid_t real = pgrp > 0 ? vpid_real_from_virt(pgrp) : pgrp;
+
+	return ioctl(fd, TIOCSPGRP, &real);
+}
+
+CKPT_WRAPPER int sched_getaffinity(pid_t pid, size_t size, cpu_set_t *set)
+{
+	long r = ckpt_syscall(SYS_sched_getaffinity, real_target(pid), size,
+			      set);
+
+	if (r < 0)
+		return -1;
+	/* The kernel fills r bytes; glibc clears the rest. */
+	if ((size_t)r < size)
+		memset((char *)set + r, 0, size - r);
+	return 0;
+}
+
+CKPT_WRAPPER int sched_setaffinity(pid_t pid, size_t size,
+				   const cpu_set_t *set)
+{
+	return ckpt_syscall(SYS_sched_setaffinity, real_target(pid), size,
+			    set);
+}
+
+CKPT_WRAPPER int pidfd_open(pid_t pid, unsigned int flags)
+{
+	return ckpt_syscall(SYS_pidfd_open, real_target(pid), flags);
+}
+
 /* Programs (CPython among them) also ask for ids with syscall(2). */
 #undef syscall
 CKPT_WRAPPER long syscall(long nr, ...)
@@ -77,6 +169,18 @@ CKPT_WRAPPER long syscall(long nr, ...)
 		return kill(a[0], a[1]);
 	case SYS_tgkill:
 		return tgkill(a[0], a[1], a[2]);
+	case SYS_getpgid:
+		return getpgid(a[0]);
+	case SYS_getsid:
+		return getsid(a[0]);
+	case SYS_pidfd_open:
+		return pidfd_open(a[0], a[1]);
+	case SYS_sched_getaffinity:
+	case SYS_sched_setaffinity:
+		a[0] = real_target(a[0]);
+		break;
+	case SYS_wait4:
+		return wait4(a[0], (int *)a[1], a[2], (struct rusage *)a[3]);
 	case SYS_tkill:
 		if (reserved_signal(a[1]))
 			return -1;

@@ -147,6 +147,11 @@ enum ckpt_fd_kind {
 	CKPT_FD_TTY = 5,		/* reattached to the restarting tty */
 	CKPT_FD_STDIO_INHERIT = 6,	/* pipe/socket on 0-2: restarting side */
 	CKPT_FD_UNSUPPORTED = 7,	/* replaced by /dev/null, with a warning */
+	CKPT_FD_PIPE = 8,		/* path "pipe:[ino]"; the bytes in flight
+					   are in the drainer's image (data_*) */
+	CKPT_FD_UNIX_STREAM = 9,	/* connected AF_UNIX stream socket,
+					   "socket:[ino]", peer_ino; data_*:
+					   the bytes queued for this end */
 };
 
 struct ckpt_fd_info {
@@ -156,8 +161,18 @@ struct ckpt_fd_info {
 	uint32_t fd_flags;		/* F_GETFD */
 	int64_t offset;			/* lseek position, -1 if none */
 	uint32_t path;			/* string table offset */
-	uint32_t reserved;
-	uint64_t data_offset;		/* deleted file: content in the image */
+	union {				/* was reserved: 0 in older images */
+		uint32_t pipe_size;	/* CKPT_FD_PIPE: F_GETPIPE_SZ */
+		uint32_t parent_fd;	/* files, dirs, devices: 1 + the fd
+					   of the parent process (vppid)
+					   that shares this open file
+					   description (inherited across
+					   fork); 0: none */
+		uint32_t peer_ino;	/* CKPT_FD_UNIX_STREAM: the inode
+					   of the connected peer socket */
+	};
+	uint64_t data_offset;		/* deleted file: content in the image;
+					   pipe: the bytes in flight */
 	uint64_t data_size;
 };
 

@@ -11,7 +11,10 @@
 #include <stdint.h>
 
 #define CKPT_RESTART_ARGS_MAGIC		0x434b50545253544cULL /* "CKPTRSTL" */
-#define CKPT_RESTART_ARGS_VERSION	1
+/* Version 2 appends plan_fd/keep_fd_end (a restart of several processes
+ * or with pipes); a loader passes 1 when it has no plan, so libckpt of
+ * older images still accepts it. libckpt accepts both. */
+#define CKPT_RESTART_ARGS_VERSION	2
 #define CKPT_LOADER_MAX_MAPPINGS	8
 
 struct ckpt_range {
@@ -31,6 +34,11 @@ struct ckpt_restart_args {
 	uint32_t reserved;
 	struct ckpt_range loader_mappings[CKPT_LOADER_MAX_MAPPINGS];
 	uint64_t current_xcr0;		/* x86_64: xgetbv(0) of this CPU */
+	/* Version 2. The restart plan (include/ckpt/restart_plan.h), open
+	 * read-only; fds [plan_fd, keep_fd_end) were kept open by the loader
+	 * for libckpt (the pipes of the plan). -1/0 when there is none. */
+	int32_t plan_fd;
+	int32_t keep_fd_end;
 };
 
 #endif /* CKPT_RESTART_ARGS_H */

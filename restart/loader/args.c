@@ -60,6 +60,14 @@ void parse_kernel_stack(struct loader *l, const uint64_t *sp)
 	l->header_hash = number_arg(argv[LOADER_ARG_HEADER_HASH], 16,
 				    "header hash");
 	l->work_end = number_arg(argv[LOADER_ARG_RANGE_END], 16, "range end");
+	fd = number_arg(argv[LOADER_ARG_PLAN_FD], 10, "plan fd");
+	l->keep_fd_end = number_arg(argv[LOADER_ARG_KEEP_FD_END], 10,
+				    "kept fds");
+	if (fd > 65535 || l->keep_fd_end > 65536 ||
+	    (fd && (fd < 3 || l->keep_fd_end <= fd)))
+		loader_fail("loader arguments plan fd %lu, kept fds up to %lu: "
+			    "out of range", fd, l->keep_fd_end);
+	l->plan_fd = (int)fd;
 
 	while (*p)		/* skip the environment */
 		p++;

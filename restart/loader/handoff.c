@@ -18,7 +18,10 @@ static void fill_args(const struct loader *l, struct ckpt_restart_args *a)
 	unsigned i;
 
 	a->magic = CKPT_RESTART_ARGS_MAGIC;
-	a->version = CKPT_RESTART_ARGS_VERSION;
+	/* Without a plan, version 1: libckpt of older images accepts it. */
+	a->version = l->plan_fd ? CKPT_RESTART_ARGS_VERSION : 1;
+	a->plan_fd = l->plan_fd ? l->plan_fd : -1;
+	a->keep_fd_end = l->plan_fd ? (int32_t)l->keep_fd_end : 0;
 	a->image_fd = l->image_fd;
 	str_copy(a->image_path, l->image_path, sizeof(a->image_path));
 	str_copy(a->coord_addr, l->coord_addr, sizeof(a->coord_addr));
@@ -31,19 +34,49 @@ static void fill_args(const struct loader *l, struct ckpt_restart_args *a)
 	a->current_xcr0 = arch_current_xcr0();
 }
 
-/* Keep 0, 1, 2 (the restarting terminal) and the image. */
-static void close_other_fds(int keep)
+struct fd_span {
+	unsigned start, end;		/* [start, end) */
+};
+
+/* Close [from, to) (to = ~0U: everything above); ENOSYS before 5.9. */
+static long close_fds_between(unsigned from, unsigned to)
 {
+	if (from >= to)
+		return 0;
+	return sys_close_range(from, to == ~0U ? ~0U : to - 1);
+}
+
+/* Keep 0, 1, 2 (the restarting terminal), the image and the fds of the
+ * restart plan (the plan and the pipes libckpt hands out). */
+static void close_other_fds(const struct loader *l)
+{
+	struct fd_span keep[2] = {
+		{ l->image_fd, l->image_fd + 1 },
+		{ l->plan_fd, l->plan_fd ? l->keep_fd_end : 0 },
+	};
+	unsigned from = 3;
 	long err = 0;
 	int fd;
 
-	if (keep > 3)
-		err = sys_close_range(3, keep - 1);
+	if (keep[1].start < keep[0].start) {
+		struct fd_span t = keep[0];
+
+		keep[0] = keep[1];
+		keep[1] = t;
+	}
+	for (int i = 0; i < 2 && !err; i++) {
+		if (keep[i].start >= keep[i].end)
+			continue;
+		err = close_fds_between(from, keep[i].start);
+		if (keep[i].end > from)
+			from = keep[i].end;
+	}
 	if (!err)
-		err = sys_close_range(keep >= 3 ? keep + 1 : 3, ~0U);
-	if (err == -38)		/* ENOSYS: kernel before 5.9 */
+		err = close_fds_between(from, ~0U);
+	if (err == -38)
 		for (fd = 3; fd < 65536; fd++)
-			if (fd != keep)
+			if (fd != l->image_fd && (!l->plan_fd ||
+			    fd < l->plan_fd || (uint64_t)fd >= l->keep_fd_end))
 				sys_close(fd);
 }
 
@@ -66,7 +99,7 @@ void hand_off(struct loader *l)
 	err = sys_block_all_signals();
 	if (err)
 		loader_fail("blocking signals failed: %s", errno_text(err));
-	close_other_fds(l->image_fd);
+	close_other_fds(l);
 	err = arch_set_tls(l->hdr.restore_tls);
 	if (err)
 		loader_fail("setting the TLS base to %lx failed: %s",

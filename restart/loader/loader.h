@@ -60,6 +60,8 @@ struct vdso_plan {
 struct loader {
 	/* From argv and auxv (args.c). */
 	int image_fd;
+	int plan_fd;			/* 0: none */
+	uint64_t keep_fd_end;		/* fds [plan_fd, keep_fd_end) kept */
 	char image_path[4096];
 	char coord_addr[512];
 	char ckpt_dir[4096];

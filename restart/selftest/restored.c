@@ -39,17 +39,28 @@ static __attribute__((noreturn)) void fail(unsigned check)
 		__syscall1(__NR_exit_group, 3);
 }
 
+/* Version 1: no restart plan (one image); 2: a plan and its kept fds
+ * (several images restarted together). */
+static int kept_for_plan(const struct ckpt_restart_args *a, long fd)
+{
+	return a->version >= 2 && a->plan_fd >= 3 && fd >= a->plan_fd &&
+	       fd < a->keep_fd_end;
+}
+
 static void check_args(const struct ckpt_restart_args *a)
 {
 	long fd;
 
-	if (a->magic != CKPT_RESTART_ARGS_MAGIC ||
-	    a->version != CKPT_RESTART_ARGS_VERSION || !a->image_path[0])
+	if (a->magic != CKPT_RESTART_ARGS_MAGIC || a->version < 1 ||
+	    a->version > CKPT_RESTART_ARGS_VERSION || !a->image_path[0])
+		fail(1);
+	if (a->version >= 2 && (a->plan_fd < 3 ||
+	    __syscall2(__NR_fcntl, a->plan_fd, F_GETFD) < 0))
 		fail(1);
 	if (__syscall2(__NR_fcntl, a->image_fd, F_GETFD) < 0)
 		fail(2);
 	for (fd = 3; fd < 256; fd++)
-		if (fd != a->image_fd &&
+		if (fd != a->image_fd && !kept_for_plan(a, fd) &&
 		    __syscall2(__NR_fcntl, fd, F_GETFD) != -9 /* EBADF */)
 			fail(3);
 	if (a->nloader_mappings < 1 ||

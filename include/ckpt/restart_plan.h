@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The restart plan of a whole computation: ckpt_restart (restart/
+ * process_tree.c) writes it into a memfd shared by every process it
+ * forks, before any of them runs the loader; libckpt reads it at restore
+ * (vpid/vpid.c: the pid map, libckpt-preload/handover.c: the pipes, the
+ * socket pairs and the open files several processes shared). Not on
+ * disk; the fd is handed through the loader in struct ckpt_restart_args
+ * (version 2: plan_fd).
+ *
+ * Plain fixed-width types: the loader never reads it, but libckpt reads
+ * it with no libc allocation (pread into its own buffers).
+ */
+#ifndef CKPT_RESTART_PLAN_H
+#define CKPT_RESTART_PLAN_H
+
+#include <stdint.h>
+
+#define CKPT_RESTART_PLAN_MAGIC		0x4e414c5054504b43ULL /* "CKPTPLAN" */
+#define CKPT_RESTART_PLAN_VERSION	1
+#define CKPT_PLAN_MAX_PROCS		1024
+#define CKPT_PLAN_MAX_PIPES		256
+#define CKPT_PLAN_MAX_FILES		1024
+#define CKPT_PLAN_MAX_SOCKETS		512
+
+/* One restored process (or zombie). real_pid is written by the process
+ * itself right after ckpt_restart's fork made it. */
+struct ckpt_plan_proc {
+	int32_t vpid;
+	int32_t vppid;
+	int32_t real_pid;		/* 0 until known */
+	int32_t reserved;
+};
+
+/* One pipe of the computation, created once by ckpt_restart (refilled
+ * with the bytes in flight at the checkpoint). Every restored process
+ * inherits both ends at these numbers and takes the ends it had. */
+struct ckpt_plan_pipe {
+	uint64_t ino;			/* the pipe's inode at the checkpoint */
+	int32_t read_fd;
+	int32_t write_fd;
+};
+
+/* One fd of one process that shares its open file description with fds
+ * of other processes (inherited across fork): ckpt_restart opens the file
+ * once, at the saved offset; all entries of one description name the same
+ * handed_fd, which every restored process inherits. */
+struct ckpt_plan_file {
+	int32_t vpid;
+	int32_t fd;			/* the fd number in that process */
+	int32_t handed_fd;
+	int32_t reserved;
+};
+
+/* One end of a connected AF_UNIX stream socket pair, made by
+ * ckpt_restart with the bytes queued for it; every process inherits it. */
+struct ckpt_plan_socket {
+	uint64_t ino;			/* the end's inode at the checkpoint */
+	int32_t fd;
+	int32_t reserved;
+};
+
+struct ckpt_restart_plan {
+	uint64_t magic;			/* CKPT_RESTART_PLAN_MAGIC */
+	uint32_t version;		/* CKPT_RESTART_PLAN_VERSION */
+	uint32_t nprocs;
+	uint32_t npipes;
+	uint32_t go;			/* set once every real_pid is known */
+	uint32_t failed;		/* a process could not be set up */
+	uint32_t nfiles;
+	uint32_t nsockets;
+	uint32_t reserved;
+	struct ckpt_plan_proc procs[CKPT_PLAN_MAX_PROCS];
+	struct ckpt_plan_pipe pipes[CKPT_PLAN_MAX_PIPES];
+	struct ckpt_plan_file files[CKPT_PLAN_MAX_FILES];
+	struct ckpt_plan_socket sockets[CKPT_PLAN_MAX_SOCKETS];
+};
+
+#endif /* CKPT_RESTART_PLAN_H */

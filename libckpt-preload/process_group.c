@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The process group. Saved: the group as the program sees it (the virtual
+ * pid of its leader). Restored, once the pid map of the computation is
+ * loaded: a process that led its group leads a new one (setpgid(0, 0));
+ * a member of a group whose leader was restored with it joins the
+ * leader's new group, waiting (at most 2 s) until the leader has made it.
+ * Every restored process is in ckpt_restart's session, where these groups
+ * are made; a group led by a process outside the computation is not
+ * recreated (the process stays in ckpt_restart's group). Sessions are not
+ * recreated.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include "internal.h"
+
+#define JOIN_TIMEOUT_MS	2000
+
+static pid_t saved_vpgid;
+
+static int group_save(void)
+{
+	long pgid = syscall(SYS_getpgid, 0);
+
+	saved_vpgid = pgid > 0 ? vpid_virt_from_real(pgid) : 0;
+	return 0;
+}
+
+static int join_group(pid_t real)
+{
+	struct timespec ms = { 0, 1000000 };
+
+	for (int i = 0; i < JOIN_TIMEOUT_MS; i++) {
+		if (syscall(SYS_setpgid, 0, real) == 0)
+			return 0;
+		if (errno != EPERM)
+			return -errno;
+		syscall(SYS_nanosleep, &ms, NULL);
+	}
+	return -ETIMEDOUT;
+}
+
+static int group_restore(const struct ckpt_restart_args *args)
+{
+	pid_t real;
+	int r;
+
+	(void)args;
+	if (saved_vpgid <= 0 || !vpid_known(saved_vpgid))
+		return 0;
+	real = saved_vpgid == ckpt.vpid ? 0 : vpid_real_from_virt(saved_vpgid);
+	r = join_group(real);
+	if (r < 0)
+		ckpt_log("cannot recreate process group %d (%s): %s; staying in "
+			 "ckpt_restart's group", (int)saved_vpgid,
+			 real ? "led by another restored process" : "its own",
+			 strerror(-r));
+	return 0;
+}
+
+const struct ckpt_resource_ops process_group_resource_ops = {
+	.name = "process group",
+	.save = group_save,
+	.restore = group_restore,
+};

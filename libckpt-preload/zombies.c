@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Children that exited before the checkpoint but were not reaped yet
+ * (zombies). They are not processes of the computation any more (no
+ * image), but their parent may still wait for them by the pid it stored.
+ *
+ * Saved: every child listed in /proc/self/task/<tid>/children that
+ * waitid(WNOWAIT) shows as exited, with how it ended; nothing is reaped.
+ * Restored: before the threads run, the restored parent forks (raw clone,
+ * no glibc in the child) a child per zombie that ends the same way at
+ * once, maps the zombie's pid to it, and takes the SIGCHLD this caused
+ * (the original one was delivered, or is re-queued with the pending
+ * signals later).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "internal.h"
+
+#define MAX_ZOMBIES	256
+
+struct zombie {
+	pid_t vpid;
+	int code;		/* CLD_EXITED, CLD_KILLED or CLD_DUMPED */
+	int status;		/* exit code or signal number */
+};
+
+static struct zombie zombies[MAX_ZOMBIES];
+static int nzombies;
+
+static void note_if_zombie(pid_t real)
+{
+	siginfo_t si;
+
+	if (nzombies == MAX_ZOMBIES)
+		return;
+	memset(&si, 0, sizeof(si));
+	if (syscall(SYS_waitid, P_PID, real, &si,
+		    WEXITED | WNOHANG | WNOWAIT, NULL) < 0 || si.si_pid != real)
+		return;
+	zombies[nzombies].vpid = vpid_virt_from_real(real);
+	zombies[nzombies].code = si.si_code;
+	zombies[nzombies].status = si.si_status;
+	nzombies++;
+}
+
+static void scan_children_of(const char *tid)
+{
+	char path[96], buf[4096], *p, *end;
+
+	ckpt_fmt(path, sizeof(path), "/proc/self/task/%s/children", tid);
+	if (ckpt_read_small_file(path, buf, sizeof(buf)) <= 0)
+		return;
+	for (p = buf; *p;) {
+		long pid = strtol(p, &end, 10);
+
+		if (end == p)
+			break;
+		if (pid > 0)
+			note_if_zombie(pid);
+		p = end;
+	}
+}
+
+static int zombies_save(void)
+{
+	char buf[4096];
+	int dir;
+	long len;
+
+	nzombies = 0;
+	dir = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
+		return -errno;
+	while ((len = syscall(SYS_getdents64, dir, buf, sizeof(buf))) > 0) {
+		for (long pos = 0; pos < len;) {
+			struct dirent64 {
+				uint64_t ino;
+				int64_t off;
+				unsigned short reclen;
+				unsigned char type;
+				char name[];
+			} *d = (void *)(buf + pos);
+
+			pos += d->reclen;
+			if (d->name[0] >= '0' && d->name[0] <= '9')
+				scan_children_of(d->name);
+		}
+	}
+	close(dir);
+	return 0;
+}
+
+/* In the new child: end as the zombie did. Raw system calls only. */
+static void __attribute__((noreturn)) end_like(const struct zombie *z)
+{
+	struct rlimit no_core = { 0, 0 };
+	uint64_t set = 1ULL << (z->status - 1);
+	struct {
+		void *handler;
+		unsigned long flags;
+		void *restorer;
+		uint64_t mask;
+	} dfl = { SIG_DFL, 0, NULL, 0 };
+
+	if (z->code == CLD_KILLED || z->code == CLD_DUMPED) {
+		if (z->code == CLD_KILLED)
+			syscall(SYS_setrlimit, RLIMIT_CORE, &no_core);
+		syscall(SYS_rt_sigaction, z->status, &dfl, NULL, 8);
+		syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &set, NULL, 8);
+		syscall(SYS_kill, syscall(SYS_getpid), z->status);
+	}
+	for (;;)
+		syscall(SYS_exit_group, z->code == CLD_EXITED ? z->status : 1);
+}
+
+/* Until the child is a zombie (it ends at once; bounded anyway). */
+static void wait_until_ended(pid_t pid)
+{
+	struct timespec ms = { 0, 1000000 };
+	siginfo_t si;
+
+	for (int i = 0; i < 2000; i++) {
+		memset(&si, 0, sizeof(si));
+		if (syscall(SYS_waitid, P_PID, pid, &si,
+			    WEXITED | WNOHANG | WNOWAIT, NULL) < 0 ||
+		    si.si_pid == pid)
+			return;
+		syscall(SYS_nanosleep, &ms, NULL);
+	}
+}
+
+static void drop_sigchld(void)
+{
+	struct timespec zero = { 0, 0 };
+	uint64_t set = 1ULL << (SIGCHLD - 1);
+
+	while (syscall(SYS_rt_sigtimedwait, &set, NULL, &zero, 8) == SIGCHLD)
+		;
+}
+
+static int zombies_restore(const struct ckpt_restart_args *args)
+{
+	(void)args;
+	for (int i = 0; i < nzombies; i++) {
+		const struct zombie *z = &zombies[i];
+		long pid = syscall(SYS_clone, SIGCHLD, 0, NULL, NULL, 0);
+
+		if (pid < 0) {
+			ckpt_log("recreating the exited child %d (not reaped "
+				 "at the checkpoint) failed: %s", (int)z->vpid,
+				 strerror(errno));
+			return -errno;
+		}
+		if (pid == 0)
+			end_like(z);
+		wait_until_ended(pid);
+		vpid_map(z->vpid, pid);
+	}
+	if (nzombies)
+		drop_sigchld();
+	return 0;
+}
+
+const struct ckpt_resource_ops zombie_resource_ops = {
+	.name = "exited children",
+	.save = zombies_save,
+	.restore = zombies_restore,
+};

@@ -1,0 +1,326 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Restart a whole computation as the tree it was: every restored process
+ * is forked by the process that becomes its restored parent, before any
+ * loader runs, so getppid, wait and signals between them work as before.
+ *
+ *   1. tree: each image's parent is the image whose vpid is its vppid;
+ *      images without one are roots
+ *   2. plan (include/ckpt/restart_plan.h) in a shared memfd: the vpids,
+ *      the pipes (restart_pipes.c), the socket pairs (restart_sockets.c),
+ *      the open files processes shared (restart_files.c)
+ *   3. fork: ckpt_restart's process forks the roots' children (one root:
+ *      it becomes the root itself) or the roots (several: it waits for
+ *      them); each forked process writes its real pid into the plan and
+ *      forks its own children
+ *   4. when every real pid is known, "go": every process execs the loader
+ *      for its image, keeping the plan and the pipes open for libckpt,
+ *      which loads the virtual->real pid map before any thread runs
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "process_tree.h"
+
+#define GO_TIMEOUT_MS	15000
+
+struct tree {
+	struct ckpt_image *imgs;
+	int n;
+	int *parent;			/* index of the parent image, -1: root */
+	struct ckpt_restart_plan *plan;	/* shared mapping of plan_fd */
+	int plan_fd, keep_fd_end;
+	const char *coord, *ckpt_dir;
+};
+
+static int find_vpid(const struct tree *t, int vpid)
+{
+	for (int i = 0; i < t->n; i++)
+		if (t->imgs[i].hdr.vpid == vpid)
+			return i;
+	return -1;
+}
+
+/* Parents by vpid; refuse duplicates and cycles (crafted images). */
+static int build_tree(struct tree *t)
+{
+	for (int i = 0; i < t->n; i++) {
+		int dup = find_vpid(t, t->imgs[i].hdr.vpid);
+
+		if (dup != i) {
+			fprintf(stderr, "ckpt_restart: %s and %s: both are the "
+				"process with pid %d; give the images of one "
+				"checkpoint\n", t->imgs[dup].path,
+				t->imgs[i].path, t->imgs[i].hdr.vpid);
+			return -EINVAL;
+		}
+		t->parent[i] = t->imgs[i].hdr.vppid == t->imgs[i].hdr.vpid ?
+			       -1 : find_vpid(t, t->imgs[i].hdr.vppid);
+	}
+	for (int i = 0; i < t->n; i++) {
+		int p = i, steps = 0;
+
+		while (p >= 0 && steps++ <= t->n)
+			p = t->parent[p];
+		if (p >= 0) {
+			fprintf(stderr, "ckpt_restart: %s: its parent chain "
+				"(pid %d, parent %d) is a cycle: the images are "
+				"inconsistent\n", t->imgs[i].path,
+				t->imgs[i].hdr.vpid, t->imgs[i].hdr.vppid);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static int create_plan(struct tree *t)
+{
+	struct ckpt_restart_plan *plan;
+	int fd;
+
+	if (t->n > CKPT_PLAN_MAX_PROCS) {
+		fprintf(stderr, "ckpt_restart: %d images: at most %d processes "
+			"can be restarted together\n", t->n,
+			CKPT_PLAN_MAX_PROCS);
+		return -E2BIG;
+	}
+	fd = memfd_create("ckpt-restart-plan", 0);
+	if (fd < 0 || ftruncate(fd, sizeof(*plan)) < 0) {
+		fprintf(stderr, "ckpt_restart: creating the restart plan "
+			"failed: %s\n", strerror(errno));
+		return -errno;
+	}
+	plan = mmap(NULL, sizeof(*plan), PROT_READ | PROT_WRITE, MAP_SHARED,
+		    fd, 0);
+	if (plan == MAP_FAILED) {
+		fprintf(stderr, "ckpt_restart: mapping the restart plan "
+			"failed: %s\n", strerror(errno));
+		close(fd);
+		return -ENOMEM;
+	}
+	plan->magic = CKPT_RESTART_PLAN_MAGIC;
+	plan->version = CKPT_RESTART_PLAN_VERSION;
+	plan->nprocs = t->n;
+	for (int i = 0; i < t->n; i++) {
+		plan->procs[i].vpid = t->imgs[i].hdr.vpid;
+		plan->procs[i].vppid = t->imgs[i].hdr.vppid;
+	}
+	t->plan = plan;
+	t->plan_fd = fd;
+	t->keep_fd_end = fd + 1;
+	return 0;
+}
+
+/* The kept range [plan_fd, keep_fd_end) must hold no image: the loader
+ * of another image would keep it open. */
+static int check_kept_range(const struct tree *t)
+{
+	for (int i = 0; i < t->n; i++)
+		if (t->imgs[i].fd >= t->plan_fd &&
+		    t->imgs[i].fd < t->keep_fd_end) {
+			fprintf(stderr, "ckpt_restart: %s: image fd %d lies "
+				"among the fds handed to the restored processes "
+				"(%d-%d)\n", t->imgs[i].path, t->imgs[i].fd,
+				t->plan_fd, t->keep_fd_end - 1);
+			return -EINVAL;
+		}
+	return 0;
+}
+
+static void sleep_1ms(void)
+{
+	struct timespec ts = { 0, 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+static int all_known(const struct ckpt_restart_plan *plan)
+{
+	for (uint32_t i = 0; i < plan->nprocs; i++)
+		if (!__atomic_load_n(&plan->procs[i].real_pid,
+				     __ATOMIC_ACQUIRE))
+			return 0;
+	return 1;
+}
+
+/* In a forked process: wait for ckpt_restart's go (or its failure). */
+static int wait_for_go(const struct ckpt_restart_plan *plan)
+{
+	for (int ms = 0; ms < GO_TIMEOUT_MS; ms++) {
+		if (__atomic_load_n(&plan->failed, __ATOMIC_ACQUIRE))
+			return -ECANCELED;
+		if (__atomic_load_n(&plan->go, __ATOMIC_ACQUIRE))
+			return 0;
+		sleep_1ms();
+	}
+	return -ETIMEDOUT;
+}
+
+static void fail_plan(struct tree *t)
+{
+	__atomic_store_n(&t->plan->failed, 1, __ATOMIC_RELEASE);
+}
+
+/* Returns only on failure, after printing why. */
+static void exec_image(struct tree *t, int i)
+{
+	exec_loader(&t->imgs[i], t->coord, t->ckpt_dir, t->plan_fd,
+		    t->keep_fd_end);
+}
+
+static int fork_children(struct tree *t, int i);
+
+/* In the new process: become image i. Never returns. */
+static void __attribute__((noreturn)) become(struct tree *t, int i)
+{
+	int r;
+
+	__atomic_store_n(&t->plan->procs[i].real_pid, getpid(),
+			 __ATOMIC_RELEASE);
+	if (fork_children(t, i) < 0) {
+		fail_plan(t);
+		_exit(1);
+	}
+	r = wait_for_go(t->plan);
+	if (r < 0) {
+		if (r == -ETIMEDOUT)
+			fprintf(stderr, "ckpt_restart: %s: the other processes "
+				"were not set up within %d s\n",
+				t->imgs[i].path, GO_TIMEOUT_MS / 1000);
+		_exit(1);
+	}
+	exec_image(t, i);
+	fail_plan(t);
+	_exit(1);
+}
+
+/* Fork every image whose parent is image i (-1: the roots). */
+static int fork_children(struct tree *t, int i)
+{
+	for (int c = 0; c < t->n; c++) {
+		pid_t pid;
+
+		if (t->parent[c] != i)
+			continue;
+		fflush(NULL);
+		pid = fork();
+		if (pid < 0) {
+			fprintf(stderr, "ckpt_restart: %s: fork failed: %s\n",
+				t->imgs[c].path, strerror(errno));
+			return -errno;
+		}
+		if (pid == 0)
+			become(t, c);
+	}
+	return 0;
+}
+
+/* The process that forked: wait until every process wrote its pid. */
+static int give_go(struct tree *t)
+{
+	for (int ms = 0; ms < GO_TIMEOUT_MS; ms++) {
+		if (__atomic_load_n(&t->plan->failed, __ATOMIC_ACQUIRE))
+			return -ECANCELED;
+		if (all_known(t->plan)) {
+			__atomic_store_n(&t->plan->go, 1, __ATOMIC_RELEASE);
+			return 0;
+		}
+		sleep_1ms();
+	}
+	fprintf(stderr, "ckpt_restart: the restored processes were not all "
+		"forked within %d s\n", GO_TIMEOUT_MS / 1000);
+	fail_plan(t);
+	return -ETIMEDOUT;
+}
+
+static int exit_status(int wstatus)
+{
+	if (WIFEXITED(wstatus))
+		return WEXITSTATUS(wstatus);
+	if (WIFSIGNALED(wstatus))
+		return 128 + WTERMSIG(wstatus);
+	return 1;
+}
+
+/* Several roots: wait for all of them (no timeout: they are the restarted
+ * programs); the first failure's status. */
+static int wait_for_roots(struct tree *t)
+{
+	int status, first_failure = 0;
+	pid_t pid;
+
+	for (int fd = t->plan_fd; fd < t->keep_fd_end; fd++)
+		close(fd);
+	for (;;) {
+		pid = waitpid(-1, &status, 0);
+		if (pid < 0 && errno == EINTR)
+			continue;
+		if (pid < 0)
+			break;
+		if (exit_status(status) && !first_failure)
+			first_failure = exit_status(status);
+	}
+	return first_failure;
+}
+
+static int count_roots(const struct tree *t, int *root)
+{
+	int n = 0;
+
+	for (int i = 0; i < t->n; i++)
+		if (t->parent[i] < 0) {
+			*root = i;
+			n++;
+		}
+	return n;
+}
+
+int restart_tree(struct ckpt_image *imgs, int n, const char *coord,
+		 const char *ckpt_dir)
+{
+	struct tree t = {
+		.imgs = imgs, .n = n, .coord = coord, .ckpt_dir = ckpt_dir,
+	};
+	int root = -1, r;
+
+	t.parent = calloc(n, sizeof(*t.parent));
+	if (!t.parent) {
+		fprintf(stderr, "ckpt_restart: out of memory\n");
+		return 1;
+	}
+	if (build_tree(&t) || create_plan(&t))
+		return 1;
+	r = restart_pipes_create(imgs, n, t.plan, &t.keep_fd_end);
+	if (r == 0)
+		r = restart_sockets_create(imgs, n, t.plan, &t.keep_fd_end);
+	if (r == 0)
+		r = restart_files_create(imgs, n, t.parent, t.plan,
+					 &t.keep_fd_end);
+	if (r < 0 || check_kept_range(&t))
+		return 1;
+	if (count_roots(&t, &root) == 1) {
+		/* We become the root: our caller waits for the program. */
+		__atomic_store_n(&t.plan->procs[root].real_pid, getpid(),
+				 __ATOMIC_RELEASE);
+		if (fork_children(&t, root) < 0 || give_go(&t) < 0) {
+			fail_plan(&t);
+			return 1;
+		}
+		exec_image(&t, root);
+		fail_plan(&t);
+		return 1;
+	}
+	if (fork_children(&t, -1) < 0 || give_go(&t) < 0) {
+		fail_plan(&t);
+		wait_for_roots(&t);
+		return 1;
+	}
+	return wait_for_roots(&t);
+}

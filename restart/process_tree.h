@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Restarting several images as one computation (restart/process_tree.c)
+ * and the pipes between them (restart/restart_pipes.c).
+ */
+#ifndef CKPT_RESTART_PROCESS_TREE_H
+#define CKPT_RESTART_PROCESS_TREE_H
+
+#include "ckpt/restart_plan.h"
+#include "image_check.h"
+
+/* Recreate the process tree of the images and exec each loader; returns
+ * only in ckpt_restart's own process: its exit status. */
+int restart_tree(struct ckpt_image *imgs, int n, const char *coord,
+		 const char *ckpt_dir);
+
+/* Create every pipe the images had once, refilled with the bytes in
+ * flight, as fds from *keep_fd_end up (which it advances); 0 or -errno
+ * after printing why. */
+int restart_pipes_create(struct ckpt_image *imgs, int n,
+			 struct ckpt_restart_plan *plan, int *keep_fd_end);
+
+/* Make every connected AF_UNIX stream pair of the images once
+ * (restart_sockets.c), as fds from *keep_fd_end up. 0 or -errno after
+ * printing why. */
+int restart_sockets_create(struct ckpt_image *imgs, int n,
+			   struct ckpt_restart_plan *plan, int *keep_fd_end);
+
+/* Open once every file several processes shared (restart_files.c), as
+ * fds from *keep_fd_end up; parent[i] is image i's parent image or -1.
+ * 0 or -errno after printing why. */
+int restart_files_create(struct ckpt_image *imgs, int n, const int *parent,
+			 struct ckpt_restart_plan *plan, int *keep_fd_end);
+
+/* ckpt_restart.c: exec the loader for one image; returns only on
+ * failure, after printing why. */
+void exec_loader(struct ckpt_image *img, const char *coord,
+		 const char *ckpt_dir, int plan_fd, int keep_fd_end);
+
+#endif /* CKPT_RESTART_PROCESS_TREE_H */

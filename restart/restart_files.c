@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Open files that several restored processes shared (one open file
+ * description, one offset: inherited across fork). libckpt records, at
+ * the checkpoint, that a fd shares its description with the parent's fd
+ * of the same number (ckpt_fd_info.parent_fd); here such chains (parent,
+ * child, grandchild...) become one group, opened once by ckpt_restart at
+ * the saved offset and handed to every member through the restart plan.
+ * Files deleted while open keep their per-process restore (not shared).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "process_tree.h"
+
+struct fd_ref {
+	int img;
+	int rec;			/* index in the image's fd table */
+};
+
+struct group {
+	struct fd_ref leader;
+	int handed_fd;
+};
+
+static int shareable(uint32_t kind)
+{
+	return kind == CKPT_FD_FILE || kind == CKPT_FD_DIR ||
+	       kind == CKPT_FD_DEVICE;
+}
+
+static int find_record(const struct ckpt_image *img, int fd, uint32_t kind)
+{
+	for (uint32_t j = 0; j < img->hdr.nfds; j++)
+		if (img->fds[j].fd == fd && img->fds[j].kind == kind)
+			return j;
+	return -1;
+}
+
+/* The record in the parent image this one shares with, if any. */
+static int parent_ref(struct ckpt_image *imgs, const int *parent,
+		      struct fd_ref r, struct fd_ref *up)
+{
+	const struct ckpt_fd_info *f = &imgs[r.img].fds[r.rec];
+	int p = parent[r.img], k;
+
+	if (p < 0 || !shareable(f->kind) || f->parent_fd == 0)
+		return 0;
+	k = find_record(&imgs[p], (int)f->parent_fd - 1, f->kind);
+	if (k < 0 || strcmp(image_string(&imgs[p], imgs[p].fds[k].path),
+			    image_string(&imgs[r.img], f->path)))
+		return 0;
+	up->img = p;
+	up->rec = k;
+	return 1;
+}
+
+/* The topmost record of r's chain; the tree has no cycles. */
+static struct fd_ref leader_of(struct ckpt_image *imgs, const int *parent,
+			       struct fd_ref r)
+{
+	struct fd_ref up;
+
+	while (parent_ref(imgs, parent, r, &up))
+		r = up;
+	return r;
+}
+
+static int open_description(const struct ckpt_image *img,
+			    const struct ckpt_fd_info *f)
+{
+	const char *path = image_string(img, f->path);
+	int fd;
+
+	if (f->kind == CKPT_FD_DIR)
+		fd = open(path, O_RDONLY | O_DIRECTORY);
+	else
+		fd = open(path, f->flags & ~(O_CREAT | O_EXCL | O_TRUNC |
+					     O_NOCTTY));
+	if (fd < 0)
+		return -errno;
+	if (f->kind != CKPT_FD_DEVICE && f->offset >= 0 &&
+	    lseek(fd, f->offset, SEEK_SET) < 0) {
+		int e = errno;
+
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+static int add_entry(struct ckpt_restart_plan *plan, int vpid, int fd,
+		     int handed)
+{
+	struct ckpt_plan_file *e;
+
+	if (plan->nfiles == CKPT_PLAN_MAX_FILES)
+		return -E2BIG;
+	e = &plan->files[plan->nfiles++];
+	e->vpid = vpid;
+	e->fd = fd;
+	e->handed_fd = handed;
+	return 0;
+}
+
+/* The group led by `lead`, opened now if it is new; NULL on failure. */
+static struct group *group_for(struct ckpt_image *imgs, struct fd_ref lead,
+			       struct group *groups, int *ngroups,
+			       struct ckpt_restart_plan *plan, int *next_fd)
+{
+	const struct ckpt_fd_info *f = &imgs[lead.img].fds[lead.rec];
+	struct group *g;
+	int fd, placed;
+
+	for (int i = 0; i < *ngroups; i++)
+		if (groups[i].leader.img == lead.img &&
+		    groups[i].leader.rec == lead.rec)
+			return &groups[i];
+	if (*ngroups == CKPT_PLAN_MAX_FILES ||
+	    plan->nfiles == CKPT_PLAN_MAX_FILES) {
+		fprintf(stderr, "ckpt_restart: more than %d shared open files "
+			"in the computation\n", CKPT_PLAN_MAX_FILES);
+		return NULL;
+	}
+	fd = open_description(&imgs[lead.img], f);
+	if (fd < 0) {
+		fprintf(stderr, "ckpt_restart: %s: fd %d (%s): opening the file "
+			"its children share failed: %s\n", imgs[lead.img].path,
+			f->fd, image_string(&imgs[lead.img], f->path),
+			strerror(-fd));
+		return NULL;
+	}
+	placed = fd == *next_fd ? fd : fcntl(fd, F_DUPFD, *next_fd);
+	if (placed != fd)
+		close(fd);
+	if (placed != *next_fd) {
+		fprintf(stderr, "ckpt_restart: %s: fd %d: cannot place the "
+			"shared file at fd %d\n", imgs[lead.img].path, f->fd,
+			*next_fd);
+		if (placed >= 0)
+			close(placed);
+		return NULL;
+	}
+	(*next_fd)++;
+	g = &groups[(*ngroups)++];
+	g->leader = lead;
+	g->handed_fd = placed;
+	add_entry(plan, imgs[lead.img].hdr.vpid, f->fd, placed);
+	return g;
+}
+
+int restart_files_create(struct ckpt_image *imgs, int n, const int *parent,
+			 struct ckpt_restart_plan *plan, int *keep_fd_end)
+{
+	static struct group groups[CKPT_PLAN_MAX_FILES];
+	int ngroups = 0;
+
+	for (int i = 0; i < n; i++)
+		for (uint32_t j = 0; j < imgs[i].hdr.nfds; j++) {
+			struct fd_ref r = { i, (int)j }, up, lead;
+			struct group *g;
+
+			if (!parent_ref(imgs, parent, r, &up))
+				continue;
+			lead = leader_of(imgs, parent, r);
+			g = group_for(imgs, lead, groups, &ngroups, plan,
+				      keep_fd_end);
+			if (!g)
+				return -EINVAL;
+			if (add_entry(plan, imgs[i].hdr.vpid,
+				      imgs[i].fds[j].fd, g->handed_fd) < 0) {
+				fprintf(stderr, "ckpt_restart: more than %d "
+					"shared open files in the "
+					"computation\n", CKPT_PLAN_MAX_FILES);
+				return -E2BIG;
+			}
+		}
+	return 0;
+}

@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The pipes of a restarted computation, made once by ckpt_restart before
+ * it forks the process tree: every pipe some image holds on a fd above 2,
+ * or whose two ends are both among the images (a pipe between two
+ * processes on their stdio, as in a shell pipeline). A pipe on 0-2 with
+ * only one end among the images leads outside the computation: the
+ * restored process takes ckpt_restart's own stdio instead.
+ * Each pipe gets its saved size and the bytes that were in flight at the
+ * checkpoint (saved once, in the image of the process that drained it),
+ * and both ends are handed to every restored process at fixed numbers;
+ * libckpt (libckpt-preload/pipes.c) takes the ends it had.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "process_tree.h"
+
+#define PIPE_DATA_MAX	(64ULL << 20)
+
+struct pipe_need {
+	uint64_t ino;
+	int has_read, has_write, above_stdio;
+	unsigned size;			/* saved F_GETPIPE_SZ, the largest */
+	const struct ckpt_image *data_img;
+	const struct ckpt_fd_info *data;	/* the drainer's record */
+};
+
+static int pipe_ino(const struct ckpt_image *img, const struct ckpt_fd_info *f,
+		    uint64_t *ino)
+{
+	unsigned long long v;
+
+	if (sscanf(image_string(img, f->path), "pipe:[%llu]", &v) != 1)
+		return -EINVAL;
+	*ino = v;
+	return 0;
+}
+
+static struct pipe_need *find_need(struct pipe_need *needs, int n,
+				   uint64_t ino)
+{
+	for (int i = 0; i < n; i++)
+		if (needs[i].ino == ino)
+			return &needs[i];
+	return NULL;
+}
+
+static int note_fd(struct pipe_need *needs, int *n,
+		   const struct ckpt_image *img, const struct ckpt_fd_info *f)
+{
+	struct pipe_need *p;
+	uint64_t ino;
+
+	if (pipe_ino(img, f, &ino) < 0) {
+		fprintf(stderr, "ckpt_restart: %s: fd %d: pipe record with a "
+			"bad name '%s'\n", img->path, f->fd,
+			image_string(img, f->path));
+		return -EINVAL;
+	}
+	p = find_need(needs, *n, ino);
+	if (!p) {
+		if (*n == CKPT_PLAN_MAX_PIPES) {
+			fprintf(stderr, "ckpt_restart: %s: more than %d pipes "
+				"in the computation\n", img->path,
+				CKPT_PLAN_MAX_PIPES);
+			return -E2BIG;
+		}
+		p = &needs[(*n)++];
+		memset(p, 0, sizeof(*p));
+		p->ino = ino;
+	}
+	if ((f->flags & O_ACCMODE) == O_WRONLY)
+		p->has_write = 1;
+	else
+		p->has_read = 1;
+	if (f->fd > 2)
+		p->above_stdio = 1;
+	if (f->pipe_size > p->size)
+		p->size = f->pipe_size;
+	if (f->data_size && !p->data) {
+		p->data = f;
+		p->data_img = img;
+	}
+	return 0;
+}
+
+/* Move fd to exactly `want` (free, the lowest such); 0 or -errno. */
+static int place_at(int fd, int want)
+{
+	int n;
+
+	if (fd == want)
+		return 0;
+	n = fcntl(fd, F_DUPFD, want);
+	close(fd);
+	if (n == want)
+		return 0;
+	if (n >= 0)
+		close(n);
+	return -EBADF;
+}
+
+static int refill(const struct pipe_need *p, int wfd)
+{
+	uint64_t off = p->data->data_offset, left = p->data->data_size;
+	char buf[65536];
+
+	if (left > PIPE_DATA_MAX || left > p->size)
+		return -EFBIG;
+	while (left) {
+		ssize_t n = pread(p->data_img->fd, buf, left < sizeof(buf) ?
+				  left : sizeof(buf), off);
+
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		if (write(wfd, buf, n) != n)
+			return -EIO;
+		off += n;
+		left -= n;
+	}
+	return 0;
+}
+
+static int make_pipe(const struct pipe_need *p, struct ckpt_plan_pipe *out,
+		     int *next_fd)
+{
+	int fds[2], r;
+
+	if (pipe(fds) < 0)
+		return -errno;
+	r = place_at(fds[0], *next_fd);
+	if (r == 0)
+		r = place_at(fds[1], *next_fd + 1);
+	else
+		close(fds[1]);
+	if (r < 0)
+		return r;
+	out->ino = p->ino;
+	out->read_fd = *next_fd;
+	out->write_fd = *next_fd + 1;
+	*next_fd += 2;
+	if (p->size && fcntl(out->write_fd, F_SETPIPE_SZ, p->size) < 0 &&
+	    p->data && p->data->data_size > 65536)
+		return -errno;
+	return p->data ? refill(p, out->write_fd) : 0;
+}
+
+int restart_pipes_create(struct ckpt_image *imgs, int n,
+			 struct ckpt_restart_plan *plan, int *keep_fd_end)
+{
+	static struct pipe_need needs[CKPT_PLAN_MAX_PIPES];
+	int nneeds = 0, r;
+
+	for (int i = 0; i < n; i++)
+		for (uint32_t j = 0; j < imgs[i].hdr.nfds; j++) {
+			if (imgs[i].fds[j].kind != CKPT_FD_PIPE)
+				continue;
+			r = note_fd(needs, &nneeds, &imgs[i], &imgs[i].fds[j]);
+			if (r < 0)
+				return r;
+		}
+	for (int i = 0; i < nneeds; i++) {
+		struct pipe_need *p = &needs[i];
+
+		if (!p->above_stdio && !(p->has_read && p->has_write))
+			continue;
+		r = make_pipe(p, &plan->pipes[plan->npipes], keep_fd_end);
+		if (r < 0) {
+			fprintf(stderr, "ckpt_restart: pipe:[%llu]: recreating "
+				"it (size %u, %llu bytes in flight) failed: "
+				"%s\n", (unsigned long long)p->ino, p->size,
+				p->data ? (unsigned long long)
+				p->data->data_size : 0ULL, strerror(-r));
+			return r;
+		}
+		plan->npipes++;
+	}
+	return 0;
+}

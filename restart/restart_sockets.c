@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Connected AF_UNIX stream sockets whose two ends are both among the
+ * images (libckpt-preload/sockets.c records each end with its peer's
+ * inode and the bytes queued for it): one socketpair per pair, each end's
+ * saved bytes written into the other end so they wait in the right
+ * queue, both ends handed to every restored process through the plan.
+ * An end whose peer is not among the images is left to libckpt (stdio on
+ * 0-2, else /dev/null with a warning).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include "process_tree.h"
+
+struct socket_end {
+	uint64_t ino, peer;
+	const struct ckpt_image *img;		/* the saver's record */
+	const struct ckpt_fd_info *data;
+	int done;
+};
+
+static int end_ino(const struct ckpt_image *img, const struct ckpt_fd_info *f,
+		   uint64_t *ino)
+{
+	unsigned long long v;
+
+	if (sscanf(image_string(img, f->path), "socket:[%llu]", &v) != 1)
+		return -EINVAL;
+	*ino = v;
+	return 0;
+}
+
+static struct socket_end *find_end(struct socket_end *ends, int n,
+				   uint64_t ino)
+{
+	for (int i = 0; i < n; i++)
+		if (ends[i].ino == ino)
+			return &ends[i];
+	return NULL;
+}
+
+static int note_end(struct socket_end *ends, int *n,
+		    const struct ckpt_image *img, const struct ckpt_fd_info *f)
+{
+	struct socket_end *e;
+	uint64_t ino;
+
+	if (end_ino(img, f, &ino) < 0) {
+		fprintf(stderr, "ckpt_restart: %s: fd %d: socket record with a "
+			"bad name '%s'\n", img->path, f->fd,
+			image_string(img, f->path));
+		return -EINVAL;
+	}
+	e = find_end(ends, *n, ino);
+	if (!e) {
+		if (*n == CKPT_PLAN_MAX_SOCKETS) {
+			fprintf(stderr, "ckpt_restart: %s: more than %d socket "
+				"ends in the computation\n", img->path,
+				CKPT_PLAN_MAX_SOCKETS);
+			return -E2BIG;
+		}
+		e = &ends[(*n)++];
+		memset(e, 0, sizeof(*e));
+		e->ino = ino;
+		e->peer = f->peer_ino;
+	}
+	if (f->data_size && !e->data) {
+		e->data = f;
+		e->img = img;
+	}
+	return 0;
+}
+
+/* Put the bytes queued for `e` into the queue of the end it is read
+ * from, by writing them into its peer's end `into`. */
+static int refill(const struct socket_end *e, int into)
+{
+	uint64_t off, left;
+	char buf[65536];
+
+	if (!e->data)
+		return 0;
+	off = e->data->data_offset;
+	left = e->data->data_size;
+	while (left) {
+		ssize_t n = pread(e->img->fd, buf, left < sizeof(buf) ?
+				  left : sizeof(buf), off);
+
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		if (send(into, buf, n, MSG_DONTWAIT) != n)
+			return errno == EAGAIN ? -ENOBUFS : -EIO;
+		off += n;
+		left -= n;
+	}
+	return 0;
+}
+
+static int place_at(int fd, int want)
+{
+	int n;
+
+	if (fd == want)
+		return 0;
+	n = fcntl(fd, F_DUPFD, want);
+	close(fd);
+	if (n == want)
+		return 0;
+	if (n >= 0)
+		close(n);
+	return -EBADF;
+}
+
+static int make_pair(struct socket_end *a, struct socket_end *b,
+		     struct ckpt_restart_plan *plan, int *next_fd)
+{
+	int sv[2], r;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
+		return -errno;
+	r = place_at(sv[0], *next_fd);
+	if (r == 0)
+		r = place_at(sv[1], *next_fd + 1);
+	else
+		close(sv[1]);
+	if (r < 0)
+		return r;
+	plan->sockets[plan->nsockets].ino = a->ino;
+	plan->sockets[plan->nsockets++].fd = *next_fd;
+	plan->sockets[plan->nsockets].ino = b->ino;
+	plan->sockets[plan->nsockets++].fd = *next_fd + 1;
+	*next_fd += 2;
+	a->done = b->done = 1;
+	r = refill(a, *next_fd - 1);
+	return r ? r : refill(b, *next_fd - 2);
+}
+
+int restart_sockets_create(struct ckpt_image *imgs, int n,
+			   struct ckpt_restart_plan *plan, int *keep_fd_end)
+{
+	static struct socket_end ends[CKPT_PLAN_MAX_SOCKETS];
+	int nends = 0, r;
+
+	for (int i = 0; i < n; i++)
+		for (uint32_t j = 0; j < imgs[i].hdr.nfds; j++) {
+			if (imgs[i].fds[j].kind != CKPT_FD_UNIX_STREAM)
+				continue;
+			r = note_end(ends, &nends, &imgs[i], &imgs[i].fds[j]);
+			if (r < 0)
+				return r;
+		}
+	for (int i = 0; i < nends; i++) {
+		struct socket_end *a = &ends[i], *b;
+
+		b = find_end(ends, nends, a->peer);
+		if (a->done || !b || b == a || b->peer != a->ino)
+			continue;
+		r = make_pair(a, b, plan, keep_fd_end);
+		if (r < 0) {
+			fprintf(stderr, "ckpt_restart: socket:[%llu] and "
+				"socket:[%llu]: recreating the connected pair "
+				"failed: %s\n", (unsigned long long)a->ino,
+				(unsigned long long)b->ino, strerror(-r));
+			return r;
+		}
+	}
+	return 0;
+}

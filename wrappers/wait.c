@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Waiting for children by the pids the program saw: the pid or process
+ * group asked for is translated to the real one, the pid that comes back
+ * to the virtual one (vpid/vpid.c). A wait a checkpoint interrupted is
+ * retried.
+ */
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include "wrappers.h"
+
+/* pid > 0 names a child, < -1 a process group, 0 and -1 are special. */
+static pid_t real_wait_target(pid_t pid)
+{
+	if (pid > 0)
+		return vpid_real_from_virt(pid);
+	if (pid < -1)
+		return -vpid_real_from_virt(-pid);
+	return pid;
+}
+
+static pid_t virtual_result(pid_t r)
+{
+	return r > 0 ? vpid_virt_from_real(r) : r;
+}
+
+CKPT_WRAPPER pid_t wait4(pid_t pid, int *status, int options,
+			 struct rusage *usage)
+{
+	pid_t real = real_wait_target(pid);
+
+	return virtual_result(RETRY_IF_CHECKPOINTED(
+		(int)ckpt_syscall(SYS_wait4, real, status, options, usage)));
+}
+
+CKPT_WRAPPER pid_t waitpid(pid_t pid, int *status, int options)
+{
+	return wait4(pid, status, options, NULL);
+}
+
+CKPT_WRAPPER pid_t wait(int *status)
+{
+	return wait4(-1, status, 0, NULL);
+}
+
+CKPT_WRAPPER pid_t wait3(int *status, int options, struct rusage *usage)
+{
+	return wait4(-1, status, options, usage);
+}
+
+CKPT_WRAPPER int waitid(idtype_t idtype, id_t id, siginfo_t *info,
+			int options)
+{
+	int r;
+
+	if (idtype == P_PID || idtype == P_PGID)
+		id = vpid_real_from_virt(id);
+	r = RETRY_IF_CHECKPOINTED((int)ckpt_syscall(SYS_waitid, idtype, id,
+						    info, options, NULL));
+	if (r == 0 && info && info->si_pid > 0)
+		info->si_pid = vpid_virt_from_real(info->si_pid);
+	return r;
+}
