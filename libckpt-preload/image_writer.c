@@ -467,13 +467,6 @@ static int write_image_file(struct image_writer *w, uint64_t generation,
 	r = write_extents(w, fd, err, errlen);
 	if (r == 0)
 		r = write_blobs(w, fd, err, errlen);
-	/* The last blob's page padding is part of the image. */
-	if (r == 0 && ftruncate(fd, h.image_size) < 0) {
-		r = -errno;
-		ckpt_fmt(err, errlen, "extending %s to %llu bytes: %s",
-			 tmp_path, (unsigned long long)h.image_size,
-			 strerror(errno));
-	}
 	if (r == 0 && (r = write_meta(w, fd, &h)) < 0)
 		ckpt_fmt(err, errlen, "writing metadata to %s: %s", tmp_path,
 			 strerror(-r));
