@@ -29,12 +29,18 @@ struct pipe_need {
 	const struct ckpt_fd_info *data;	/* the drainer's record */
 };
 
-static int pipe_ino(const struct ckpt_image *img, const struct ckpt_fd_info *f,
-		    uint64_t *ino)
+/* The inode number in an fd record's "pipe:[N]" / "socket:[N]" name. */
+int fd_record_ino(const struct ckpt_image *img, const struct ckpt_fd_info *f,
+		  const char *kind, uint64_t *ino)
 {
+	const char *name = image_string(img, f->path);
+	size_t len = strlen(kind);
 	unsigned long long v;
+	char close_bracket;
 
-	if (sscanf(image_string(img, f->path), "pipe:[%llu]", &v) != 1)
+	if (strncmp(name, kind, len) ||
+	    sscanf(name + len, ":[%llu%c", &v, &close_bracket) != 2 ||
+	    close_bracket != ']')
 		return -EINVAL;
 	*ino = v;
 	return 0;
@@ -55,7 +61,7 @@ static int note_fd(struct pipe_need *needs, int *n,
 	struct pipe_need *p;
 	uint64_t ino;
 
-	if (pipe_ino(img, f, &ino) < 0) {
+	if (fd_record_ino(img, f, "pipe", &ino) < 0) {
 		fprintf(stderr, "ckpt_restart: %s: fd %d: pipe record with a "
 			"bad name '%s'\n", img->path, f->fd,
 			image_string(img, f->path));

@@ -23,16 +23,6 @@ struct socket_end {
 	int done;
 };
 
-static int end_ino(const struct ckpt_image *img, const struct ckpt_fd_info *f,
-		   uint64_t *ino)
-{
-	unsigned long long v;
-
-	if (sscanf(image_string(img, f->path), "socket:[%llu]", &v) != 1)
-		return -EINVAL;
-	*ino = v;
-	return 0;
-}
 
 static struct socket_end *find_end(struct socket_end *ends, int n,
 				   uint64_t ino)
@@ -49,7 +39,7 @@ static int note_end(struct socket_end *ends, int *n,
 	struct socket_end *e;
 	uint64_t ino;
 
-	if (end_ino(img, f, &ino) < 0) {
+	if (fd_record_ino(img, f, "socket", &ino) < 0) {
 		fprintf(stderr, "ckpt_restart: %s: fd %d: socket record with a "
 			"bad name '%s'\n", img->path, f->fd,
 			image_string(img, f->path));
