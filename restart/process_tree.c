@@ -17,6 +17,7 @@
  *      for its image, keeping the plan and the pipes open for libckpt,
  *      which loads the virtual->real pid map before any thread runs
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -24,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -80,6 +82,39 @@ static int build_tree(struct tree *t)
 	return 0;
 }
 
+
+/* The plan and the pipes and sockets handed to the restored processes
+ * take a range of descriptor numbers that the loader keeps open; it must
+ * start above every descriptor ckpt_restart has (the shell may have
+ * passed it any), so the range holds nothing else. */
+static int above_open_fds(int fd)
+{
+	char buf[4096];
+	int dir, top = -1, moved;
+	long n;
+
+	if (fd < 0)
+		return fd;
+	dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
+		return fd;
+	while ((n = syscall(SYS_getdents64, dir, buf, sizeof(buf))) > 0)
+		for (long pos = 0; pos < n;) {
+			struct dirent64 *d = (struct dirent64 *)(buf + pos);
+
+			pos += d->d_reclen;
+			if (d->d_name[0] >= '0' && d->d_name[0] <= '9' &&
+			    atoi(d->d_name) > top && atoi(d->d_name) != dir)
+				top = atoi(d->d_name);
+		}
+	close(dir);
+	if (fd >= top)
+		return fd;
+	moved = fcntl(fd, F_DUPFD, top + 1);
+	close(fd);
+	return moved;
+}
+
 static int create_plan(struct tree *t)
 {
 	struct ckpt_restart_plan *plan;
@@ -91,7 +126,7 @@ static int create_plan(struct tree *t)
 			CKPT_PLAN_MAX_PROCS);
 		return -E2BIG;
 	}
-	fd = memfd_create("ckpt-restart-plan", 0);
+	fd = above_open_fds(memfd_create("ckpt-restart-plan", 0));
 	if (fd < 0 || ftruncate(fd, sizeof(*plan)) < 0) {
 		fprintf(stderr, "ckpt_restart: creating the restart plan "
 			"failed: %s\n", strerror(errno));

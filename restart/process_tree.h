@@ -17,6 +17,7 @@ int restart_tree(struct ckpt_image *imgs, int n, const char *coord,
 /* Create every pipe the images had once, refilled with the bytes in
  * flight, as fds from *keep_fd_end up (which it advances); 0 or -errno
  * after printing why. */
+int place_pair(const int fds[2], int first);
 int fd_record_ino(const struct ckpt_image *img, const struct ckpt_fd_info *f,
 		  const char *kind, uint64_t *ino);
 int restart_pipes_create(struct ckpt_image *imgs, int n,

@@ -94,20 +94,30 @@ static int note_fd(struct pipe_need *needs, int *n,
 	return 0;
 }
 
-/* Move fd to exactly `want` (free, the lowest such); 0 or -errno. */
-static int place_at(int fd, int want)
+/* Put the two new ends of a pipe or socket pair at exactly first and
+ * first + 1, the top of the kept range. The ends are moved above that
+ * range first: pipe() takes the lowest free numbers, so one end may sit
+ * just where the other must go. Anything else there is an error. */
+int place_pair(const int fds[2], int first)
 {
-	int n;
+	int hi[2] = { -1, -1 }, r = 0;
 
-	if (fd == want)
-		return 0;
-	n = fcntl(fd, F_DUPFD, want);
-	close(fd);
-	if (n == want)
-		return 0;
-	if (n >= 0)
-		close(n);
-	return -EBADF;
+	for (int i = 0; i < 2; i++) {
+		hi[i] = fcntl(fds[i], F_DUPFD, first + 2);
+		if (hi[i] < 0)
+			r = -errno;
+		close(fds[i]);
+	}
+	for (int i = 0; i < 2 && r == 0; i++) {
+		if (fcntl(first + i, F_GETFD) != -1)
+			r = -EBUSY;
+		else if (dup2(hi[i], first + i) < 0)
+			r = -errno;
+	}
+	for (int i = 0; i < 2; i++)
+		if (hi[i] >= 0)
+			close(hi[i]);
+	return r;
 }
 
 static int refill(const struct pipe_need *p, int wfd)
@@ -138,11 +148,7 @@ static int make_pipe(const struct pipe_need *p, struct ckpt_plan_pipe *out,
 
 	if (pipe(fds) < 0)
 		return -errno;
-	r = place_at(fds[0], *next_fd);
-	if (r == 0)
-		r = place_at(fds[1], *next_fd + 1);
-	else
-		close(fds[1]);
+	r = place_pair(fds, *next_fd);
 	if (r < 0)
 		return r;
 	out->ino = p->ino;

@@ -90,21 +90,6 @@ static int refill(const struct socket_end *e, int into)
 	return 0;
 }
 
-static int place_at(int fd, int want)
-{
-	int n;
-
-	if (fd == want)
-		return 0;
-	n = fcntl(fd, F_DUPFD, want);
-	close(fd);
-	if (n == want)
-		return 0;
-	if (n >= 0)
-		close(n);
-	return -EBADF;
-}
-
 static int make_pair(struct socket_end *a, struct socket_end *b,
 		     struct ckpt_restart_plan *plan, int *next_fd)
 {
@@ -112,11 +97,7 @@ static int make_pair(struct socket_end *a, struct socket_end *b,
 
 	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
 		return -errno;
-	r = place_at(sv[0], *next_fd);
-	if (r == 0)
-		r = place_at(sv[1], *next_fd + 1);
-	else
-		close(sv[1]);
+	r = place_pair(sv, *next_fd);
 	if (r < 0)
 		return r;
 	plan->sockets[plan->nsockets].ino = a->ino;
