@@ -142,41 +142,24 @@ static int save_one_fd(int fd, pid_t pid)
 
 static int files_save(void)
 {
-	char buf[4096];
 	pid_t pid = ckpt_real_getpid();
-	int dir, r = 0;
-	long len;
+	struct ckpt_dir_iter it;
+	int fd, r;
 
 	nsaved = 0;
 	pool_used = 0;
-	dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dir < 0)
-		return -errno;
-	while (r == 0 && (len = syscall(SYS_getdents64, dir, buf,
-					  sizeof(buf))) > 0) {
-		for (long pos = 0; pos < len && r == 0;) {
-			struct dirent64 {
-				uint64_t ino;
-				int64_t off;
-				unsigned short reclen;
-				unsigned char type;
-				char name[];
-			} *d = (void *)(buf + pos);
-			int fd;
-
-			pos += d->reclen;
-			if (d->name[0] < '0' || d->name[0] > '9')
-				continue;
-			fd = atoi(d->name);
-			if (fd == dir || ckpt_is_own_fd(fd))
-				continue;
-			if (nsaved == CKPT_MAX_FDS)
-				r = -EMFILE;
-			else
-				r = save_one_fd(fd, pid);
-		}
+	r = ckpt_dir_open(&it, "/proc/self/fd");
+	if (r < 0)
+		return r;
+	while (r == 0 && (fd = ckpt_dir_next_number(&it)) >= 0) {
+		if (fd == it.fd || ckpt_is_own_fd(fd))
+			continue;
+		if (nsaved == CKPT_MAX_FDS)
+			r = -EMFILE;
+		else
+			r = save_one_fd(fd, pid);
 	}
-	close(dir);
+	ckpt_dir_close(&it);
 	return r;
 }
 

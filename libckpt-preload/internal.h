@@ -107,6 +107,18 @@ int ckpt_move_fd_high(int fd);
 void ckpt_forget_own_fds(void);
 int ckpt_read_small_file(const char *path, char *buf, size_t len);
 
+/* The numeric entries of a /proc directory (fds, tids), read with
+ * getdents64 into the iterator itself: no malloc, usable while threads
+ * are stopped. */
+struct ckpt_dir_iter {
+	int fd;
+	long pos, len;
+	char buf[4096];
+};
+int ckpt_dir_open(struct ckpt_dir_iter *it, const char *path);
+int ckpt_dir_next_number(struct ckpt_dir_iter *it);	/* -1 at the end */
+void ckpt_dir_close(struct ckpt_dir_iter *it);
+
 /* threads.c */
 int threads_install_handler(void);
 int threads_suspend_all(char *err, size_t errlen);

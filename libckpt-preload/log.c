@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Messages, raw ids and the bookkeeping of libckpt's own descriptors. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -119,4 +121,37 @@ int ckpt_read_small_file(const char *path, char *buf, size_t len)
 		return -errno;
 	buf[n] = 0;
 	return n;
+}
+
+int ckpt_dir_open(struct ckpt_dir_iter *it, const char *path)
+{
+	it->pos = it->len = 0;
+	it->fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return it->fd < 0 ? -errno : 0;
+}
+
+int ckpt_dir_next_number(struct ckpt_dir_iter *it)
+{
+	for (;;) {
+		struct dirent64 *d;
+
+		if (it->pos >= it->len) {
+			it->len = syscall(SYS_getdents64, it->fd, it->buf,
+					  sizeof(it->buf));
+			it->pos = 0;
+			if (it->len <= 0)
+				return -1;
+		}
+		d = (struct dirent64 *)(it->buf + it->pos);
+		it->pos += d->d_reclen;
+		if (d->d_name[0] >= '0' && d->d_name[0] <= '9')
+			return atoi(d->d_name);
+	}
+}
+
+void ckpt_dir_close(struct ckpt_dir_iter *it)
+{
+	if (it->fd >= 0)
+		close(it->fd);
+	it->fd = -1;
 }

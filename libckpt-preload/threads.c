@@ -187,32 +187,6 @@ int threads_install_handler(void)
 	return real_sigaction(ckpt.signal, &sa, NULL) < 0 ? -errno : 0;
 }
 
-/* Next tid listed in /proc/self/task, read with getdents64 (no malloc). */
-struct task_iter {
-	int fd;
-	long pos, len;
-	char buf[4096];
-};
-
-static int task_next(struct task_iter *it)
-{
-	for (;;) {
-		struct dirent64 *d;
-
-		if (it->pos >= it->len) {
-			it->len = syscall(SYS_getdents64, it->fd, it->buf,
-					  sizeof(it->buf));
-			it->pos = 0;
-			if (it->len <= 0)
-				return 0;
-		}
-		d = (struct dirent64 *)(it->buf + it->pos);
-		it->pos += d->d_reclen;
-		if (d->d_name[0] >= '0' && d->d_name[0] <= '9')
-			return atoi(d->d_name);
-	}
-}
-
 /* A zombie leader (main called pthread_exit) cannot take a signal. */
 static int task_is_zombie(int tid)
 {
@@ -247,37 +221,38 @@ static int was_signaled(int tid)
 /* Signal every thread not yet signaled; returns how many were new. */
 static int signal_new_threads(char *err, size_t errlen)
 {
-	struct task_iter it = { .fd = -1 };
+	struct ckpt_dir_iter it;
 	int tid, self = ckpt_real_gettid(), pid = ckpt_real_getpid();
-	int fresh = 0;
+	int fresh = 0, r;
 
-	it.fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (it.fd < 0) {
+	r = ckpt_dir_open(&it, "/proc/self/task");
+	if (r < 0) {
 		ckpt_fmt(err, errlen, "open /proc/self/task: %s",
-			 strerror(errno));
-		return -errno;
+			 strerror(-r));
+		return r;
 	}
-	while ((tid = task_next(&it)) > 0) {
+	while ((tid = ckpt_dir_next_number(&it)) > 0) {
 		if (tid == self || was_signaled(tid) || task_is_zombie(tid))
 			continue;
 		if (nsignaled >= CKPT_MAX_THREADS) {
 			ckpt_fmt(err, errlen, "more than %d threads",
 				 CKPT_MAX_THREADS);
-			close(it.fd);
+			ckpt_dir_close(&it);
 			return -E2BIG;
 		}
 		if (syscall(SYS_tgkill, pid, tid, ckpt.signal) < 0) {
 			if (errno == ESRCH)
 				continue;
+			r = -errno;
 			ckpt_fmt(err, errlen, "tgkill thread %d: %s", tid,
-				 strerror(errno));
-			close(it.fd);
-			return -errno;
+				 strerror(-r));
+			ckpt_dir_close(&it);
+			return r;
 		}
 		signaled[nsignaled++] = tid;
 		fresh++;
 	}
-	close(it.fd);
+	ckpt_dir_close(&it);
 	return fresh;
 }
 

@@ -71,30 +71,19 @@ static void scan_children_of(const char *tid)
 
 static int zombies_save(void)
 {
-	char buf[4096];
-	int dir;
-	long len;
+	struct ckpt_dir_iter it;
+	char name[16];
+	int tid, r;
 
 	nzombies = 0;
-	dir = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dir < 0)
-		return -errno;
-	while ((len = syscall(SYS_getdents64, dir, buf, sizeof(buf))) > 0) {
-		for (long pos = 0; pos < len;) {
-			struct dirent64 {
-				uint64_t ino;
-				int64_t off;
-				unsigned short reclen;
-				unsigned char type;
-				char name[];
-			} *d = (void *)(buf + pos);
-
-			pos += d->reclen;
-			if (d->name[0] >= '0' && d->name[0] <= '9')
-				scan_children_of(d->name);
-		}
+	r = ckpt_dir_open(&it, "/proc/self/task");
+	if (r < 0)
+		return r;
+	while ((tid = ckpt_dir_next_number(&it)) >= 0) {
+		ckpt_fmt(name, sizeof(name), "%d", tid);
+		scan_children_of(name);
 	}
-	close(dir);
+	ckpt_dir_close(&it);
 	return 0;
 }
 
