@@ -24,11 +24,15 @@ static inline void say(const char *fmt, ...)
 {
 	va_list ap;
 
+	/* One lock around the whole line: threads that wake together (as
+	 * after a restart) must not interleave their lines. */
+	flockfile(stdout);
 	va_start(ap, fmt);
 	vprintf(fmt, ap);
 	va_end(ap);
 	putchar('\n');
 	fflush(stdout);
+	funlockfile(stdout);
 }
 
 static inline void die(const char *prog, const char *fmt, ...)
