@@ -39,5 +39,10 @@ uintptr_t arch_ucontext_pc(const void *ucontext);
 uintptr_t arch_ucontext_sp(const void *ucontext);
 uint64_t arch_frame_features_in_use(const void *ucontext);
 void arch_adapt_frame(void *ucontext, uint64_t current_features);
+/* The system call the frame's thread issues again when the handler
+ * returns (SA_RESTART), or -1; its arguments, 0-5. */
+long arch_frame_pending_syscall(const void *ucontext);
+unsigned long arch_frame_syscall_arg(const void *ucontext, int i);
+void arch_frame_set_syscall_arg(void *ucontext, int i, unsigned long v);
 
 #endif /* CKPT_ARCH_H */

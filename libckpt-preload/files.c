@@ -17,7 +17,9 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <termios.h>
 #include <unistd.h>
@@ -31,7 +33,9 @@ struct saved_fd {
 	int flags, fd_flags;
 	int dup_of;		/* index of an earlier fd sharing the file */
 	int64_t offset;
-	uint64_t size;		/* deleted files: bytes of content */
+	uint64_t size;		/* deleted and temporary files: bytes of
+				   content */
+	int temporary;		/* on temporary storage: content saved */
 	uint64_t dev, ino;
 	uint32_t path;		/* offset in path_pool */
 	int has_termios;	/* a terminal: its settings */
@@ -89,6 +93,30 @@ static int fd_kind(int fd, const struct stat *st, const char *path)
 	return CKPT_FD_UNSUPPORTED;
 }
 
+/* Files on temporary storage (tmpfs, ramfs, /tmp, /var/tmp) may be gone
+ * when the image is restarted: after a reboot, or because a process of
+ * the computation that outlived the checkpoint cleaned them up (a
+ * compiler driver removes its /tmp/cc*.s when its cc1 is killed). Their
+ * content goes into the image, up to CKPT_TMP_FILE_SAVE_MAX bytes each;
+ * ckpt_restart recreates the ones that are missing. */
+static int on_temporary_storage(int fd, const char *path)
+{
+	struct statfs sf;
+
+	if (!strncmp(path, "/tmp/", 5) || !strncmp(path, "/var/tmp/", 9))
+		return 1;
+	return fstatfs(fd, &sf) == 0 &&
+	       (sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC);
+}
+
+static int is_temporary_file(int fd, int kind, const struct stat *st,
+			     const char *path)
+{
+	return kind == CKPT_FD_FILE &&
+	       (uint64_t)st->st_size <= CKPT_TMP_FILE_SAVE_MAX &&
+	       on_temporary_storage(fd, path);
+}
+
 static int same_description(pid_t pid, int a, int b)
 {
 	return syscall(SYS_kcmp, pid, pid, KCMP_FILE, a, b) == 0;
@@ -128,7 +156,9 @@ static int save_one_fd(int fd, pid_t pid)
 	if (S_ISSOCK(st.st_mode) &&
 	    sockets_unix_stream_peer(fd, st.st_ino, &s->peer_ino) == 1)
 		s->kind = CKPT_FD_UNIX_STREAM;
-	s->size = s->kind == CKPT_FD_FILE_DELETED ? (uint64_t)st.st_size : 0;
+	s->temporary = is_temporary_file(fd, s->kind, &st, path);
+	s->size = s->kind == CKPT_FD_FILE_DELETED || s->temporary ?
+		  (uint64_t)st.st_size : 0;
 	s->has_termios = s->kind == CKPT_FD_TTY &&
 			 ioctl(fd, TCGETS, &s->termios) == 0;
 	if (s->kind == CKPT_FD_PIPE)
@@ -163,6 +193,31 @@ static int files_save(void)
 	return r;
 }
 
+static uint64_t file_claim_key(const struct saved_fd *s)
+{
+	return ((s->ino ^ (s->dev << 40) ^ (s->dev >> 24)) &
+		(CKPT_CLAIM_FILE - 1)) | CKPT_CLAIM_FILE;
+}
+
+/* The file of a record, open for reading whatever the fd's access mode
+ * (a log opened O_WRONLY), closed once the image is written. */
+static int readable_copy(const struct saved_fd *s)
+{
+	char proc[64];
+	int fd, r;
+
+	if ((s->flags & O_ACCMODE) != O_WRONLY)
+		return s->fd;
+	ckpt_fmt(proc, sizeof(proc), "/proc/self/fd/%d", s->fd);
+	fd = open(proc, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	r = round_keep_memfd(fd);
+	if (r < 0)
+		close(fd);
+	return r < 0 ? r : fd;
+}
+
 /* Where the content saved with the record comes from: a deleted file
  * itself, the bytes drained from a pipe (every process of the computation
  * is stopped by now), or nothing (-1). */
@@ -174,7 +229,14 @@ static int content_of(const struct saved_fd *s, uint64_t *size)
 	if (s->dup_of >= 0)
 		return -1;
 	if (s->kind == CKPT_FD_FILE_DELETED)
-		return s->fd;
+		return readable_copy(s);
+	if (s->kind == CKPT_FD_FILE) {
+		/* one image per round holds a file's content */
+		r = s->temporary ? round_claim(file_claim_key(s)) : 0;
+		if (r <= 0)
+			*size = 0;
+		return r < 0 ? r : r ? readable_copy(s) : -1;
+	}
 	if (s->kind == CKPT_FD_UNIX_STREAM) {
 		r = sockets_save_queue(s->fd, s->ino, &memfd, size);
 		if (r < 0) {
@@ -237,6 +299,8 @@ static int files_write(struct image_writer *w)
 			fi.peer_ino = s->peer_ino;
 		else
 			fi.parent_fd = parent_sharing(s);
+		if (s->kind == CKPT_FD_FILE && content >= 0)
+			fi.fd_flags |= CKPT_FDF_CONTENT_SAVED;
 		r = writer_add_fd(w, &fi, saved_path(s),
 				  content >= 0 && size ? content : -1, size);
 		if (r < 0)

@@ -27,6 +27,8 @@ long ckpt_syscall_error(long err);
 #define CKPT_SIGNAL_DEFAULT	62	/* reserved; CKPT_SIGNAL=N moves it */
 #define CKPT_MAX_THREADS	4096
 #define CKPT_MAX_FDS		4096
+/* files on temporary storage: content saved up to this size (files.c) */
+#define CKPT_TMP_FILE_SAVE_MAX	(64ULL << 20)
 #define CKPT_SUSPEND_TIMEOUT_MS	10000
 #define CKPT_SUSPENDED_IDLE_MS	120000	/* resume if the coordinator
 					   vanishes while we are stopped */
@@ -68,6 +70,9 @@ struct ckpt_thread {
 	uintptr_t pc, sp;		/* where the thread was interrupted */
 	void *uc;			/* its signal frame (NULL: manager) */
 	uint64_t features_in_use;	/* xsave components live in the frame */
+	int pid_arg;			/* the pending system call's argument
+					   that names a process, or -1 */
+	pid_t pid_arg_virt;		/* that process's virtual pid */
 	struct ckpt_context ctx;
 	struct pending_signals pending;
 };
@@ -170,6 +175,7 @@ void pipes_begin_round(uint64_t generation, const char *dir);
 void pipes_end_round(void);
 int pipes_drain(int fd, uint64_t ino, int *memfd, uint64_t *size);
 #define CKPT_CLAIM_SOCKET	(1ULL << 63)
+#define CKPT_CLAIM_FILE		(1ULL << 62)	/* | dev and inode mixed */
 int round_claim(uint64_t key);
 int round_keep_memfd(int fd);
 

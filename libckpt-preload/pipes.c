@@ -145,8 +145,10 @@ static int nclaimed;
 static void claim_path(char *buf, size_t len, uint64_t key, uint64_t gen)
 {
 	ckpt_fmt(buf, len, "%s/.ckpt_%s_%llu.g%llu", round_dir,
-		 key & CKPT_CLAIM_SOCKET ? "sock" : "pipe",
-		 (unsigned long long)(key & ~CKPT_CLAIM_SOCKET),
+		 key & CKPT_CLAIM_SOCKET ? "sock" :
+		 key & CKPT_CLAIM_FILE ? "file" : "pipe",
+		 (unsigned long long)(key & ~(CKPT_CLAIM_SOCKET |
+					     CKPT_CLAIM_FILE)),
 		 (unsigned long long)gen);
 }
 

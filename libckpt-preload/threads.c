@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include "internal.h"
@@ -113,10 +114,46 @@ void threads_set_current_features(uint64_t features)
 	current_features = features;
 }
 
+/* A thread stopped in wait4/waitid goes back into it with the registers
+ * of the checkpoint (SA_RESTART): a child named there by its real pid
+ * has another one after a restart. Remember it by its virtual pid. */
+static void note_pid_in_pending_syscall(struct ckpt_thread *t)
+{
+	long nr = arch_frame_pending_syscall(t->uc);
+	long pid;
+
+	t->pid_arg = -1;
+	if (nr == SYS_wait4)
+		t->pid_arg = 0;
+	else if (nr == SYS_waitid &&
+		 (arch_frame_syscall_arg(t->uc, 0) == P_PID ||
+		  arch_frame_syscall_arg(t->uc, 0) == P_PGID))
+		t->pid_arg = 1;
+	if (t->pid_arg < 0)
+		return;
+	pid = (long)(int)arch_frame_syscall_arg(t->uc, t->pid_arg);
+	t->pid_arg_virt = pid > 0 ? vpid_virt_from_real(pid) :
+		 pid < -1 ? -vpid_virt_from_real(-pid) : pid;
+}
+
+static void retarget_pending_syscall(struct ckpt_thread *t)
+{
+	pid_t v = t->pid_arg_virt, real;
+
+	if (t->pid_arg < 0)
+		return;
+	real = v > 0 ? vpid_real_from_virt(v) :
+	       v < -1 ? -vpid_real_from_virt(-v) : v;
+	arch_frame_set_syscall_arg(t->uc, t->pid_arg,
+				   (unsigned long)(long)real);
+}
+
 static void restored_barrier(struct ckpt_thread *t)
 {
-	if (t->uc)
+	if (t->uc) {
 		arch_adapt_frame(t->uc, current_features);
+		retarget_pending_syscall(t);
+	}
 	reregister_self(t);
 	pending_requeue_thread(&t->pending);
 	__atomic_add_fetch(&restored_count, 1, __ATOMIC_RELEASE);
@@ -157,6 +194,7 @@ static void suspend_handler(int sig, siginfo_t *si, void *uc)
 	t->sp = arch_ucontext_sp(uc);
 	t->uc = uc;
 	t->features_in_use = arch_frame_features_in_use(uc);
+	note_pid_in_pending_syscall(t);
 	pending_capture_thread(&t->pending);
 	if (ckpt_save_context(&t->ctx) == 0) {
 		__atomic_add_fetch(&suspended_count, 1, __ATOMIC_RELEASE);

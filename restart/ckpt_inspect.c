@@ -135,9 +135,8 @@ static void print_fds(const struct ckpt_image *img)
 		       kind ? kind : "?", f->flags,
 		       f->fd_flags & 1 ? " cloexec" : "",
 		       (long long)f->offset, image_string(img, f->path));
-		if (f->kind == CKPT_FD_FILE_DELETED ||
-		    ((f->kind == CKPT_FD_PIPE ||
-		      f->kind == CKPT_FD_UNIX_STREAM) && f->data_size))
+		if (f->kind == CKPT_FD_FILE_DELETED || f->data_size ||
+		    (f->fd_flags & CKPT_FDF_CONTENT_SAVED))
 			printf(" (%llu bytes saved)",
 			       (unsigned long long)f->data_size);
 		if (f->kind == CKPT_FD_PIPE)

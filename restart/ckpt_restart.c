@@ -200,6 +200,33 @@ static void ensure_stdio_open(void)
 		close(fd);
 }
 
+/* The images of one checkpoint: given images of several (ckpt_*.img in a
+ * directory where processes exited or exec'd since an older checkpoint),
+ * keep the newest generation's and say which were left out. Returns the
+ * number kept, moved to the front. */
+static int keep_newest_generation(struct ckpt_image *imgs, int n)
+{
+	uint64_t newest = 0;
+	int kept = 0;
+
+	for (int i = 0; i < n; i++)
+		if (imgs[i].hdr.generation > newest)
+			newest = imgs[i].hdr.generation;
+	for (int i = 0; i < n; i++) {
+		if (imgs[i].hdr.generation == newest) {
+			imgs[kept++] = imgs[i];
+			continue;
+		}
+		fprintf(stderr, "ckpt_restart: leaving out %s: it is from "
+			"checkpoint %llu, the newest given is %llu (the "
+			"process had exited or exec'd by then)\n", imgs[i].path,
+			(unsigned long long)imgs[i].hdr.generation,
+			(unsigned long long)newest);
+		image_close(&imgs[i]);
+	}
+	return kept;
+}
+
 int main(int argc, char **argv)
 {
 	char coord[512], ckpt_dir[PATH_MAX] = "";
@@ -225,6 +252,9 @@ int main(int argc, char **argv)
 		if (validate_image(&imgs[i], o.images[i], o.check_flags))
 			failed = 1;
 	if (failed)
+		return 1;
+	o.nimages = keep_newest_generation(imgs, o.nimages);
+	if (restart_recreate_missing_files(imgs, o.nimages) < 0)
 		return 1;
 	if (ensure_coordinator(o.coord, coord, sizeof(coord)))
 		return 1;

@@ -442,9 +442,7 @@ static int check_tables(struct ckpt_image *img)
 		err = check_name(img, f->path, what);
 		if (err)
 			return err;
-		if ((f->kind == CKPT_FD_FILE_DELETED ||
-		     ((f->kind == CKPT_FD_PIPE ||
-		       f->kind == CKPT_FD_UNIX_STREAM) && f->data_size)) &&
+		if ((f->kind == CKPT_FD_FILE_DELETED || f->data_size) &&
 		    !range_inside(f->data_offset, f->data_size,
 				  h->data_offset, h->image_size))
 			return image_fail(img, EINVAL, "%s: saved content lies "

@@ -35,6 +35,11 @@ int restart_sockets_create(struct ckpt_image *imgs, int n,
 int restart_files_create(struct ckpt_image *imgs, int n, const int *parent,
 			 struct ckpt_restart_plan *plan, int *keep_fd_end);
 
+/* Recreate each file on temporary storage that the images hold content
+ * of and that is missing now (restart_tmpfiles.c). 0 or -errno after
+ * printing why. */
+int restart_recreate_missing_files(struct ckpt_image *imgs, int n);
+
 /* ckpt_restart.c: exec the loader for one image; returns only on
  * failure, after printing why. */
 void exec_loader(struct ckpt_image *img, const char *coord,

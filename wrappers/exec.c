@@ -79,8 +79,16 @@ static int is_ours(const char *entry)
 static void build_env(char *const envp[], const char **out, char *vpid_var,
 		      size_t vpid_len, char *preload, size_t preload_len)
 {
+	pid_t real = ckpt_real_getpid(), self = ckpt.vpid, parent = ckpt.vppid;
 	size_t n = 0;
 
+	/* A vfork or posix_spawn child runs in its parent's memory, so
+	 * ckpt names the parent: the program it execs is a new process,
+	 * known by its own pid, whose parent is us. */
+	if (real != vpid_real_from_virt(ckpt.vpid)) {
+		self = real;
+		parent = ckpt.vpid;
+	}
 	ckpt_fmt(preload, preload_len, "%s", env_preload);
 	for (size_t i = 0; envp && envp[i]; i++) {
 		if (names_var(envp[i], "LD_PRELOAD") &&
@@ -90,8 +98,8 @@ static void build_env(char *const envp[], const char **out, char *vpid_var,
 		if (!is_ours(envp[i]))
 			out[n++] = envp[i];
 	}
-	ckpt_fmt(vpid_var, vpid_len, "CKPT_VPID=%d:%d:%d", (int)ckpt.vpid,
-		 (int)ckpt_real_getpid(), (int)ckpt.vppid);
+	ckpt_fmt(vpid_var, vpid_len, "CKPT_VPID=%d:%d:%d", (int)self, (int)real,
+		 (int)parent);
 	out[n++] = preload;
 	out[n++] = env_coord;
 	out[n++] = env_dir;

@@ -28,10 +28,10 @@ static pid_t virtual_result(pid_t r)
 CKPT_WRAPPER pid_t wait4(pid_t pid, int *status, int options,
 			 struct rusage *usage)
 {
-	pid_t real = real_wait_target(pid);
-
-	return virtual_result(RETRY_IF_CHECKPOINTED(
-		(int)ckpt_syscall(SYS_wait4, real, status, options, usage)));
+	/* translated at each try: a restart in the middle of the wait
+	 * gives the child another real pid */
+	return virtual_result(RETRY_IF_CHECKPOINTED((int)ckpt_syscall(
+		SYS_wait4, real_wait_target(pid), status, options, usage)));
 }
 
 CKPT_WRAPPER pid_t waitpid(pid_t pid, int *status, int options)
@@ -52,12 +52,11 @@ CKPT_WRAPPER pid_t wait3(int *status, int options, struct rusage *usage)
 CKPT_WRAPPER int waitid(idtype_t idtype, id_t id, siginfo_t *info,
 			int options)
 {
-	int r;
+	int by_pid = idtype == P_PID || idtype == P_PGID, r;
 
-	if (idtype == P_PID || idtype == P_PGID)
-		id = vpid_real_from_virt(id);
-	r = RETRY_IF_CHECKPOINTED((int)ckpt_syscall(SYS_waitid, idtype, id,
-						    info, options, NULL));
+	r = RETRY_IF_CHECKPOINTED((int)ckpt_syscall(SYS_waitid, idtype,
+		by_pid ? (id_t)vpid_real_from_virt(id) : id, info, options,
+		NULL));
 	if (r == 0 && info && info->si_pid > 0)
 		info->si_pid = vpid_virt_from_real(info->si_pid);
 	return r;

@@ -154,11 +154,16 @@ enum ckpt_fd_kind {
 					   the bytes queued for this end */
 };
 
+/* ckpt_fd_info.fd_flags, above FD_CLOEXEC */
+#define CKPT_FDF_CONTENT_SAVED	0x100	/* CKPT_FD_FILE on temporary storage:
+					   data_* is the file's content, to
+					   recreate it if it is gone */
+
 struct ckpt_fd_info {
 	int32_t fd;
 	uint32_t kind;			/* enum ckpt_fd_kind */
 	uint32_t flags;			/* F_GETFL */
-	uint32_t fd_flags;		/* F_GETFD */
+	uint32_t fd_flags;		/* F_GETFD | CKPT_FDF_* */
 	int64_t offset;			/* lseek position, -1 if none */
 	uint32_t path;			/* string table offset */
 	union {				/* was reserved: 0 in older images */

@@ -40,6 +40,39 @@ uintptr_t arch_ucontext_sp(const void *ucontext)
 	return uc->uc_mcontext.gregs[REG_RSP];
 }
 
+/* A thread stopped by the signal with the kernel about to (re)issue a
+ * system call on return: SA_RESTART rewound rip to the `syscall`
+ * instruction and put the number back in rax (or the signal came just
+ * before the instruction). The number, or -1. */
+long arch_frame_pending_syscall(const void *ucontext)
+{
+	const ucontext_t *uc = ucontext;
+	const unsigned char *ip =
+		(const unsigned char *)uc->uc_mcontext.gregs[REG_RIP];
+
+	if (ip[0] != 0x0f || ip[1] != 0x05)
+		return -1;
+	return uc->uc_mcontext.gregs[REG_RAX];
+}
+
+static const int syscall_arg_regs[6] = {
+	REG_RDI, REG_RSI, REG_RDX, REG_R10, REG_R8, REG_R9,
+};
+
+unsigned long arch_frame_syscall_arg(const void *ucontext, int i)
+{
+	const ucontext_t *uc = ucontext;
+
+	return uc->uc_mcontext.gregs[syscall_arg_regs[i]];
+}
+
+void arch_frame_set_syscall_arg(void *ucontext, int i, unsigned long v)
+{
+	ucontext_t *uc = ucontext;
+
+	uc->uc_mcontext.gregs[syscall_arg_regs[i]] = v;
+}
+
 /* The xsave area of a signal frame: the software-reserved bytes the
  * kernel put at offset 464 of the legacy area, and the XSAVE header. */
 #define FX_SW_OFFSET 464
