@@ -17,7 +17,6 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 #include "coordinator.h"
 
@@ -207,8 +206,16 @@ static void round_advance(struct coordinator *co)
 			all_final = false;
 	}
 	if (!r->writing && !r->failed && all_suspended) {
-		start_writing(co);
-		return;
+		int complete = members_complete(co);
+
+		if (complete > 0) {
+			start_writing(co);
+			return;
+		}
+		if (complete < 0)
+			mark_round_failed(co);
+		else
+			return; /* waiting for a forked or exec'd member */
 	}
 	if (all_final)
 		round_finish(co);
@@ -336,6 +343,13 @@ void round_on_gone(struct coordinator *co, struct conn *c)
 
 	if (!in_round(co, c) || state_is_final(c->proc.state))
 		return;
+	/* exec'd (it connects again) or exited: round_members.c */
+	if (c->proc.state == PROC_SUSPENDING && !co->round.failed &&
+	    members_on_left_while_suspending(co, c)) {
+		c->proc.round_generation = 0;
+		round_advance(co);
+		return;
+	}
 	snprintf(what, sizeof(what), "the process disconnected while %s",
 		 proc_state_name(c->proc.state));
 	fail_process(co, c, ECONNRESET, what);
@@ -379,27 +393,12 @@ static void time_out_round(struct coordinator *co)
  * can be looked at. */
 static bool process_is_stopped(const struct conn *c)
 {
-	static struct utsname self;
-	char path[64], buf[512], *p;
-	ssize_t n;
-	int fd;
+	char state;
 
-	if (!self.nodename[0] && uname(&self) < 0)
+	if (!proc_on_this_host(c))
 		return false;
-	if (strcmp(c->proc.hello.hostname, self.nodename) ||
-	    c->proc.hello.real_pid <= 0)
-		return false;
-	snprintf(path, sizeof(path), "/proc/%d/stat", c->proc.hello.real_pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = 0;
-	p = strrchr(buf, ')');
-	return p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't');
+	state = local_process_state(c->proc.hello.real_pid);
+	return state == 'T' || state == 't';
 }
 
 static void fail_stopped_processes(struct coordinator *co)
@@ -426,6 +425,8 @@ void round_check_timeouts(struct coordinator *co)
 
 	if (!r->active)
 		return;
+	if (r->next_member_check_ms && now >= r->next_member_check_ms)
+		r->next_member_check_ms = 0; /* round_advance looks again */
 	if (now >= r->next_stop_check_ms) {
 		fail_stopped_processes(co);
 		r->next_stop_check_ms = now + COORD_STOP_CHECK_MS;
@@ -446,5 +447,9 @@ int64_t round_next_deadline(struct coordinator *co)
 	if (!r->active)
 		return 0;
 	d = r->writing ? r->round_deadline : r->suspend_deadline;
-	return r->next_stop_check_ms < d ? r->next_stop_check_ms : d;
+	if (r->next_stop_check_ms < d)
+		d = r->next_stop_check_ms;
+	if (r->next_member_check_ms && r->next_member_check_ms < d)
+		d = r->next_member_check_ms;
+	return d;
 }

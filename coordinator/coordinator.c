@@ -117,6 +117,7 @@ static void accept_process(struct coordinator *co, struct conn *c,
 		  proc_name(c, name, sizeof(name)), c->peer,
 		  h->flags & CKPT_HELLO_F_RESTARTED ? ", restarted" : "",
 		  h->flags & CKPT_HELLO_F_ACCEL ? ", accel" : "");
+	members_on_join(co, c);
 }
 
 static void accept_command(struct coordinator *co, struct conn *c,

@@ -19,6 +19,9 @@
 #define COORD_ROUND_TIMEOUT_MS		300000	/* all DURABLE */
 #define COORD_KILL_TIMEOUT_MS		10000	/* all gone after DO_KILL */
 #define COORD_STOP_CHECK_MS		1000	/* stopped processes in a round */
+#define COORD_JOIN_TIMEOUT_MS		3000	/* a forked/exec'd member */
+#define COORD_JOIN_CHECK_MS		20	/* look again for it */
+#define COORD_MAX_EXPECTED		64
 #define COORD_IDLE_EXIT_MS		60000	/* nobody ever came */
 #define COORD_LINGER_MS			2000	/* after the last process left */
 #define COORD_EXIT_FLUSH_MS		2000	/* last replies on exit */
@@ -89,6 +92,13 @@ struct conn {
 	uint64_t pending_generation;	/* 0: queued for the next round */
 };
 
+/* A process the round waits for before writing (round_members.c). */
+struct expected_proc {
+	pid_t pid;
+	pid_t parent;			/* 0: a member that left */
+	int64_t since_ms;
+};
+
 struct round {
 	bool active;
 	bool failed;
@@ -101,6 +111,9 @@ struct round {
 	int64_t suspend_deadline;
 	int64_t round_deadline;
 	int64_t next_stop_check_ms;	/* look for stopped processes */
+	int64_t next_member_check_ms;	/* 0: nobody expected */
+	struct expected_proc expected[COORD_MAX_EXPECTED];
+	int nexpected;
 	struct buf paths;		/* one image path per line */
 	struct buf failures;		/* one failure per line */
 };
@@ -178,6 +191,14 @@ void round_on_gone(struct coordinator *co, struct conn *c);
 void round_check_timeouts(struct coordinator *co);
 int64_t round_next_deadline(struct coordinator *co);
 const char *proc_state_name(enum proc_state s);
+
+/* round_members.c */
+bool proc_on_this_host(const struct conn *c);
+char local_process_state(pid_t pid);
+void members_on_join(struct coordinator *co, struct conn *c);
+bool members_on_left_while_suspending(struct coordinator *co,
+				      struct conn *c);
+int members_complete(struct coordinator *co);
 
 /* commands.c */
 void command_handle(struct coordinator *co, struct conn *c,

@@ -57,6 +57,21 @@ int checkpoint_suspend(uint64_t generation, char *err, size_t errlen)
 	return 0;
 }
 
+static int drain_resources(char *err, size_t errlen)
+{
+	for (size_t i = 0; i < ckpt_nresources; i++) {
+		int r = ckpt_resources[i]->drain ? ckpt_resources[i]->drain()
+						  : 0;
+
+		if (r < 0) {
+			ckpt_fmt(err, errlen, "saving %s: %s",
+				 ckpt_resources[i]->name, strerror(-r));
+			return r;
+		}
+	}
+	return 0;
+}
+
 /* Returns 0 once the image is written and the threads run again,
  * CKPT_RESTARTED in a restarted process, or -errno (threads resumed). */
 int checkpoint_write(uint64_t generation, const char *dir, char *path,
@@ -72,8 +87,10 @@ int checkpoint_write(uint64_t generation, const char *dir, char *path,
 	if (ckpt_save_context(&self->ctx) != 0)
 		return CKPT_RESTARTED;
 	pipes_begin_round(generation, dir && dir[0] ? dir : ckpt.ckpt_dir);
-	r = image_write(generation, dir, path, pathlen, tmp, tmplen, err,
-			errlen);
+	r = drain_resources(err, errlen);
+	if (r == 0)
+		r = image_write(generation, dir, path, pathlen, tmp, tmplen,
+				err, errlen);
 	pipes_end_round();
 	threads_resume_all();
 	return r;

@@ -23,6 +23,7 @@
 #include <sys/syscall.h>
 #include <termios.h>
 #include <unistd.h>
+#include "ckpt/copy_range.h"
 #include "internal.h"
 
 #define PATH_POOL (1 << 20)
@@ -384,24 +385,6 @@ static int find_blob(int image_fd, int fd, uint64_t *off, uint64_t *size)
 	return -ENOENT;
 }
 
-static int copy_range(int from, uint64_t off, uint64_t size, int to)
-{
-	char buf[65536];
-
-	while (size) {
-		ssize_t n = pread(from, buf, size < sizeof(buf) ? size :
-					sizeof(buf), off);
-
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		if (write(to, buf, n) != n)
-			return -EIO;
-		off += n;
-		size -= n;
-	}
-	return 0;
-}
-
 /* A new unlinked file with the saved content, in the original directory
  * when it still exists. */
 static int recreate_deleted(const struct saved_fd *s, int image_fd)
@@ -422,7 +405,7 @@ static int recreate_deleted(const struct saved_fd *s, int image_fd)
 		tmp = memfd_create("ckpt-deleted-file", 0);
 	if (tmp < 0)
 		return -errno;
-	r = copy_range(image_fd, off, size, tmp);
+	r = ckpt_copy_range(image_fd, off, size, tmp);
 	if (r < 0) {
 		close(tmp);
 		return r;

@@ -84,6 +84,9 @@ struct image_writer;
 struct ckpt_resource_ops {
 	const char *name;
 	int (*save)(void);
+	/* at DO_WRITE, once every process of the computation is stopped,
+	 * before memory is captured: state that depends on the others */
+	int (*drain)(void);
 	int (*write)(struct image_writer *w);
 	int (*restore)(const struct ckpt_restart_args *args);
 };
@@ -94,6 +97,10 @@ extern const struct ckpt_resource_ops zombie_resource_ops;
 extern const struct ckpt_resource_ops process_group_resource_ops;
 extern const struct ckpt_resource_ops *const ckpt_resources[];
 extern const size_t ckpt_nresources;
+
+/* manager.c: an exec or exit waits (bounded) until the image being
+ * made durable is done */
+void manager_wait_image_settled(void);
 
 /* files.c */
 int files_private_fd(int fd);

@@ -7,6 +7,8 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -24,6 +26,7 @@ struct ckpt_state ckpt = { .coord_fd = -1, .signal = CKPT_SIGNAL_DEFAULT };
 
 #define HELLO_TIMEOUT_MS 5000
 #define CONNECT_TIMEOUT_MS 5000
+#define IMAGE_SETTLE_MAX_MS 120000
 
 union manager_msg {
 	struct ckpt_msg_welcome welcome;
@@ -105,6 +108,8 @@ static int send_result(uint16_t type, uint64_t gen, int error,
 	return ckpt_msg_send(ckpt.coord_fd, type, &res, sizeof(res));
 }
 
+static void handle_write_image(const struct ckpt_msg_do_checkpoint *m);
+
 /* A coordinator that just saw its last process go exits after a short
  * linger; a process that execs or restarts at that moment may find it
  * gone, or going: start one then (ckpt_coord_connect_or_spawn). */
@@ -182,7 +187,44 @@ static void leave_coordinator(void)
 	ckpt.coord_fd = -1;
 }
 
+/* From DO_WRITE until DURABLE or FAILED is sent. The application runs
+ * again while the image is made durable; an exec or exit in that window
+ * would end the manager thread and lose the round, so both wait. */
+static int image_in_flight;
+
+static void image_settled(void)
+{
+	__atomic_store_n(&image_in_flight, 0, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &image_in_flight, FUTEX_WAKE_PRIVATE, INT_MAX,
+		NULL, NULL, 0);
+}
+
+void manager_wait_image_settled(void)
+{
+	struct timespec slice = { 0, 100 * 1000 * 1000 };
+
+	if (ckpt_real_getpid() != vpid_real_from_virt(ckpt.vpid))
+		return; /* a vfork child: the image is its parent's */
+	for (int i = 0; i < IMAGE_SETTLE_MAX_MS / 100 &&
+			__atomic_load_n(&image_in_flight, __ATOMIC_ACQUIRE);
+	     i++)
+		syscall(SYS_futex, &image_in_flight, FUTEX_WAIT_PRIVATE, 1,
+			&slice, NULL, 0);
+}
+
+__attribute__((destructor)) static void settle_before_exit(void)
+{
+	manager_wait_image_settled();
+}
+
 static void handle_write(const struct ckpt_msg_do_checkpoint *m)
+{
+	__atomic_store_n(&image_in_flight, 1, __ATOMIC_RELEASE);
+	handle_write_image(m);
+	image_settled();
+}
+
+static void handle_write_image(const struct ckpt_msg_do_checkpoint *m)
 {
 	char err[512] = "", path[4096], tmp[4096];
 	const char *dir = m->ckpt_dir[0] ? m->ckpt_dir : ckpt.ckpt_dir;
@@ -332,6 +374,8 @@ void manager_after_restart(void)
 	int r;
 
 	threads_manager_restored();
+	/* the image was in flight when memory was captured */
+	image_settled();
 	ckpt_accel_open(); /* the kernel may be another one now */
 	ckpt.coord_fd = -1;
 	ckpt.restarts++;
@@ -369,6 +413,7 @@ static void after_fork_in_child(void)
 		close(ckpt.coord_fd);
 		ckpt.coord_fd = -1;
 	}
+	image_in_flight = 0; /* the parent's image, not ours */
 	ckpt.vppid = ckpt.vpid;
 	vpid_reset_after_fork();
 	ckpt.vpid = vpid_self();
@@ -395,6 +440,17 @@ static pid_t inherited_vpid(pid_t real, pid_t *vppid)
 	if (n == 3 && pp > 0)
 		*vppid = pp;
 	return virt;
+}
+
+/* The program before an exec blocked the signal for the exec (see
+ * wrappers/exec.c); one that came meanwhile is taken and ignored now. */
+static void unblock_ckpt_signal(void)
+{
+	sigset_t one;
+
+	sigemptyset(&one);
+	sigaddset(&one, ckpt.signal);
+	syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &one, NULL, _NSIG / 8);
 }
 
 /* Where this library was loaded from, for the environment of exec. */
@@ -428,6 +484,7 @@ __attribute__((constructor)) static void ckpt_init(void)
 			 strerror(errno));
 		return;
 	}
+	unblock_ckpt_signal();
 	pthread_atfork(NULL, NULL, after_fork_in_child);
 	ckpt_accel_open();
 	start_in_this_process(0);

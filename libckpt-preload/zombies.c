@@ -4,7 +4,9 @@
  * (zombies). They are not processes of the computation any more (no
  * image), but their parent may still wait for them by the pid it stored.
  *
- * Saved: every child listed in /proc/self/task/<tid>/children that
+ * Saved when the whole computation is stopped (the drain step: a child
+ * may exit while the others stop): every child listed in
+ * /proc/self/task/<tid>/children that
  * waitid(WNOWAIT) shows as exited, with how it ended; nothing is reaped.
  * Restored: before the threads run, the restored parent forks (raw clone,
  * no glibc in the child) a child per zombie that ends the same way at
@@ -160,6 +162,6 @@ static int zombies_restore(const struct ckpt_restart_args *args)
 
 const struct ckpt_resource_ops zombie_resource_ops = {
 	.name = "exited children",
-	.save = zombies_save,
+	.drain = zombies_save,	/* a child may exit while the others stop */
 	.restore = zombies_restore,
 };

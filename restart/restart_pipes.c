@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "ckpt/copy_range.h"
 #include "process_tree.h"
 
 #define PIPE_DATA_MAX	(64ULL << 20)
@@ -122,23 +123,12 @@ int place_pair(const int fds[2], int first)
 
 static int refill(const struct pipe_need *p, int wfd)
 {
-	uint64_t off = p->data->data_offset, left = p->data->data_size;
-	char buf[65536];
+	uint64_t size = p->data->data_size;
 
-	if (left > PIPE_DATA_MAX || left > p->size)
+	if (size > PIPE_DATA_MAX || size > p->size)
 		return -EFBIG;
-	while (left) {
-		ssize_t n = pread(p->data_img->fd, buf, left < sizeof(buf) ?
-				  left : sizeof(buf), off);
-
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		if (write(wfd, buf, n) != n)
-			return -EIO;
-		off += n;
-		left -= n;
-	}
-	return 0;
+	return ckpt_copy_range(p->data_img->fd, p->data->data_offset, size,
+			       wfd);
 }
 
 static int make_pipe(const struct pipe_need *p, struct ckpt_plan_pipe *out,

@@ -15,27 +15,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "ckpt/copy_range.h"
 #include "process_tree.h"
-
-static int copy_content(const struct ckpt_image *img,
-			const struct ckpt_fd_info *f, int out)
-{
-	uint64_t off = f->data_offset, left = f->data_size;
-	char buf[65536];
-
-	while (left) {
-		ssize_t n = pread(img->fd, buf, left < sizeof(buf) ?
-				  left : sizeof(buf), off);
-
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		if (write(out, buf, n) != n)
-			return -EIO;
-		off += n;
-		left -= n;
-	}
-	return 0;
-}
 
 /* The file's directory, for O_TMPFILE: "" when the path has none. */
 static void parent_dir(const char *path, char *dir, size_t len)
@@ -88,7 +69,7 @@ static int recreate_one(const struct ckpt_image *img,
 	tmp = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	if (tmp < 0)
 		return -errno;
-	r = copy_content(img, f, tmp);
+	r = ckpt_copy_range(img->fd, f->data_offset, f->data_size, tmp);
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", tmp);
 	if (r == 0 && linkat(AT_FDCWD, proc, AT_FDCWD, path,
 			     AT_SYMLINK_FOLLOW) < 0 && errno != EEXIST)

@@ -9,11 +9,13 @@
  */
 #include <elf.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include "wrappers.h"
 
@@ -38,11 +40,13 @@ __attribute__((constructor)) static void resolve_next_exec(void)
 
 static char env_preload[4200];	/* "LD_PRELOAD=<libckpt>[:<others>]" */
 static char env_coord[600], env_dir[4200], env_signal[32];
+static char exe_path[4096];	/* the program, for /proc/self/exe */
 
 /* Called once at start-up, while the environment is still ours. */
 void exec_remember_environment(const char *libckpt_path)
 {
 	const char *pre = getenv("LD_PRELOAD");
+	ssize_t n;
 
 	if (pre && strstr(pre, libckpt_path))
 		ckpt_fmt(env_preload, sizeof(env_preload), "LD_PRELOAD=%s",
@@ -54,7 +58,57 @@ void exec_remember_environment(const char *libckpt_path)
 		 ckpt.coord_addr);
 	ckpt_fmt(env_dir, sizeof(env_dir), "CKPT_DIR=%s", ckpt.ckpt_dir);
 	ckpt_fmt(env_signal, sizeof(env_signal), "CKPT_SIGNAL=%d", ckpt.signal);
+	n = readlink("/proc/self/exe", exe_path, sizeof(exe_path) - 1);
+	exe_path[n > 0 ? n : 0] = 0;
 }
+
+/* After a restart the kernel's /proc/self/exe is the restart loader: an
+ * exec of it means the program, as it was launched. */
+static const char *program_path(const char *path)
+{
+	char own[64], virt[64], now[4096];
+	ssize_t n;
+
+	if (!exe_path[0] || strncmp(path, "/proc/", 6))
+		return path;
+	n = readlink("/proc/self/exe", now, sizeof(now) - 1);
+	if (n > 0 && (size_t)n == strlen(exe_path) &&
+	    !memcmp(now, exe_path, n))
+		return path; /* not restarted: the kernel's is right */
+	ckpt_fmt(own, sizeof(own), "/proc/%d/exe", (int)ckpt_real_getpid());
+	ckpt_fmt(virt, sizeof(virt), "/proc/%d/exe", (int)ckpt.vpid);
+	if (!strcmp(path, "/proc/self/exe") || !strcmp(path, own) ||
+	    !strcmp(path, virt))
+		return exe_path;
+	return path;
+}
+
+/* A checkpoint signal that arrives while the exec is under way would stay
+ * pending into the new program, which has no handler yet: blocked here,
+ * the new libckpt takes it (and ignores it) once its handler is in. */
+static sigset_t block_ckpt_signal(void)
+{
+	sigset_t one, old;
+
+	sigemptyset(&one);
+	sigaddset(&one, ckpt.signal);
+	syscall(SYS_rt_sigprocmask, SIG_BLOCK, &one, &old, _NSIG / 8);
+	return old;
+}
+
+static void restore_signal_mask(const sigset_t *old)
+{
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, old, NULL, _NSIG / 8);
+}
+
+#define EXEC_CALL(call)                                                    \
+	({                                                                 \
+		sigset_t old_ = block_ckpt_signal();                       \
+		int r_ = (call), e_ = errno;                               \
+		restore_signal_mask(&old_);                                \
+		errno = e_;                                                \
+		r_;                                                        \
+	})
 
 static int names_var(const char *entry, const char *var)
 {
@@ -161,6 +215,7 @@ static void warn_if_leaving(const char *path)
 		char vpid_[64], preload_[sizeof(env_preload) + 4200];      \
 		build_env(envp, env_, vpid_, sizeof(vpid_), preload_,      \
 			  sizeof(preload_));                               \
+		manager_wait_image_settled();                              \
 		char *const *newenv = (char *const *)env_;                 \
 		(call);                                                    \
 	})
@@ -168,15 +223,19 @@ static void warn_if_leaving(const char *path)
 CKPT_WRAPPER int execve(const char *path, char *const argv[],
 			char *const envp[])
 {
+	path = program_path(path);
 	warn_if_leaving(path);
-	return WITH_CKPT_ENV(envp, NEXT_FN(execve)(path, argv, newenv));
+	return WITH_CKPT_ENV(envp, EXEC_CALL(NEXT_FN(execve)(path, argv,
+							       newenv)));
 }
 
 CKPT_WRAPPER int execvpe(const char *file, char *const argv[],
 			 char *const envp[])
 {
+	file = program_path(file);
 	warn_if_leaving(file);
-	return WITH_CKPT_ENV(envp, NEXT_FN(execvpe)(file, argv, newenv));
+	return WITH_CKPT_ENV(envp, EXEC_CALL(NEXT_FN(execvpe)(file, argv,
+								newenv)));
 }
 
 CKPT_WRAPPER int execv(const char *path, char *const argv[])
@@ -191,7 +250,8 @@ CKPT_WRAPPER int execvp(const char *file, char *const argv[])
 
 CKPT_WRAPPER int fexecve(int fd, char *const argv[], char *const envp[])
 {
-	return WITH_CKPT_ENV(envp, NEXT_FN(fexecve)(fd, argv, newenv));
+	return WITH_CKPT_ENV(envp, EXEC_CALL(NEXT_FN(fexecve)(fd, argv,
+							       newenv)));
 }
 
 /* The execl family: count the arguments, then an array of just that size
@@ -264,6 +324,7 @@ CKPT_WRAPPER int posix_spawn(pid_t *pid, const char *path,
 			     const posix_spawnattr_t *attr,
 			     char *const argv[], char *const envp[])
 {
+	path = program_path(path);
 	warn_if_leaving(path);
 	return WITH_CKPT_ENV(envp, NEXT_FN(posix_spawn)(pid, path, fa, attr,
 							argv, newenv));
@@ -274,6 +335,7 @@ CKPT_WRAPPER int posix_spawnp(pid_t *pid, const char *file,
 			      const posix_spawnattr_t *attr,
 			      char *const argv[], char *const envp[])
 {
+	file = program_path(file);
 	return WITH_CKPT_ENV(envp, NEXT_FN(posix_spawnp)(pid, file, fa, attr,
 							 argv, newenv));
 }

@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Who belongs to a checkpoint round. The processes connected when the
+ * round starts are its first members, but a computation keeps changing
+ * while they stop one by one:
+ *
+ *   - a member forks: the child connects on its own a moment later, maybe
+ *     after its parent has stopped. A process that joins while the round
+ *     is still suspending becomes a member at once (DO_SUSPEND).
+ *   - a member execs: its connection closes, and the new program connects
+ *     again with the same pid.
+ *   - a member exits: its connection closes too.
+ *
+ * So before any image is written, once every member is suspended, the
+ * members on this host are looked at: every child of a member (any of its
+ * threads) that is alive but not a member, and every member that left
+ * while suspending and is still alive, is waited for (at most
+ * COORD_JOIN_TIMEOUT_MS) until it joins (and is suspended) or exits and
+ * is a zombie its parent's image records. One that does neither fails
+ * the round with its pid and parent named: the images would not hold the
+ * whole computation. Processes on other hosts cannot be looked at.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+#include "coordinator.h"
+
+bool proc_on_this_host(const struct conn *c)
+{
+	static struct utsname self;
+
+	if (!self.nodename[0] && uname(&self) < 0)
+		return false;
+	return !strcmp(c->proc.hello.hostname, self.nodename) &&
+	       c->proc.hello.real_pid > 0;
+}
+
+/* The state letter of /proc/PID/stat ('R', 'S', 'T', 'Z', ...), 0 when
+ * the process is gone. */
+char local_process_state(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : 0;
+}
+
+static bool is_gone_or_zombie(pid_t pid)
+{
+	char s = local_process_state(pid);
+
+	return s == 0 || s == 'Z' || s == 'X' || s == 'x';
+}
+
+static struct conn *member_with_pid(struct coordinator *co, pid_t pid)
+{
+	for (size_t i = 0; i < co->nconns; i++) {
+		struct conn *c = co->conns[i];
+
+		if (c->kind == CONN_PROCESS && !c->eof &&
+		    c->proc.round_generation == co->round.generation &&
+		    c->proc.hello.real_pid == pid && proc_on_this_host(c))
+			return c;
+	}
+	return NULL;
+}
+
+static void expect(struct round *r, pid_t pid, pid_t parent)
+{
+	for (int i = 0; i < r->nexpected; i++)
+		if (r->expected[i].pid == pid)
+			return;
+	if (r->nexpected == COORD_MAX_EXPECTED)
+		return; /* the rest is seen at the next look */
+	r->expected[r->nexpected++] = (struct expected_proc){
+		.pid = pid, .parent = parent, .since_ms = now_ms(),
+	};
+}
+
+/* The children of every thread of a local member. */
+static void expect_children_of(struct coordinator *co, struct conn *c)
+{
+	char path[320];
+	struct dirent *d;
+	DIR *tasks;
+
+	snprintf(path, sizeof(path), "/proc/%d/task",
+		 (int)c->proc.hello.real_pid);
+	tasks = opendir(path);
+	if (!tasks)
+		return;
+	while ((d = readdir(tasks))) {
+		char list[4096], *p, *end;
+		ssize_t n;
+		int fd;
+
+		if (d->d_name[0] < '0' || d->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/children",
+			 (int)c->proc.hello.real_pid, d->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		n = read(fd, list, sizeof(list) - 1);
+		close(fd);
+		list[n > 0 ? n : 0] = 0;
+		for (p = list; *p; p = end) {
+			long pid = strtol(p, &end, 10);
+
+			if (end == p)
+				break;
+			if (pid > 0 && !member_with_pid(co, pid))
+				expect(&co->round, pid, c->proc.hello.real_pid);
+		}
+	}
+	closedir(tasks);
+}
+
+void members_on_join(struct coordinator *co, struct conn *c)
+{
+	struct round *r = &co->round;
+
+	if (!r->active || r->writing || r->failed)
+		return; /* it joins the next round */
+	c->proc.round_generation = r->generation;
+	c->proc.state = PROC_SUSPENDING;
+	r->nprocs++;
+	conn_send(c, CKPT_MSG_DO_SUSPEND, &(struct ckpt_msg_do_checkpoint){
+			  .generation = r->generation },
+		  sizeof(struct ckpt_msg_do_checkpoint));
+}
+
+bool members_on_left_while_suspending(struct coordinator *co,
+				      struct conn *c)
+{
+	if (!proc_on_this_host(c))
+		return false;
+	expect(&co->round, c->proc.hello.real_pid, 0);
+	co->round.nprocs--;
+	return true;
+}
+
+static void fail_missing(struct coordinator *co, const struct expected_proc *e)
+{
+	struct round *r = &co->round;
+	char what[512];
+
+	snprintf(what, sizeof(what), "process %d%s%.0d did not join the "
+		 "computation within %d s (a static or set-ID program, or one "
+		 "started without libckpt?); the images would miss it\n",
+		 (int)e->pid, e->parent ? ", a child of pid " : "",
+		 (int)e->parent, COORD_JOIN_TIMEOUT_MS / 1000);
+	buf_printf(&r->failures, "checkpoint %llu failed: %s",
+		   (unsigned long long)r->generation, what);
+	coord_log("checkpoint %llu: %s", (unsigned long long)r->generation,
+		  what);
+	if (!r->first_error)
+		r->first_error = ESRCH;
+}
+
+/* Every member is suspended: 1 when nobody else is to be waited for, 0
+ * to look again at r->next_member_check_ms, -1 when someone never came
+ * (the round fails). */
+int members_complete(struct coordinator *co)
+{
+	struct round *r = &co->round;
+	int64_t now = now_ms();
+	int kept = 0, missing = 0;
+
+	for (size_t i = 0; i < co->nconns; i++) {
+		struct conn *c = co->conns[i];
+
+		if (c->kind == CONN_PROCESS && !c->eof &&
+		    c->proc.round_generation == r->generation &&
+		    c->proc.state == PROC_SUSPENDED && proc_on_this_host(c))
+			expect_children_of(co, c);
+	}
+	for (int i = 0; i < r->nexpected; i++) {
+		struct expected_proc *e = &r->expected[i];
+
+		if (member_with_pid(co, e->pid) || is_gone_or_zombie(e->pid))
+			continue;
+		if (now - e->since_ms >= COORD_JOIN_TIMEOUT_MS) {
+			fail_missing(co, e);
+			missing++;
+			continue;
+		}
+		r->expected[kept++] = *e;
+	}
+	r->nexpected = missing ? 0 : kept;
+	r->next_member_check_ms = kept && !missing ?
+				  now + COORD_JOIN_CHECK_MS : 0;
+	return missing ? -1 : kept == 0;
+}
