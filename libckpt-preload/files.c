@@ -37,6 +37,7 @@ struct saved_fd {
 	int has_termios;	/* a terminal: its settings */
 	struct termios termios;
 	uint32_t pipe_size;	/* F_GETPIPE_SZ */
+	uint32_t mode;		/* FIFO: permission bits */
 	uint32_t peer_ino;	/* AF_UNIX stream: the connected peer */
 };
 
@@ -81,9 +82,9 @@ static int fd_kind(int fd, const struct stat *st, const char *path)
 		return strncmp(path, "/dev/", 5) ? CKPT_FD_UNSUPPORTED :
 						   CKPT_FD_DEVICE;
 	}
-	if (S_ISFIFO(st->st_mode) && !strncmp(path, "pipe:[", 6) &&
-	    !pipes_is_outside(st->st_ino))
-		return CKPT_FD_PIPE;
+	if (S_ISFIFO(st->st_mode) && !pipes_is_outside(st->st_ino))
+		return strncmp(path, "pipe:[", 6) ? CKPT_FD_FIFO :
+						    CKPT_FD_PIPE;
 	if (fd <= 2)
 		return CKPT_FD_STDIO_INHERIT;
 	return CKPT_FD_UNSUPPORTED;
@@ -131,8 +132,9 @@ static int save_one_fd(int fd, pid_t pid)
 	s->size = s->kind == CKPT_FD_FILE_DELETED ? (uint64_t)st.st_size : 0;
 	s->has_termios = s->kind == CKPT_FD_TTY &&
 			 ioctl(fd, TCGETS, &s->termios) == 0;
-	if (s->kind == CKPT_FD_PIPE)
+	if (s->kind == CKPT_FD_PIPE || s->kind == CKPT_FD_FIFO)
 		s->pipe_size = fcntl(fd, F_GETPIPE_SZ);
+	s->mode = st.st_mode & 07777;
 	if (pool_add(path, &s->path) < 0)
 		return -ENOMEM;
 	find_dup(s, pid);
@@ -184,9 +186,12 @@ static int content_of(const struct saved_fd *s, uint64_t *size)
 		}
 		return memfd;
 	}
-	if (s->kind != CKPT_FD_PIPE)
+	if (s->kind != CKPT_FD_PIPE && s->kind != CKPT_FD_FIFO)
 		return -1;
-	r = pipes_drain(s->fd, s->ino, &memfd, size);
+	r = pipes_drain(s->fd, &(struct round_key){
+				s->kind == CKPT_FD_FIFO ? "fifo" : "pipe",
+				s->kind == CKPT_FD_FIFO ? s->dev : 0, s->ino },
+			&memfd, size);
 	if (r < 0) {
 		ckpt_log("fd %d (%s): draining the pipe failed: %s", s->fd,
 			 saved_path(s), strerror(-r));
@@ -230,13 +235,14 @@ static int files_write(struct image_writer *w)
 		fi.kind = s->kind;
 		fi.flags = s->flags;
 		fi.fd_flags = s->fd_flags;
-		fi.offset = s->offset;
-		if (s->kind == CKPT_FD_PIPE)
+		/* No position on a FIFO: its permission bits instead. */
+		fi.offset = s->kind == CKPT_FD_FIFO ? s->mode : s->offset;
+		if (s->kind == CKPT_FD_PIPE || s->kind == CKPT_FD_FIFO)
 			fi.pipe_size = s->pipe_size;
 		else if (s->kind == CKPT_FD_UNIX_STREAM)
 			fi.peer_ino = s->peer_ino;
 		else
-			fi.parent_fd = parent_sharing(s);
+			fi.share = parent_sharing(s);
 		r = writer_add_fd(w, &fi, saved_path(s),
 				  content >= 0 && size ? content : -1, size);
 		if (r < 0)
@@ -412,6 +418,15 @@ static int inherit_stdio(int fd)
 	return 0;
 }
 
+/* Put a handed-over end at the saved number with the saved status
+ * flags (O_NONBLOCK: ckpt_restart opened FIFOs non-blocking). */
+static int take_handed(int end, const struct saved_fd *s)
+{
+	if (dup2(end, s->fd) < 0 || fcntl(s->fd, F_SETFL, s->flags) < 0)
+		return -errno;
+	return 0;
+}
+
 /* The end ckpt_restart handed over, with the saved status flags; a pipe
  * it did not recreate led outside the computation: stdio. */
 static int restore_pipe_end(const struct saved_fd *s)
@@ -426,9 +441,23 @@ static int restore_pipe_end(const struct saved_fd *s)
 			 "is replaced by /dev/null", s->fd, saved_path(s));
 		return open_dev_null(s->fd);
 	}
-	if (dup2(end, s->fd) < 0 || fcntl(s->fd, F_SETFL, s->flags) < 0)
-		return -errno;
-	return 0;
+	return take_handed(end, s);
+}
+
+/* The description ckpt_restart opened on the FIFO for this fd's access
+ * mode (restart/restart_fifos.c), refilled. */
+static int restore_fifo(const struct saved_fd *s)
+{
+	int end = handover_shared_file(ckpt.vpid, s->fd);
+
+	if (end < 0) {
+		ckpt_log("fd %d (FIFO %s) was not reopened by ckpt_restart "
+			 "(restart all images of the checkpoint with one "
+			 "ckpt_restart); it is replaced by /dev/null", s->fd,
+			 saved_path(s));
+		return open_dev_null(s->fd);
+	}
+	return take_handed(end, s);
 }
 
 /* The end ckpt_restart made of the saved pair; without the peer among
@@ -444,9 +473,7 @@ static int restore_socket_end(const struct saved_fd *s)
 			 "replaced by /dev/null", s->fd, saved_path(s));
 		return open_dev_null(s->fd);
 	}
-	if (dup2(end, s->fd) < 0 || fcntl(s->fd, F_SETFL, s->flags) < 0)
-		return -errno;
-	return 0;
+	return take_handed(end, s);
 }
 
 static int restore_one_fd(const struct saved_fd *s, int image_fd)
@@ -490,6 +517,8 @@ static int restore_one_fd(const struct saved_fd *s, int image_fd)
 		return restore_pipe_end(s);
 	case CKPT_FD_UNIX_STREAM:
 		return restore_socket_end(s);
+	case CKPT_FD_FIFO:
+		return restore_fifo(s);
 	default:
 		ckpt_log("fd %d (%s) cannot be restored yet; it is replaced by"
 			 " /dev/null", fd, saved_path(s));

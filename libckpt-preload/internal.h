@@ -168,9 +168,15 @@ int pipes_is_outside(uint64_t ino);
 extern char pipes_outside_env[];
 void pipes_begin_round(uint64_t generation, const char *dir);
 void pipes_end_round(void);
-int pipes_drain(int fd, uint64_t ino, int *memfd, uint64_t *size);
-#define CKPT_CLAIM_SOCKET	(1ULL << 63)
-int round_claim(uint64_t key);
+/* An object saved once per checkpoint round: kind "pipe", "sock" (dev 0,
+ * the inode) or "fifo" (the FIFO's dev and inode). */
+struct round_key {
+	const char *kind;
+	uint64_t dev, ino;
+};
+int pipes_drain(int fd, const struct round_key *key, int *memfd,
+		uint64_t *size);
+int round_claim(const struct round_key *key);
 int round_keep_memfd(int fd);
 
 /* sockets.c */

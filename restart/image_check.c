@@ -105,6 +105,7 @@ const char *fd_kind_name(uint32_t kind)
 		[CKPT_FD_UNSUPPORTED] = "unsupported",
 		[CKPT_FD_PIPE] = "pipe",
 		[CKPT_FD_UNIX_STREAM] = "unix-stream",
+		[CKPT_FD_FIFO] = "fifo",
 	};
 
 	if (kind < sizeof(names) / sizeof(*names) && names[kind])
@@ -443,7 +444,7 @@ static int check_tables(struct ckpt_image *img)
 		if (err)
 			return err;
 		if ((f->kind == CKPT_FD_FILE_DELETED ||
-		     ((f->kind == CKPT_FD_PIPE ||
+		     ((f->kind == CKPT_FD_PIPE || f->kind == CKPT_FD_FIFO ||
 		       f->kind == CKPT_FD_UNIX_STREAM) && f->data_size)) &&
 		    !range_inside(f->data_offset, f->data_size,
 				  h->data_offset, h->image_size))

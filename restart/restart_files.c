@@ -3,7 +3,7 @@
  * Open files that several restored processes shared (one open file
  * description, one offset: inherited across fork). libckpt records, at
  * the checkpoint, that a fd shares its description with the parent's fd
- * of the same number (ckpt_fd_info.parent_fd); here such chains (parent,
+ * of the same number (ckpt_fd_info.share); here such chains (parent,
  * child, grandchild...) become one group, opened once by ckpt_restart at
  * the saved offset and handed to every member through the restart plan.
  * Files deleted while open keep their per-process restore (not shared).
@@ -47,9 +47,10 @@ static int parent_ref(struct ckpt_image *imgs, const int *parent,
 	const struct ckpt_fd_info *f = &imgs[r.img].fds[r.rec];
 	int p = parent[r.img], k;
 
-	if (p < 0 || !shareable(f->kind) || f->parent_fd == 0)
+	if (p < 0 || !shareable(f->kind) || f->share == 0 ||
+	    (f->share & CKPT_FD_SHARE_GROUP))
 		return 0;
-	k = find_record(&imgs[p], (int)f->parent_fd - 1, f->kind);
+	k = find_record(&imgs[p], (int)f->share - 1, f->kind);
 	if (k < 0 || strcmp(image_string(&imgs[p], imgs[p].fds[k].path),
 			    image_string(&imgs[r.img], f->path)))
 		return 0;
@@ -92,8 +93,25 @@ static int open_description(const struct ckpt_image *img,
 	return fd;
 }
 
-static int add_entry(struct ckpt_restart_plan *plan, int vpid, int fd,
-		     int handed)
+/* Move fd (closed) to exactly *next_fd, the top of the kept range, and
+ * advance it: the number, or -1 (nothing left open). */
+int place_handed(int fd, int *next_fd)
+{
+	int placed = fd == *next_fd ? fd : fcntl(fd, F_DUPFD, *next_fd);
+
+	if (placed != fd)
+		close(fd);
+	if (placed != *next_fd) {
+		if (placed >= 0)
+			close(placed);
+		return -1;
+	}
+	(*next_fd)++;
+	return placed;
+}
+
+int plan_add_file(struct ckpt_restart_plan *plan, int vpid, int fd,
+		  int handed)
 {
 	struct ckpt_plan_file *e;
 
@@ -133,22 +151,17 @@ static struct group *group_for(struct ckpt_image *imgs, struct fd_ref lead,
 			strerror(-fd));
 		return NULL;
 	}
-	placed = fd == *next_fd ? fd : fcntl(fd, F_DUPFD, *next_fd);
-	if (placed != fd)
-		close(fd);
-	if (placed != *next_fd) {
+	placed = place_handed(fd, next_fd);
+	if (placed < 0) {
 		fprintf(stderr, "ckpt_restart: %s: fd %d: cannot place the "
 			"shared file at fd %d\n", imgs[lead.img].path, f->fd,
 			*next_fd);
-		if (placed >= 0)
-			close(placed);
 		return NULL;
 	}
-	(*next_fd)++;
 	g = &groups[(*ngroups)++];
 	g->leader = lead;
 	g->handed_fd = placed;
-	add_entry(plan, imgs[lead.img].hdr.vpid, f->fd, placed);
+	plan_add_file(plan, imgs[lead.img].hdr.vpid, f->fd, placed);
 	return g;
 }
 
@@ -170,7 +183,7 @@ int restart_files_create(struct ckpt_image *imgs, int n, const int *parent,
 				      keep_fd_end);
 			if (!g)
 				return -EINVAL;
-			if (add_entry(plan, imgs[i].hdr.vpid,
+			if (plan_add_file(plan, imgs[i].hdr.vpid,
 				      imgs[i].fds[j].fd, g->handed_fd) < 0) {
 				fprintf(stderr, "ckpt_restart: more than %d "
 					"shared open files in the "

@@ -120,15 +120,18 @@ int place_pair(const int fds[2], int first)
 	return r;
 }
 
-static int refill(const struct pipe_need *p, int wfd)
+/* Write the bytes saved with record f of img into the pipe or FIFO wfd
+ * of `size` bytes. */
+int refill_pipe(const struct ckpt_image *img, const struct ckpt_fd_info *f,
+		unsigned size, int wfd)
 {
-	uint64_t off = p->data->data_offset, left = p->data->data_size;
+	uint64_t off = f->data_offset, left = f->data_size;
 	char buf[65536];
 
-	if (left > PIPE_DATA_MAX || left > p->size)
+	if (left > PIPE_DATA_MAX || left > size)
 		return -EFBIG;
 	while (left) {
-		ssize_t n = pread(p->data_img->fd, buf, left < sizeof(buf) ?
+		ssize_t n = pread(img->fd, buf, left < sizeof(buf) ?
 				  left : sizeof(buf), off);
 
 		if (n <= 0)
@@ -158,7 +161,8 @@ static int make_pipe(const struct pipe_need *p, struct ckpt_plan_pipe *out,
 	if (p->size && fcntl(out->write_fd, F_SETPIPE_SZ, p->size) < 0 &&
 	    p->data && p->data->data_size > 65536)
 		return -errno;
-	return p->data ? refill(p, out->write_fd) : 0;
+	return p->data ? refill_pipe(p->data_img, p->data, p->size,
+				     out->write_fd) : 0;
 }
 
 int restart_pipes_create(struct ckpt_image *imgs, int n,
