@@ -142,6 +142,25 @@ static int save_one_fd(int fd, pid_t pid)
 	return 0;
 }
 
+static int may_share_with_parent(int kind);
+
+/* List the fds other processes may share in the round's table; without
+ * it only sharing with the parent is found. */
+static void publish_shareable(void)
+{
+	int r = 0;
+
+	for (int i = 0; i < nsaved && r == 0; i++)
+		if (saved[i].dup_of < 0 && may_share_with_parent(saved[i].kind))
+			r = shared_add(saved[i].fd, saved[i].dev, saved[i].ino);
+	if (r == 0)
+		r = shared_publish();
+	if (r < 0)
+		ckpt_log("cannot list the open files in the checkpoint "
+			 "directory: %s; only those shared with the parent "
+			 "process will be restored shared", strerror(-r));
+}
+
 static int files_save(void)
 {
 	pid_t pid = ckpt_real_getpid();
@@ -162,6 +181,8 @@ static int files_save(void)
 			r = save_one_fd(fd, pid);
 	}
 	ckpt_dir_close(&it);
+	if (r == 0)
+		publish_shareable();
 	return r;
 }
 
@@ -206,15 +227,22 @@ static int may_share_with_parent(int kind)
 	       kind == CKPT_FD_DEVICE;
 }
 
-/* 1 + fd when the parent process holds the same open file description at
- * the same number (inherited across fork), else 0. Called when every
- * process of the computation is stopped. kcmp needs no privilege between
- * processes of one user. */
-static uint32_t parent_sharing(const struct saved_fd *s)
+/* The group of processes sharing this open file description
+ * (shared_files.c); if that is unknown, 1 + fd when the parent process
+ * holds it at the same number (inherited across fork), else 0. Called
+ * when every process of the computation is stopped. kcmp needs no
+ * privilege between processes of one user. */
+static uint32_t sharing(const struct saved_fd *s)
 {
 	pid_t ppid = syscall(SYS_getppid);
+	int64_t group;
 
-	if (ppid <= 1 || s->dup_of >= 0 || !may_share_with_parent(s->kind))
+	if (s->dup_of >= 0 || !may_share_with_parent(s->kind))
+		return 0;
+	group = shared_group_of(s->fd);
+	if (group >= 0)
+		return group;
+	if (ppid <= 1)
 		return 0;
 	return syscall(SYS_kcmp, ckpt_real_getpid(), ppid, KCMP_FILE, s->fd,
 		       s->fd) == 0 ? (uint32_t)s->fd + 1 : 0;
@@ -222,6 +250,12 @@ static uint32_t parent_sharing(const struct saved_fd *s)
 
 static int files_write(struct image_writer *w)
 {
+	int shared = shared_resolve();
+
+	if (shared < 0 && shared != -ENOENT)
+		ckpt_log("cannot read the open files other processes share: "
+			 "%s; only those shared with the parent process will "
+			 "be restored shared", strerror(-shared));
 	for (int i = 0; i < nsaved; i++) {
 		const struct saved_fd *s = &saved[i];
 		struct ckpt_fd_info fi;
@@ -242,7 +276,7 @@ static int files_write(struct image_writer *w)
 		else if (s->kind == CKPT_FD_UNIX_STREAM)
 			fi.peer_ino = s->peer_ino;
 		else
-			fi.share = parent_sharing(s);
+			fi.share = sharing(s);
 		r = writer_add_fd(w, &fi, saved_path(s),
 				  content >= 0 && size ? content : -1, size);
 		if (r < 0)

@@ -184,6 +184,13 @@ int sockets_unix_stream_peer(int fd, uint64_t ino, uint32_t *peer);
 int sockets_save_queue(int fd, uint64_t ino, int *memfd, uint64_t *size);
 
 
+/* shared_files.c */
+void shared_begin_round(uint64_t generation, const char *dir);
+int shared_add(int fd, uint64_t dev, uint64_t ino);
+int shared_publish(void);
+int shared_resolve(void);
+int64_t shared_group_of(int fd);
+
 /* handover.c */
 int handover_take_plan(int plan_fd, int (*move_fd)(int));
 int handover_pipe_end(uint64_t ino, int write_end);
@@ -192,7 +199,8 @@ int handover_socket_end(uint64_t ino);
 void handover_close_all(void);
 
 /* checkpoint.c */
-int checkpoint_suspend(uint64_t generation, char *err, size_t errlen);
+int checkpoint_suspend(uint64_t generation, const char *dir, char *err,
+		       size_t errlen);
 int checkpoint_write(uint64_t generation, const char *dir, char *path,
 		     size_t pathlen, char *tmp, size_t tmplen, char *err,
 		     size_t errlen);
