@@ -6,7 +6,9 @@
  *   DO_SUSPEND  1. stop every other thread in the signal handler
  *               2. save each resource (process attributes, process
  *                  group, signal actions, file descriptors, exited
- *                  children not yet reaped) into libckpt's tables
+ *                  children not yet reaped) into libckpt's tables; list
+ *                  the open files in the round's shared table
+ *                  (shared_files.c)
  *   DO_WRITE    3. write the image into a temporary file: tables, then
  *                  memory (which contains the tables and every thread's
  *                  saved context, the manager's included)
@@ -34,14 +36,15 @@ const size_t ckpt_nresources =
 
 
 
-int checkpoint_suspend(uint64_t generation, char *err, size_t errlen)
+int checkpoint_suspend(uint64_t generation, const char *dir, char *err,
+		       size_t errlen)
 {
 	int r;
 
-	(void)generation;
 	r = threads_suspend_all(err, errlen);
 	if (r < 0)
 		return r;
+	shared_begin_round(generation, dir);
 	pending_capture_process();
 	for (size_t i = 0; i < ckpt_nresources; i++) {
 		if (!ckpt_resources[i]->save)

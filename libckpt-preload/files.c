@@ -42,6 +42,7 @@ struct saved_fd {
 	int has_termios;	/* a terminal: its settings */
 	struct termios termios;
 	uint32_t pipe_size;	/* F_GETPIPE_SZ */
+	uint32_t mode;		/* FIFO: permission bits */
 	uint32_t peer_ino;	/* AF_UNIX stream: the connected peer */
 };
 
@@ -86,9 +87,9 @@ static int fd_kind(int fd, const struct stat *st, const char *path)
 		return strncmp(path, "/dev/", 5) ? CKPT_FD_UNSUPPORTED :
 						   CKPT_FD_DEVICE;
 	}
-	if (S_ISFIFO(st->st_mode) && !strncmp(path, "pipe:[", 6) &&
-	    !pipes_is_outside(st->st_ino))
-		return CKPT_FD_PIPE;
+	if (S_ISFIFO(st->st_mode) && !pipes_is_outside(st->st_ino))
+		return strncmp(path, "pipe:[", 6) ? CKPT_FD_FIFO :
+						    CKPT_FD_PIPE;
 	if (fd <= 2)
 		return CKPT_FD_STDIO_INHERIT;
 	return CKPT_FD_UNSUPPORTED;
@@ -162,13 +163,33 @@ static int save_one_fd(int fd, pid_t pid)
 		  (uint64_t)st.st_size : 0;
 	s->has_termios = s->kind == CKPT_FD_TTY &&
 			 ioctl(fd, TCGETS, &s->termios) == 0;
-	if (s->kind == CKPT_FD_PIPE)
+	if (s->kind == CKPT_FD_PIPE || s->kind == CKPT_FD_FIFO)
 		s->pipe_size = fcntl(fd, F_GETPIPE_SZ);
+	s->mode = st.st_mode & 07777;
 	if (pool_add(path, &s->path) < 0)
 		return -ENOMEM;
 	find_dup(s, pid);
 	nsaved++;
 	return 0;
+}
+
+static int may_share_with_parent(int kind);
+
+/* List the fds other processes may share in the round's table; without
+ * it only sharing with the parent is found. */
+static void publish_shareable(void)
+{
+	int r = 0;
+
+	for (int i = 0; i < nsaved && r == 0; i++)
+		if (saved[i].dup_of < 0 && may_share_with_parent(saved[i].kind))
+			r = shared_add(saved[i].fd, saved[i].dev, saved[i].ino);
+	if (r == 0)
+		r = shared_publish();
+	if (r < 0)
+		ckpt_log("cannot list the open files in the checkpoint "
+			 "directory: %s; only those shared with the parent "
+			 "process will be restored shared", strerror(-r));
 }
 
 static int files_save(void)
@@ -191,14 +212,11 @@ static int files_save(void)
 			r = save_one_fd(fd, pid);
 	}
 	ckpt_dir_close(&it);
+	if (r == 0)
+		publish_shareable();
 	return r;
 }
 
-static uint64_t file_claim_key(const struct saved_fd *s)
-{
-	return ((s->ino ^ (s->dev << 40) ^ (s->dev >> 24)) &
-		(CKPT_CLAIM_FILE - 1)) | CKPT_CLAIM_FILE;
-}
 
 /* The file of a record, open for reading whatever the fd's access mode
  * (a log opened O_WRONLY), closed once the image is written. */
@@ -233,7 +251,8 @@ static int content_of(const struct saved_fd *s, uint64_t *size)
 		return readable_copy(s);
 	if (s->kind == CKPT_FD_FILE) {
 		/* one image per round holds a file's content */
-		r = s->temporary ? round_claim(file_claim_key(s)) : 0;
+		r = s->temporary ? round_claim(&(struct round_key){
+			"file", s->dev, s->ino }) : 0;
 		if (r <= 0)
 			*size = 0;
 		return r < 0 ? r : r ? readable_copy(s) : -1;
@@ -247,9 +266,12 @@ static int content_of(const struct saved_fd *s, uint64_t *size)
 		}
 		return memfd;
 	}
-	if (s->kind != CKPT_FD_PIPE)
+	if (s->kind != CKPT_FD_PIPE && s->kind != CKPT_FD_FIFO)
 		return -1;
-	r = pipes_drain(s->fd, s->ino, &memfd, size);
+	r = pipes_drain(s->fd, &(struct round_key){
+				s->kind == CKPT_FD_FIFO ? "fifo" : "pipe",
+				s->kind == CKPT_FD_FIFO ? s->dev : 0, s->ino },
+			&memfd, size);
 	if (r < 0) {
 		ckpt_log("fd %d (%s): draining the pipe failed: %s", s->fd,
 			 saved_path(s), strerror(-r));
@@ -264,15 +286,22 @@ static int may_share_with_parent(int kind)
 	       kind == CKPT_FD_DEVICE;
 }
 
-/* 1 + fd when the parent process holds the same open file description at
- * the same number (inherited across fork), else 0. Called when every
- * process of the computation is stopped. kcmp needs no privilege between
- * processes of one user. */
-static uint32_t parent_sharing(const struct saved_fd *s)
+/* The group of processes sharing this open file description
+ * (shared_files.c); if that is unknown, 1 + fd when the parent process
+ * holds it at the same number (inherited across fork), else 0. Called
+ * when every process of the computation is stopped. kcmp needs no
+ * privilege between processes of one user. */
+static uint32_t sharing(const struct saved_fd *s)
 {
 	pid_t ppid = syscall(SYS_getppid);
+	int64_t group;
 
-	if (ppid <= 1 || s->dup_of >= 0 || !may_share_with_parent(s->kind))
+	if (s->dup_of >= 0 || !may_share_with_parent(s->kind))
+		return 0;
+	group = shared_group_of(s->fd);
+	if (group >= 0)
+		return group;
+	if (ppid <= 1)
 		return 0;
 	return syscall(SYS_kcmp, ckpt_real_getpid(), ppid, KCMP_FILE, s->fd,
 		       s->fd) == 0 ? (uint32_t)s->fd + 1 : 0;
@@ -280,6 +309,12 @@ static uint32_t parent_sharing(const struct saved_fd *s)
 
 static int files_write(struct image_writer *w)
 {
+	int shared = shared_resolve();
+
+	if (shared < 0 && shared != -ENOENT)
+		ckpt_log("cannot read the open files other processes share: "
+			 "%s; only those shared with the parent process will "
+			 "be restored shared", strerror(-shared));
 	for (int i = 0; i < nsaved; i++) {
 		const struct saved_fd *s = &saved[i];
 		struct ckpt_fd_info fi;
@@ -293,13 +328,14 @@ static int files_write(struct image_writer *w)
 		fi.kind = s->kind;
 		fi.flags = s->flags;
 		fi.fd_flags = s->fd_flags;
-		fi.offset = s->offset;
-		if (s->kind == CKPT_FD_PIPE)
+		/* No position on a FIFO: its permission bits instead. */
+		fi.offset = s->kind == CKPT_FD_FIFO ? s->mode : s->offset;
+		if (s->kind == CKPT_FD_PIPE || s->kind == CKPT_FD_FIFO)
 			fi.pipe_size = s->pipe_size;
 		else if (s->kind == CKPT_FD_UNIX_STREAM)
 			fi.peer_ino = s->peer_ino;
 		else
-			fi.parent_fd = parent_sharing(s);
+			fi.share = sharing(s);
 		if (s->kind == CKPT_FD_FILE && content >= 0)
 			fi.fd_flags |= CKPT_FDF_CONTENT_SAVED;
 		r = writer_add_fd(w, &fi, saved_path(s),
@@ -459,6 +495,15 @@ static int inherit_stdio(int fd)
 	return 0;
 }
 
+/* Put a handed-over end at the saved number with the saved status
+ * flags (O_NONBLOCK: ckpt_restart opened FIFOs non-blocking). */
+static int take_handed(int end, const struct saved_fd *s)
+{
+	if (dup2(end, s->fd) < 0 || fcntl(s->fd, F_SETFL, s->flags) < 0)
+		return -errno;
+	return 0;
+}
+
 /* The end ckpt_restart handed over, with the saved status flags; a pipe
  * it did not recreate led outside the computation: stdio. */
 static int restore_pipe_end(const struct saved_fd *s)
@@ -473,9 +518,23 @@ static int restore_pipe_end(const struct saved_fd *s)
 			 "is replaced by /dev/null", s->fd, saved_path(s));
 		return open_dev_null(s->fd);
 	}
-	if (dup2(end, s->fd) < 0 || fcntl(s->fd, F_SETFL, s->flags) < 0)
-		return -errno;
-	return 0;
+	return take_handed(end, s);
+}
+
+/* The description ckpt_restart opened on the FIFO for this fd's access
+ * mode (restart/restart_fifos.c), refilled. */
+static int restore_fifo(const struct saved_fd *s)
+{
+	int end = handover_shared_file(ckpt.vpid, s->fd);
+
+	if (end < 0) {
+		ckpt_log("fd %d (FIFO %s) was not reopened by ckpt_restart "
+			 "(restart all images of the checkpoint with one "
+			 "ckpt_restart); it is replaced by /dev/null", s->fd,
+			 saved_path(s));
+		return open_dev_null(s->fd);
+	}
+	return take_handed(end, s);
 }
 
 /* The end ckpt_restart made of the saved pair; without the peer among
@@ -491,9 +550,7 @@ static int restore_socket_end(const struct saved_fd *s)
 			 "replaced by /dev/null", s->fd, saved_path(s));
 		return open_dev_null(s->fd);
 	}
-	if (dup2(end, s->fd) < 0 || fcntl(s->fd, F_SETFL, s->flags) < 0)
-		return -errno;
-	return 0;
+	return take_handed(end, s);
 }
 
 static int restore_one_fd(const struct saved_fd *s, int image_fd)
@@ -537,6 +594,8 @@ static int restore_one_fd(const struct saved_fd *s, int image_fd)
 		return restore_pipe_end(s);
 	case CKPT_FD_UNIX_STREAM:
 		return restore_socket_end(s);
+	case CKPT_FD_FIFO:
+		return restore_fifo(s);
 	default:
 		ckpt_log("fd %d (%s) cannot be restored yet; it is replaced by"
 			 " /dev/null", fd, saved_path(s));

@@ -180,16 +180,28 @@ int pipes_is_outside(uint64_t ino);
 extern char pipes_outside_env[];
 void pipes_begin_round(uint64_t generation, const char *dir);
 void pipes_end_round(void);
-int pipes_drain(int fd, uint64_t ino, int *memfd, uint64_t *size);
-#define CKPT_CLAIM_SOCKET	(1ULL << 63)
-#define CKPT_CLAIM_FILE		(1ULL << 62)	/* | dev and inode mixed */
-int round_claim(uint64_t key);
+/* An object saved once per checkpoint round: kind "pipe", "sock" (dev 0,
+ * the inode) or "fifo" (the FIFO's dev and inode). */
+struct round_key {
+	const char *kind;
+	uint64_t dev, ino;
+};
+int pipes_drain(int fd, const struct round_key *key, int *memfd,
+		uint64_t *size);
+int round_claim(const struct round_key *key);
 int round_keep_memfd(int fd);
 
 /* sockets.c */
 int sockets_unix_stream_peer(int fd, uint64_t ino, uint32_t *peer);
 int sockets_save_queue(int fd, uint64_t ino, int *memfd, uint64_t *size);
 
+
+/* shared_files.c */
+void shared_begin_round(uint64_t generation, const char *dir);
+int shared_add(int fd, uint64_t dev, uint64_t ino);
+int shared_publish(void);
+int shared_resolve(void);
+int64_t shared_group_of(int fd);
 
 /* handover.c */
 int handover_take_plan(int plan_fd, int (*move_fd)(int));
@@ -199,7 +211,8 @@ int handover_socket_end(uint64_t ino);
 void handover_close_all(void);
 
 /* checkpoint.c */
-int checkpoint_suspend(uint64_t generation, char *err, size_t errlen);
+int checkpoint_suspend(uint64_t generation, const char *dir, char *err,
+		       size_t errlen);
 int checkpoint_write(uint64_t generation, const char *dir, char *path,
 		     size_t pathlen, char *tmp, size_t tmplen, char *err,
 		     size_t errlen);

@@ -264,7 +264,9 @@ static void handle_suspend(const struct ckpt_msg_do_checkpoint *first)
 
 	for (;;) {
 		err[0] = 0;
-		r = checkpoint_suspend(m.generation, err, sizeof(err));
+		r = checkpoint_suspend(m.generation, m.ckpt_dir[0] ?
+				       m.ckpt_dir : ckpt.ckpt_dir, err,
+				       sizeof(err));
 		if (r < 0) {
 			send_result(CKPT_MSG_FAILED, m.generation, -r, NULL, err);
 			return;

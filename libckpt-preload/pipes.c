@@ -138,18 +138,21 @@ static uint64_t round_generation;
 static char round_dir[4096];
 static int drained_memfds[CKPT_PLAN_MAX_PIPES];
 static int ndrained;
-static uint64_t claimed[CKPT_PLAN_MAX_PIPES];	/* keys, this round */
+static struct round_key claimed[CKPT_PLAN_MAX_PIPES];	/* this round */
 static uint64_t claimed_generation;
 static int nclaimed;
 
-static void claim_path(char *buf, size_t len, uint64_t key, uint64_t gen)
+/* .ckpt_pipe_<ino>, .ckpt_sock_<ino>, .ckpt_fifo_<dev>_<ino> */
+static void claim_path(char *buf, size_t len, const struct round_key *key,
+		       uint64_t gen)
 {
-	ckpt_fmt(buf, len, "%s/.ckpt_%s_%llu.g%llu", round_dir,
-		 key & CKPT_CLAIM_SOCKET ? "sock" :
-		 key & CKPT_CLAIM_FILE ? "file" : "pipe",
-		 (unsigned long long)(key & ~(CKPT_CLAIM_SOCKET |
-					     CKPT_CLAIM_FILE)),
-		 (unsigned long long)gen);
+	char dev[32] = "";
+
+	if (key->dev)
+		ckpt_fmt(dev, sizeof(dev), "%llu_",
+			 (unsigned long long)key->dev);
+	ckpt_fmt(buf, len, "%s/.ckpt_%s_%s%llu.g%llu", round_dir, key->kind,
+		 dev, (unsigned long long)key->ino, (unsigned long long)gen);
 }
 
 /* The previous round's claims are no longer needed by anyone: every
@@ -159,7 +162,8 @@ static void forget_old_claims(void)
 	char path[4200];
 
 	for (int i = 0; i < nclaimed; i++) {
-		claim_path(path, sizeof(path), claimed[i], claimed_generation);
+		claim_path(path, sizeof(path), &claimed[i],
+			   claimed_generation);
 		unlink(path);
 	}
 	nclaimed = 0;
@@ -181,16 +185,17 @@ void pipes_end_round(void)
 	ndrained = 0;
 }
 
-/* 1: this process saves the object `key` (a pipe inode, or a socket
- * inode | CKPT_CLAIM_SOCKET) in this round; 0: another process does, or
- * this one already did through another fd. */
-int round_claim(uint64_t key)
+/* 1: this process saves the object `key` (a pipe, socket or FIFO) in
+ * this round; 0: another process does, or this one already did through
+ * another fd. */
+int round_claim(const struct round_key *key)
 {
 	char path[4200];
 	int fd;
 
 	for (int i = 0; i < nclaimed; i++)
-		if (claimed[i] == key)
+		if (claimed[i].ino == key->ino && claimed[i].dev == key->dev &&
+		    !strcmp(claimed[i].kind, key->kind))
 			return 0;
 	if (nclaimed == CKPT_PLAN_MAX_PIPES)
 		return -E2BIG;
@@ -199,7 +204,7 @@ int round_claim(uint64_t key)
 	if (fd < 0)
 		return errno == EEXIST ? 0 : -errno;
 	close(fd);
-	claimed[nclaimed++] = key;
+	claimed[nclaimed++] = *key;
 	return 1;
 }
 
@@ -256,18 +261,21 @@ static int write_back(int wfd, int memfd, uint64_t size)
 }
 
 /*
- * If this process drains the pipe of fd: *memfd gets the bytes in flight
- * (owned here until pipes_end_round) and *size their count, and the pipe
- * holds them again. Else *memfd = -1. 0 or -errno.
+ * If this process drains the pipe or FIFO `key` of fd: *memfd gets the
+ * bytes in flight (owned here until pipes_end_round) and *size their
+ * count, and the pipe holds them again. Else *memfd = -1. 0 or -errno.
+ * A FIFO's ends open like a pipe's through /proc/self/fd: the read end
+ * first (never blocks), then the write end (a reader exists: no ENXIO).
  */
-int pipes_drain(int fd, uint64_t ino, int *memfd, uint64_t *size)
+int pipes_drain(int fd, const struct round_key *key, int *memfd,
+		uint64_t *size)
 {
 	int rfd, wfd, mfd, r;
 	int limit;
 
 	*memfd = -1;
 	*size = 0;
-	r = round_claim(ino);
+	r = round_claim(key);
 	if (r <= 0)
 		return r;
 	if (ndrained == CKPT_PLAN_MAX_PIPES)

@@ -138,7 +138,7 @@ int sockets_save_queue(int fd, uint64_t ino, int *memfd, uint64_t *size)
 
 	*memfd = -1;
 	*size = 0;
-	r = round_claim(ino | CKPT_CLAIM_SOCKET);
+	r = round_claim(&(struct round_key){ "sock", 0, ino });
 	if (r <= 0)
 		return r;
 	if (getsockopt(fd, SOL_SOCKET, SO_PEEK_OFF, &saved_off, &len) < 0 ||

@@ -139,13 +139,16 @@ static void print_fds(const struct ckpt_image *img)
 		    (f->fd_flags & CKPT_FDF_CONTENT_SAVED))
 			printf(" (%llu bytes saved)",
 			       (unsigned long long)f->data_size);
-		if (f->kind == CKPT_FD_PIPE)
+		if (f->kind == CKPT_FD_PIPE || f->kind == CKPT_FD_FIFO)
 			printf(" (size %u)", f->pipe_size);
 		else if (f->kind == CKPT_FD_UNIX_STREAM)
 			printf(" (peer socket:[%u])", f->peer_ino);
-		else if (f->parent_fd)
+		else if (f->share & CKPT_FD_SHARE_GROUP)
+			printf(" (shared description %u)",
+			       f->share & ~CKPT_FD_SHARE_GROUP);
+		else if (f->share)
 			printf(" (shared with the parent's fd %u)",
-			       f->parent_fd - 1);
+			       f->share - 1);
 		printf("\n");
 	}
 }

@@ -176,13 +176,14 @@ void exec_loader(struct ckpt_image *img, const char *coord,
 	fprintf(stderr, "ckpt_restart: %s: %s\n", img->path, err);
 }
 
-/* Pipes and socket pairs are made by process_tree.c, even for one image
- * (a pipe inside one process). */
+/* Pipes, socket pairs and FIFOs are made by process_tree.c, even for one
+ * image (a pipe inside one process). */
 static int has_pipes(const struct ckpt_image *img)
 {
 	for (uint32_t i = 0; i < img->hdr.nfds; i++)
 		if (img->fds[i].kind == CKPT_FD_PIPE ||
-		    img->fds[i].kind == CKPT_FD_UNIX_STREAM)
+		    img->fds[i].kind == CKPT_FD_UNIX_STREAM ||
+		    img->fds[i].kind == CKPT_FD_FIFO)
 			return 1;
 	return 0;
 }

@@ -105,6 +105,7 @@ const char *fd_kind_name(uint32_t kind)
 		[CKPT_FD_UNSUPPORTED] = "unsupported",
 		[CKPT_FD_PIPE] = "pipe",
 		[CKPT_FD_UNIX_STREAM] = "unix-stream",
+		[CKPT_FD_FIFO] = "fifo",
 	};
 
 	if (kind < sizeof(names) / sizeof(*names) && names[kind])

@@ -8,7 +8,8 @@
  *      images without one are roots
  *   2. plan (include/ckpt/restart_plan.h) in a shared memfd: the vpids,
  *      the pipes (restart_pipes.c), the socket pairs (restart_sockets.c),
- *      the open files processes shared (restart_files.c)
+ *      the FIFOs (restart_fifos.c), the open files processes shared
+ *      (restart_files.c)
  *   3. fork: ckpt_restart's process forks the roots' children (one root:
  *      it becomes the root itself) or the roots (several: it waits for
  *      them); each forked process writes its real pid into the plan and
@@ -335,6 +336,8 @@ int restart_tree(struct ckpt_image *imgs, int n, const char *coord,
 	r = restart_pipes_create(imgs, n, t.plan, &t.keep_fd_end);
 	if (r == 0)
 		r = restart_sockets_create(imgs, n, t.plan, &t.keep_fd_end);
+	if (r == 0)
+		r = restart_fifos_create(imgs, n, t.plan, &t.keep_fd_end);
 	if (r == 0)
 		r = restart_files_create(imgs, n, t.parent, t.plan,
 					 &t.keep_fd_end);

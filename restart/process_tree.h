@@ -22,6 +22,14 @@ int fd_record_ino(const struct ckpt_image *img, const struct ckpt_fd_info *f,
 		  const char *kind, uint64_t *ino);
 int restart_pipes_create(struct ckpt_image *imgs, int n,
 			 struct ckpt_restart_plan *plan, int *keep_fd_end);
+int refill_pipe(const struct ckpt_image *img, const struct ckpt_fd_info *f,
+		unsigned size, int wfd);
+
+/* Open every FIFO of the images once, refilled (restart_fifos.c), as fds
+ * from *keep_fd_end up, listed in the plan's file table. 0 or -errno
+ * after printing why. */
+int restart_fifos_create(struct ckpt_image *imgs, int n,
+			 struct ckpt_restart_plan *plan, int *keep_fd_end);
 
 /* Make every connected AF_UNIX stream pair of the images once
  * (restart_sockets.c), as fds from *keep_fd_end up. 0 or -errno after
@@ -34,6 +42,9 @@ int restart_sockets_create(struct ckpt_image *imgs, int n,
  * 0 or -errno after printing why. */
 int restart_files_create(struct ckpt_image *imgs, int n, const int *parent,
 			 struct ckpt_restart_plan *plan, int *keep_fd_end);
+int place_handed(int fd, int *next_fd);
+int plan_add_file(struct ckpt_restart_plan *plan, int vpid, int fd,
+		  int handed);
 
 /* Recreate each file on temporary storage that the images hold content
  * of and that is missing now (restart_tmpfiles.c). 0 or -errno after

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * Open files that several restored processes shared (one open file
- * description, one offset: inherited across fork). libckpt records, at
- * the checkpoint, that a fd shares its description with the parent's fd
- * of the same number (ckpt_fd_info.parent_fd); here such chains (parent,
- * child, grandchild...) become one group, opened once by ckpt_restart at
- * the saved offset and handed to every member through the restart plan.
+ * description, one offset: inherited across fork, passed over a Unix
+ * socket). libckpt records, at the checkpoint, the group of processes
+ * sharing each description (ckpt_fd_info.share = CKPT_FD_SHARE_GROUP |
+ * n, libckpt-preload/shared_files.c; older images: 1 + the parent's fd
+ * of the same number, followed up the tree: parent, child, grandchild);
+ * each group is opened once by ckpt_restart at the saved offset and
+ * handed to every member through the restart plan.
  * Files deleted while open keep their per-process restore (not shared).
  */
 #include <errno.h>
@@ -47,9 +49,10 @@ static int parent_ref(struct ckpt_image *imgs, const int *parent,
 	const struct ckpt_fd_info *f = &imgs[r.img].fds[r.rec];
 	int p = parent[r.img], k;
 
-	if (p < 0 || !shareable(f->kind) || f->parent_fd == 0)
+	if (p < 0 || !shareable(f->kind) || f->share == 0 ||
+	    (f->share & CKPT_FD_SHARE_GROUP))
 		return 0;
-	k = find_record(&imgs[p], (int)f->parent_fd - 1, f->kind);
+	k = find_record(&imgs[p], (int)f->share - 1, f->kind);
 	if (k < 0 || strcmp(image_string(&imgs[p], imgs[p].fds[k].path),
 			    image_string(&imgs[r.img], f->path)))
 		return 0;
@@ -92,8 +95,25 @@ static int open_description(const struct ckpt_image *img,
 	return fd;
 }
 
-static int add_entry(struct ckpt_restart_plan *plan, int vpid, int fd,
-		     int handed)
+/* Move fd (closed) to exactly *next_fd, the top of the kept range, and
+ * advance it: the number, or -1 (nothing left open). */
+int place_handed(int fd, int *next_fd)
+{
+	int placed = fd == *next_fd ? fd : fcntl(fd, F_DUPFD, *next_fd);
+
+	if (placed != fd)
+		close(fd);
+	if (placed != *next_fd) {
+		if (placed >= 0)
+			close(placed);
+		return -1;
+	}
+	(*next_fd)++;
+	return placed;
+}
+
+int plan_add_file(struct ckpt_restart_plan *plan, int vpid, int fd,
+		  int handed)
 {
 	struct ckpt_plan_file *e;
 
@@ -133,23 +153,53 @@ static struct group *group_for(struct ckpt_image *imgs, struct fd_ref lead,
 			strerror(-fd));
 		return NULL;
 	}
-	placed = fd == *next_fd ? fd : fcntl(fd, F_DUPFD, *next_fd);
-	if (placed != fd)
-		close(fd);
-	if (placed != *next_fd) {
+	placed = place_handed(fd, next_fd);
+	if (placed < 0) {
 		fprintf(stderr, "ckpt_restart: %s: fd %d: cannot place the "
 			"shared file at fd %d\n", imgs[lead.img].path, f->fd,
 			*next_fd);
-		if (placed >= 0)
-			close(placed);
 		return NULL;
 	}
-	(*next_fd)++;
 	g = &groups[(*ngroups)++];
 	g->leader = lead;
 	g->handed_fd = placed;
-	add_entry(plan, imgs[lead.img].hdr.vpid, f->fd, placed);
+	plan_add_file(plan, imgs[lead.img].hdr.vpid, f->fd, placed);
 	return g;
+}
+
+/* The first record of the images in share group `share`. */
+static struct fd_ref group_leader(struct ckpt_image *imgs, int n,
+				  uint32_t share)
+{
+	struct fd_ref r = { -1, -1 };
+
+	for (int i = 0; i < n && r.img < 0; i++)
+		for (uint32_t j = 0; j < imgs[i].hdr.nfds && r.img < 0; j++)
+			if (shareable(imgs[i].fds[j].kind) &&
+			    imgs[i].fds[j].share == share) {
+				r.img = i;
+				r.rec = j;
+			}
+	return r;
+}
+
+/* 1 and the record that leads r's group if r shares its description
+ * with records of other images: a share group, or (older images) a
+ * chain of parent_fd links up the tree. */
+static int shared_lead(struct ckpt_image *imgs, int n, const int *parent,
+		       struct fd_ref r, struct fd_ref *lead)
+{
+	const struct ckpt_fd_info *f = &imgs[r.img].fds[r.rec];
+	struct fd_ref up;
+
+	if (shareable(f->kind) && (f->share & CKPT_FD_SHARE_GROUP)) {
+		*lead = group_leader(imgs, n, f->share);
+		return 1;
+	}
+	if (!parent_ref(imgs, parent, r, &up))
+		return 0;
+	*lead = leader_of(imgs, parent, r);
+	return 1;
 }
 
 int restart_files_create(struct ckpt_image *imgs, int n, const int *parent,
@@ -160,17 +210,18 @@ int restart_files_create(struct ckpt_image *imgs, int n, const int *parent,
 
 	for (int i = 0; i < n; i++)
 		for (uint32_t j = 0; j < imgs[i].hdr.nfds; j++) {
-			struct fd_ref r = { i, (int)j }, up, lead;
+			struct fd_ref r = { i, (int)j }, lead;
 			struct group *g;
 
-			if (!parent_ref(imgs, parent, r, &up))
+			if (!shared_lead(imgs, n, parent, r, &lead))
 				continue;
-			lead = leader_of(imgs, parent, r);
 			g = group_for(imgs, lead, groups, &ngroups, plan,
 				      keep_fd_end);
 			if (!g)
 				return -EINVAL;
-			if (add_entry(plan, imgs[i].hdr.vpid,
+			if (lead.img == i && lead.rec == (int)j)
+				continue;	/* group_for listed it */
+			if (plan_add_file(plan, imgs[i].hdr.vpid,
 				      imgs[i].fds[j].fd, g->handed_fd) < 0) {
 				fprintf(stderr, "ckpt_restart: more than %d "
 					"shared open files in the "

@@ -121,14 +121,16 @@ int place_pair(const int fds[2], int first)
 	return r;
 }
 
-static int refill(const struct pipe_need *p, int wfd)
+/* Write the bytes saved with record f of img into the pipe or FIFO wfd
+ * of `size` bytes. */
+int refill_pipe(const struct ckpt_image *img, const struct ckpt_fd_info *f,
+		unsigned size, int wfd)
 {
-	uint64_t size = p->data->data_size;
+	uint64_t size_saved = f->data_size;
 
-	if (size > PIPE_DATA_MAX || size > p->size)
+	if (size_saved > PIPE_DATA_MAX || size_saved > size)
 		return -EFBIG;
-	return ckpt_copy_range(p->data_img->fd, p->data->data_offset, size,
-			       wfd);
+	return ckpt_copy_range(img->fd, f->data_offset, size_saved, wfd);
 }
 
 static int make_pipe(const struct pipe_need *p, struct ckpt_plan_pipe *out,
@@ -148,7 +150,8 @@ static int make_pipe(const struct pipe_need *p, struct ckpt_plan_pipe *out,
 	if (p->size && fcntl(out->write_fd, F_SETPIPE_SZ, p->size) < 0 &&
 	    p->data && p->data->data_size > 65536)
 		return -errno;
-	return p->data ? refill(p, out->write_fd) : 0;
+	return p->data ? refill_pipe(p->data_img, p->data, p->size,
+				     out->write_fd) : 0;
 }
 
 int restart_pipes_create(struct ckpt_image *imgs, int n,

@@ -263,6 +263,13 @@ class Session:
             check_image(img, self.ckptdir)
         return images
 
+    def inspect(self, img):
+        """ckpt_inspect's description of one image."""
+        r = run([self.tool("ckpt_inspect"), img], COMMAND_TIMEOUT)
+        assert r.returncode == 0, "ckpt_inspect %s: exit %d: %s" % (
+            img, r.returncode, r.stderr)
+        return r.stdout
+
     def kill_all(self):
         """ckpt_command --kill; asserts success."""
         r = self.command("--kill")

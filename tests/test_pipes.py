@@ -6,7 +6,6 @@ while it is checkpointed, killed and restarted with one ckpt_restart."""
 
 import os
 import re
-import subprocess
 
 import pytest
 
@@ -15,13 +14,6 @@ from ckpt_harness import Proc, app, numbers, reference_output
 NPROC = 3
 ARGV = [app("pipe_ring"), str(NPROC), "8", "300", "3"]
 ROUND = r"^round (\d+)$"
-
-
-def inspect(session, img):
-    r = subprocess.run([session.tool("ckpt_inspect"), img],
-                       capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
-    return r.stdout
 
 
 def test_pipe_ring_reference(apps_only):
@@ -52,7 +44,7 @@ def test_pipe_ring_restart(session):
     assert not any(l.startswith("FAIL") for l in p.lines()), p.lines()[-3:]
 
     saved = sum(int(m) for img in images for m in re.findall(
-        r"pipe:\[\d+\] \((\d+) bytes saved\)", inspect(session, img)))
+        r"pipe:\[\d+\] \((\d+) bytes saved\)", session.inspect(img)))
     assert saved >= 64, "no bytes in flight were saved: %d" % saved
 
     r = session.restart(images)

@@ -1,17 +1,25 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""One open file description shared by a parent and its forked child (one
-offset) stays shared across checkpoint and restart: ckpt_restart opens the
-file once at the saved offset and hands it to both."""
+"""One open file description shared by several processes (one offset)
+stays shared across checkpoint and restart: ckpt_restart opens the file
+once at the saved offset and hands it to all. A parent and its forked
+child; two siblings, one of which passed the fd to the other over a Unix
+socket (SCM_RIGHTS), at other fd numbers, the parent's copy closed."""
 
 import re
-import subprocess
 
 import pytest
 
-from ckpt_harness import app, numbers
+from ckpt_harness import app, numbers, reference_output
 
 TURNS = 300
 TURN = r"^turn (\d+)$"
+
+
+def shared_groups(session, images, name):
+    """The share group of every fd record on a file called name."""
+    return [g for img in images for g in re.findall(
+        re.escape(name) + r" \(shared description (\d+)\)",
+        session.inspect(img))]
 
 
 @pytest.mark.time_limit(300)
@@ -26,15 +34,9 @@ def test_shared_offset_after_fork(session):
     before = numbers(p.lines(), TURN)
     assert not any(l.startswith("FAIL") for l in p.lines()), p.lines()[-3:]
 
-    shared = []
-    for img in images:
-        r = subprocess.run([session.tool("ckpt_inspect"), img],
-                           capture_output=True, text=True, timeout=60)
-        assert r.returncode == 0, r.stderr
-        shared += re.findall(r"shared\.txt \(shared with the parent's fd "
-                             r"(\d+)\)", r.stdout)
-    assert len(shared) == 1, "the child's image does not record the shared "
-    "description: %r" % shared
+    shared = shared_groups(session, images, "shared.txt")
+    assert len(shared) == 2 and len(set(shared)) == 1, "the images do not " \
+        "record one shared description: %r" % shared
 
     r = session.restart(images)
     rc = r.wait_exit()
@@ -46,3 +48,34 @@ def test_shared_offset_after_fork(session):
     after = numbers(lines, TURN)
     assert seen < after[0] <= before[-1] + 1
     assert after == list(range(after[0], TURNS + 1))
+
+
+@pytest.mark.time_limit(300)
+def test_shared_offset_siblings_scm_rights(session):
+    turns = 300
+    ref = reference_output([app("shared_sibling"), session.path("ref.txt"),
+                            str(turns), "10"], cache=False)
+    assert ref[-1].startswith("OK shared ")
+    out = session.path("siblings.txt")
+    p = session.launch([app("shared_sibling"), out, str(turns), "10"])
+    p.wait_line(TURN, minimum=60)
+    seen = max(numbers(p.lines(), TURN))
+    images = session.checkpoint(expect_images=3)
+    p.wait_line(TURN, minimum=seen + 20)
+    session.kill_all()
+    p.popen.wait(30)
+    before = numbers(p.lines(), TURN)
+    assert not any(l.startswith("FAIL") for l in p.lines()), p.lines()[-3:]
+    shared = shared_groups(session, images, "siblings.txt")
+    assert len(shared) == 2 and len(set(shared)) == 1, "the siblings' " \
+        "images do not record one shared description: %r" % shared
+
+    r = session.restart(images)
+    rc = r.wait_exit()
+    lines = r.lines()
+    assert rc == 0 and lines[-1] == ref[-1], (
+        "exit %d, last lines %r, want %r; stderr:\n%s" % (
+            rc, lines[-3:], ref[-1], r.stderr_text()))
+    after = numbers(lines, TURN)
+    assert seen < after[0] <= before[-1] + 1
+    assert after == list(range(after[0], turns + 1))

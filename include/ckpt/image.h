@@ -152,12 +152,23 @@ enum ckpt_fd_kind {
 	CKPT_FD_UNIX_STREAM = 9,	/* connected AF_UNIX stream socket,
 					   "socket:[ino]", peer_ino; data_*:
 					   the bytes queued for this end */
+	CKPT_FD_FIFO = 10,		/* named pipe: its path ("PATH
+					   (deleted)" once unlinked); offset:
+					   its permission bits (st_mode &
+					   07777), pipe_size; data_*: the bytes
+					   in flight, in the drainer's image */
 };
 
 /* ckpt_fd_info.fd_flags, above FD_CLOEXEC */
 #define CKPT_FDF_CONTENT_SAVED	0x100	/* CKPT_FD_FILE on temporary storage:
 					   data_* is the file's content, to
 					   recreate it if it is gone */
+
+/* ckpt_fd_info.share for files, dirs and devices: the open file
+ * description is shared with other processes of the checkpoint. */
+#define CKPT_FD_SHARE_GROUP	0x80000000u	/* | n: every record of the
+						   checkpoint with this value
+						   holds one description */
 
 struct ckpt_fd_info {
 	int32_t fd;
@@ -167,12 +178,14 @@ struct ckpt_fd_info {
 	int64_t offset;			/* lseek position, -1 if none */
 	uint32_t path;			/* string table offset */
 	union {				/* was reserved: 0 in older images */
-		uint32_t pipe_size;	/* CKPT_FD_PIPE: F_GETPIPE_SZ */
-		uint32_t parent_fd;	/* files, dirs, devices: 1 + the fd
-					   of the parent process (vppid)
-					   that shares this open file
-					   description (inherited across
-					   fork); 0: none */
+		uint32_t pipe_size;	/* CKPT_FD_PIPE, CKPT_FD_FIFO:
+					   F_GETPIPE_SZ */
+		uint32_t share;		/* files, dirs, devices: 0 none;
+					   CKPT_FD_SHARE_GROUP | n: see
+					   there; older images: 1 + the fd of
+					   the parent process (vppid) that
+					   shares this open file description
+					   (inherited across fork) */
 		uint32_t peer_ino;	/* CKPT_FD_UNIX_STREAM: the inode
 					   of the connected peer socket */
 	};
