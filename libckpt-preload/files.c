@@ -109,17 +109,21 @@ static int save_one_fd(int fd, pid_t pid)
 {
 	struct saved_fd *s = &saved[nsaved];
 	char link[64], path[4096];
+	int regenerated;
 	struct stat st;
 	ssize_t n;
 
 	ckpt_fmt(link, sizeof(link), "/proc/self/fd/%d", fd);
-	n = readlink(link, path, sizeof(path) - 1);
+	n = syscall(SYS_readlinkat, AT_FDCWD, link, path, sizeof(path) - 1);
 	if (n < 0 || fstat(fd, &st) < 0)
 		return 0; /* closed meanwhile */
 	path[n] = 0;
+	/* /proc paths are kept with virtual pids; a status file served
+	 * with virtual pids is opened again (and translated) at restart. */
+	regenerated = proc_paths_saved_path(path, sizeof(path));
 	memset(s, 0, sizeof(*s));
 	s->fd = fd;
-	s->kind = fd_kind(fd, &st, path);
+	s->kind = regenerated ? CKPT_FD_FILE : fd_kind(fd, &st, path);
 	s->flags = fcntl(fd, F_GETFL);
 	s->fd_flags = fcntl(fd, F_GETFD);
 	s->offset = lseek(fd, 0, SEEK_CUR);
