@@ -125,6 +125,8 @@ static int save_one_fd(int fd, pid_t pid)
 	s->fd = fd;
 	s->kind = regenerated ? CKPT_FD_FILE : fd_kind(fd, &st, path);
 	s->flags = fcntl(fd, F_GETFL);
+	if (regenerated)	/* the memfd itself, caught being filled */
+		s->flags = (s->flags & ~O_ACCMODE) | O_RDONLY;
 	s->fd_flags = fcntl(fd, F_GETFD);
 	s->offset = lseek(fd, 0, SEEK_CUR);
 	s->dev = st.st_dev;
@@ -467,6 +469,12 @@ static int restore_one_fd(const struct saved_fd *s, int image_fd)
 	case CKPT_FD_FILE:
 	case CKPT_FD_DEVICE:
 		r = place_fd(open(saved_path(s), reopen_flags(s)), fd);
+		if (r < 0 && !strncmp(saved_path(s), "/proc/", 6)) {
+			ckpt_log("fd %d (%s): %s (the process is not among the"
+				 " restarted ones?); it is replaced by "
+				 "/dev/null", fd, saved_path(s), strerror(-r));
+			return open_dev_null(fd);
+		}
 		break;
 	case CKPT_FD_DIR:
 		r = place_fd(open(saved_path(s), O_RDONLY | O_DIRECTORY), fd);

@@ -8,6 +8,7 @@ signal masks of status, before or after a checkpoint."""
 import os
 import re
 import signal
+import subprocess
 
 import pytest
 
@@ -165,3 +166,39 @@ def test_real_program_reads_its_status(session, name, argv):
         "the restarted %s runs on its old pid: the test proves nothing"
         % name)
     assert_continued(r.lines(), seen, numbers(before, STEP)[-1])
+
+
+KEEP_SCRIPT = r"""
+import os, sys, time
+fd = os.open("/proc/%s/status" % sys.argv[1], os.O_RDONLY)
+for i in range(1, int(sys.argv[2]) + 1):
+    print("step %d" % i, flush=True)
+    time.sleep(0.02)
+print("final", flush=True)
+"""
+
+
+@pytest.mark.time_limit(300)
+def test_proc_fd_of_a_vanished_process(session):
+    """A descriptor of /proc/<pid>/status of a process that is gone at
+    the restart becomes /dev/null with one warning; the program goes on."""
+    sleeper = subprocess.Popen(["sleep", "120"])
+    try:
+        p = session.launch(["/usr/bin/python3", "-c", KEEP_SCRIPT,
+                            str(sleeper.pid), str(ITER)])
+        p.wait_line(STEP, minimum=20)
+        seen = max(numbers(p.lines(), STEP))
+        images = session.checkpoint()
+        session.kill_all()
+        p.popen.wait(30)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    r = session.restart(images)
+    rc = r.wait_exit()
+    assert rc == 0 and r.lines()[-1:] == ["final"], (
+        "exit %d, last lines %r, stderr:\n%s" % (rc, r.lines()[-5:],
+                                                r.stderr_text()))
+    assert_continued(r.lines(), seen, numbers(p.lines(), STEP)[-1])
+    assert re.search(r"fd \d+ \(/proc/%d/status\): .*replaced by /dev/null"
+                     % sleeper.pid, r.stderr_text()), r.stderr_text()

@@ -286,6 +286,14 @@ static pid_t virtual_id(pid_t real)
 	return real > 0 ? vpid_virt_from_real(real) : real;
 }
 
+/* No bit before libckpt's constructor has set the signal (a program's
+ * constructor may read status first). */
+static unsigned long long reserved_bit(void)
+{
+	return ckpt.signal > 0 && ckpt.signal <= 64 ?
+	       1ULL << (ckpt.signal - 1) : 0;
+}
+
 static int has_field(const char *line, const char *name)
 {
 	return !strncmp(line, name, strlen(name));
@@ -311,7 +319,7 @@ static int status_line(const char *line, char *out, size_t len)
 		if (has_field(line, mask_fields[i])) {
 			unsigned long long m = strtoull(colon + 1, &end, 16);
 
-			m &= ~(1ULL << (ckpt.signal - 1));
+			m &= ~reserved_bit();
 			return snprintf(out, len, "%.*s\t%016llx%s", name,
 					line, m, end);
 		}
@@ -422,9 +430,10 @@ static int copy_translated(int in, int out, int kind)
 
 /* A memfd named after the program's path holding the translated text;
  * -1 with errno set when the file cannot be read. */
-static int make_translated_copy(const char *path, int kind)
+static int make_translated_copy(const char *path, int kind,
+				char buf[PATH_MAX])
 {
-	char name[256], buf[PATH_MAX];
+	char name[256];
 	int in, memfd, r;
 
 	if (snprintf(name, sizeof(name), "ckpt-proc:%s", path) >=
@@ -459,13 +468,14 @@ static int make_translated_copy(const char *path, int kind)
  * it by (a new open file description, read-only at offset 0 like the
  * file). -1 for every other path, and when the file cannot be copied:
  * the caller then opens the file itself. */
-static int served_copy(const char *path, int flags, char copy[64])
+static int served_copy(const char *path, int flags, char copy[64],
+		       char buf[PATH_MAX])
 {
 	int kind = proc_text_kind(path, flags), memfd;
 
 	if (kind == PROC_OTHER)
 		return -1;
-	memfd = make_translated_copy(path, kind);
+	memfd = make_translated_copy(path, kind, buf);
 	if (memfd >= 0)
 		snprintf(copy, 64, "/proc/self/fd/%d", memfd);
 	return memfd;
@@ -496,7 +506,7 @@ static int open_translated(int dirfd, const char *path, int flags,
 			   mode_t mode, open_fn next, openat_fn next_at)
 {
 	char buf[PATH_MAX], copy[64];
-	int memfd = served_copy(path, flags, copy), fd;
+	int memfd = served_copy(path, flags, copy, buf), fd;
 
 	if (memfd < 0) {
 		path = real_path_at(path, buf);
@@ -572,7 +582,7 @@ static FILE *fopen_translated(const char *path, const char *mode,
 			      FILE *stream)
 {
 	char buf[PATH_MAX], copy[64];
-	int memfd = served_copy(path, fopen_flags(mode), copy);
+	int memfd = served_copy(path, fopen_flags(mode), copy, buf);
 	FILE *f;
 
 	path = memfd >= 0 ? copy : real_path(path, buf);
