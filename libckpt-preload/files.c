@@ -139,18 +139,24 @@ static int save_one_fd(int fd, pid_t pid)
 {
 	struct saved_fd *s = &saved[nsaved];
 	char link[64], path[4096];
+	int regenerated;
 	struct stat st;
 	ssize_t n;
 
 	ckpt_fmt(link, sizeof(link), "/proc/self/fd/%d", fd);
-	n = readlink(link, path, sizeof(path) - 1);
+	n = syscall(SYS_readlinkat, AT_FDCWD, link, path, sizeof(path) - 1);
 	if (n < 0 || fstat(fd, &st) < 0)
 		return 0; /* closed meanwhile */
 	path[n] = 0;
+	/* /proc paths are kept with virtual pids; a status file served
+	 * with virtual pids is opened again (and translated) at restart. */
+	regenerated = proc_paths_saved_path(path, sizeof(path));
 	memset(s, 0, sizeof(*s));
 	s->fd = fd;
-	s->kind = fd_kind(fd, &st, path);
+	s->kind = regenerated ? CKPT_FD_FILE : fd_kind(fd, &st, path);
 	s->flags = fcntl(fd, F_GETFL);
+	if (regenerated)	/* the memfd itself, caught being filled */
+		s->flags = (s->flags & ~O_ACCMODE) | O_RDONLY;
 	s->fd_flags = fcntl(fd, F_GETFD);
 	s->offset = lseek(fd, 0, SEEK_CUR);
 	s->dev = st.st_dev;
@@ -567,6 +573,12 @@ static int restore_one_fd(const struct saved_fd *s, int image_fd)
 	case CKPT_FD_FILE:
 	case CKPT_FD_DEVICE:
 		r = place_fd(open(saved_path(s), reopen_flags(s)), fd);
+		if (r < 0 && !strncmp(saved_path(s), "/proc/", 6)) {
+			ckpt_log("fd %d (%s): %s (the process is not among the"
+				 " restarted ones?); it is replaced by "
+				 "/dev/null", fd, saved_path(s), strerror(-r));
+			return open_dev_null(fd);
+		}
 		break;
 	case CKPT_FD_DIR:
 		r = place_fd(open(saved_path(s), O_RDONLY | O_DIRECTORY), fd);

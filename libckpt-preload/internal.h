@@ -117,6 +117,7 @@ int ckpt_is_own_fd(int fd);
 void ckpt_mark_own_fd(int fd, int own);
 int ckpt_move_fd_high(int fd);
 void ckpt_forget_own_fds(void);
+int ckpt_open_raw(const char *path, int flags);
 int ckpt_read_small_file(const char *path, char *buf, size_t len);
 
 /* The numeric entries of a /proc directory (fds, tids), read with
@@ -232,6 +233,9 @@ extern const size_t ckpt_restore_stack_size;
 
 /* wrappers/exec.c */
 void exec_remember_environment(const char *libckpt_path);
+
+/* wrappers/proc_paths.c */
+int proc_paths_saved_path(char *path, size_t len);
 
 /* vpid/vpid.c */
 void vpid_init(pid_t vpid, pid_t real);

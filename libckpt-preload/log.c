@@ -107,11 +107,18 @@ long ckpt_syscall_error(long err)
 	return -1;
 }
 
+/* libckpt's own opens name real ids (/proc/self/task/<real tid>): past
+ * the program's path translation (wrappers/proc_paths.c). */
+int ckpt_open_raw(const char *path, int flags)
+{
+	return syscall(SYS_openat, AT_FDCWD, path, flags | O_CLOEXEC);
+}
+
 /* Read a small file (a /proc entry) into buf as a NUL-terminated string;
  * returns its length or -errno. */
 int ckpt_read_small_file(const char *path, char *buf, size_t len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC), n;
+	int fd = ckpt_open_raw(path, O_RDONLY), n;
 
 	if (fd < 0)
 		return -errno;
@@ -126,7 +133,7 @@ int ckpt_read_small_file(const char *path, char *buf, size_t len)
 int ckpt_dir_open(struct ckpt_dir_iter *it, const char *path)
 {
 	it->pos = it->len = 0;
-	it->fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	it->fd = ckpt_open_raw(path, O_RDONLY | O_DIRECTORY);
 	return it->fd < 0 ? -errno : 0;
 }
 

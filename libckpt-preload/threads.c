@@ -242,7 +242,8 @@ static int task_exists(int tid)
 	char path[64];
 
 	ckpt_fmt(path, sizeof(path), "/proc/self/task/%d", tid);
-	return access(path, F_OK) == 0 && !task_is_zombie(tid);
+	return syscall(SYS_faccessat, AT_FDCWD, path, F_OK) == 0 &&
+	       !task_is_zombie(tid);
 }
 
 static int signaled[CKPT_MAX_THREADS];
