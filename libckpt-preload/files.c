@@ -107,6 +107,11 @@ static int on_temporary_storage(int fd, const char *path)
 
 	if (!strncmp(path, "/tmp/", 5) || !strncmp(path, "/var/tmp/", 9))
 		return 1;
+	/* a memfd standing for a /proc file (proc_paths.c) is on tmpfs
+	 * too, but it is made again from its path */
+	if (path[0] != '/' || !strncmp(path, "/proc/", 6) ||
+	    !strncmp(path, "/sys/", 5))
+		return 0;
 	return fstatfs(fd, &sf) == 0 &&
 	       (sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC);
 }

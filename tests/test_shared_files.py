@@ -18,7 +18,8 @@ TURN = r"^turn (\d+)$"
 def shared_groups(session, images, name):
     """The share group of every fd record on a file called name."""
     return [g for img in images for g in re.findall(
-        re.escape(name) + r" \(shared description (\d+)\)",
+        re.escape(name) + r"(?: \(\d+ bytes saved\))?"
+        r" \(shared description (\d+)\)",
         session.inspect(img))]
 
 
