@@ -444,6 +444,10 @@ static void start_in_this_process(uint32_t flags)
  * its own connection, its own manager thread. */
 static void after_fork_in_child(void)
 {
+	/* a pid that a restored process goes by: wrappers/fork.c forks
+	 * again */
+	if (vpid_taken_by_another(ckpt_real_getpid()))
+		syscall(SYS_exit_group, 0);
 	if (ckpt.coord_fd >= 0) {
 		ckpt_mark_own_fd(ckpt.coord_fd, 0);
 		close(ckpt.coord_fd);
