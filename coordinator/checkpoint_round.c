@@ -28,6 +28,8 @@ const char *proc_state_name(enum proc_state s)
 		[PROC_SUSPENDED] = "suspended",
 		[PROC_WRITING] = "writing",
 		[PROC_WRITTEN] = "written",
+		[PROC_SYNCED] = "synced",
+		[PROC_COMMITTING] = "committing",
 		[PROC_DURABLE] = "durable",
 		[PROC_FAILED] = "failed",
 		[PROC_ABORTING] = "aborting",
@@ -94,6 +96,24 @@ static void record_failure(struct coordinator *co, struct conn *c, int err,
 	c->proc.state = PROC_FAILED;
 }
 
+/* Phase 2 failed before DO_COMMIT: every image written for it is
+ * discarded, every previous image stays. */
+static void abort_uncommitted(struct coordinator *co)
+{
+	for (size_t i = 0; i < co->nconns; i++) {
+		struct conn *c = co->conns[i];
+
+		if (!in_round(co, c))
+			continue;
+		if (c->proc.state == PROC_WRITING ||
+		    c->proc.state == PROC_WRITTEN ||
+		    c->proc.state == PROC_SYNCED) {
+			conn_send(c, CKPT_MSG_DO_ABORT, NULL, 0);
+			c->proc.state = PROC_ABORTED;
+		}
+	}
+}
+
 static void mark_round_failed(struct coordinator *co)
 {
 	struct round *r = &co->round;
@@ -103,6 +123,23 @@ static void mark_round_failed(struct coordinator *co)
 	r->failed = true;
 	if (!r->writing)
 		abort_suspended(co);
+	else if (!r->committing)
+		abort_uncommitted(co);
+}
+
+/* Every image is synced (or, from an older libckpt, already durable):
+ * each may now replace its previous one. */
+static void start_committing(struct coordinator *co)
+{
+	co->round.committing = true;
+	for (size_t i = 0; i < co->nconns; i++) {
+		struct conn *c = co->conns[i];
+
+		if (in_round(co, c) && c->proc.state == PROC_SYNCED) {
+			conn_send(c, CKPT_MSG_DO_COMMIT, NULL, 0);
+			c->proc.state = PROC_COMMITTING;
+		}
+	}
 }
 
 static void fail_process(struct coordinator *co, struct conn *c, int err,
@@ -191,7 +228,7 @@ static void start_writing(struct coordinator *co)
 static void round_advance(struct coordinator *co)
 {
 	struct round *r = &co->round;
-	bool all_suspended = true, all_final = true;
+	bool all_suspended = true, all_final = true, all_synced = true;
 
 	if (!r->active)
 		return;
@@ -204,6 +241,13 @@ static void round_advance(struct coordinator *co)
 			all_suspended = false;
 		if (!state_is_final(c->proc.state))
 			all_final = false;
+		if (c->proc.state != PROC_SYNCED &&
+		    c->proc.state != PROC_DURABLE)
+			all_synced = false;
+	}
+	if (r->writing && !r->failed && !r->committing && all_synced) {
+		start_committing(co);
+		return;
 	}
 	if (!r->writing && !r->failed && all_suspended) {
 		int complete = members_complete(co);
@@ -323,8 +367,13 @@ void round_on_result(struct coordinator *co, struct conn *c, uint16_t type,
 		if (*st == PROC_WRITING)
 			*st = PROC_WRITTEN;
 		break;
+	case CKPT_MSG_SYNCED:
+		if (*st == PROC_WRITING || *st == PROC_WRITTEN)
+			*st = PROC_SYNCED;
+		break;
 	case CKPT_MSG_DURABLE:
-		if (*st == PROC_WRITING || *st == PROC_WRITTEN) {
+		if (*st == PROC_WRITING || *st == PROC_WRITTEN ||
+		    *st == PROC_COMMITTING) {
 			*st = PROC_DURABLE;
 			record_durable(co, c, res);
 		}

@@ -149,6 +149,7 @@ static void handle_process_msg(struct coordinator *co, struct conn *c,
 	switch (hdr->type) {
 	case CKPT_MSG_SUSPENDED:
 	case CKPT_MSG_WRITTEN:
+	case CKPT_MSG_SYNCED:
 	case CKPT_MSG_DURABLE:
 	case CKPT_MSG_FAILED:
 		copy_payload(&res, sizeof(res), p, hdr->len);

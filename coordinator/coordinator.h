@@ -56,6 +56,8 @@ enum proc_state {
 	PROC_SUSPENDED,
 	PROC_WRITING,		/* DO_WRITE sent */
 	PROC_WRITTEN,
+	PROC_SYNCED,		/* image fsync'ed, waits for DO_COMMIT */
+	PROC_COMMITTING,	/* DO_COMMIT sent */
 	PROC_DURABLE,		/* done: image in place */
 	PROC_FAILED,		/* done: sent FAILED, timed out or left */
 	PROC_ABORTING,		/* DO_ABORT sent before it answered */
@@ -103,6 +105,7 @@ struct round {
 	bool active;
 	bool failed;
 	bool writing;			/* phase 2: DO_WRITE sent */
+	bool committing;		/* DO_COMMIT sent: no way back */
 	uint64_t generation;
 	int nprocs;
 	int first_error;

@@ -594,10 +594,9 @@ static void remove_stale_temporaries(const char *tmp_path)
 	close(fd);
 }
 
-/* After the application resumed: make the new image durable, then let it
- * replace the previous one. */
-int image_make_durable(const char *tmp_path, const char *final_path,
-		       char *err, size_t errlen)
+/* After the application resumed: the new image on disk, under its
+ * temporary name (the previous image is untouched). */
+int image_sync(const char *tmp_path, char *err, size_t errlen)
 {
 	int fd = open(tmp_path, O_RDONLY | O_CLOEXEC), r = 0;
 
@@ -607,12 +606,22 @@ int image_make_durable(const char *tmp_path, const char *final_path,
 	}
 	if (fd >= 0)
 		close(fd);
-	if (r == 0 && rename(tmp_path, final_path) < 0) {
+	if (r < 0)
+		unlink(tmp_path);
+	return r;
+}
+
+/* Every image of the checkpoint is synced: this one replaces the
+ * previous one. */
+int image_commit(const char *tmp_path, const char *final_path, char *err,
+		 size_t errlen)
+{
+	int r = 0;
+
+	if (rename(tmp_path, final_path) < 0) {
 		r = -errno;
 		ckpt_fmt(err, errlen, "rename %s to %s: %s", tmp_path,
 			 final_path, strerror(errno));
-	}
-	if (r < 0) {
 		unlink(tmp_path);
 		return r;
 	}

@@ -30,6 +30,8 @@ long ckpt_syscall_error(long err);
 /* files on temporary storage: content saved up to this size (files.c) */
 #define CKPT_TMP_FILE_SAVE_MAX	(64ULL << 20)
 #define CKPT_SUSPEND_TIMEOUT_MS	10000
+#define CKPT_COMMIT_WAIT_MS	300000	/* synced image: DO_COMMIT or
+					   DO_ABORT within the round's time */
 #define CKPT_SUSPENDED_IDLE_MS	120000	/* resume if the coordinator
 					   vanishes while we are stopped */
 
@@ -163,8 +165,9 @@ void memory_reprotect(void);
 int image_write(uint64_t generation, const char *dir, char *final_path,
 		size_t pathlen, char *tmp_path, size_t tmplen, char *err,
 		size_t errlen);
-int image_make_durable(const char *tmp_path, const char *final_path,
-		       char *err, size_t errlen);
+int image_sync(const char *tmp_path, char *err, size_t errlen);
+int image_commit(const char *tmp_path, const char *final_path, char *err,
+		 size_t errlen);
 int writer_add_region(struct image_writer *w, const struct ckpt_region *r,
 		      const char *name);
 int writer_add_extent(struct image_writer *w, uint64_t addr, uint64_t len);
@@ -246,5 +249,8 @@ void vpid_map(pid_t virt, pid_t real);
 void vpid_reset_after_fork(void);
 int vpid_load_plan(int plan_fd);
 int vpid_known(pid_t virt);
+/* real is the virtual pid of another process (restored with another
+ * real pid): a new child with this real pid must not keep it */
+int vpid_taken_by_another(pid_t real);
 
 #endif /* CKPT_INTERNAL_H */

@@ -224,6 +224,32 @@ static void handle_write(const struct ckpt_msg_do_checkpoint *m)
 	image_settled();
 }
 
+/* Two-phase commit: the image replaces the previous one only once every
+ * process of the checkpoint has its image synced, so a checkpoint that
+ * fails anywhere leaves every previous image in place. 1 on DO_COMMIT;
+ * otherwise the new image is removed. */
+static int commit_ordered(uint64_t generation, const char *tmp)
+{
+	union manager_msg msg;
+	uint32_t len;
+	int r = ckpt_msg_recv(ckpt.coord_fd, &msg, sizeof(msg), &len,
+			      CKPT_COMMIT_WAIT_MS);
+
+	if (r == CKPT_MSG_DO_COMMIT)
+		return 1;
+	unlink(tmp);
+	if (r == CKPT_MSG_DO_KILL)
+		kill(ckpt_real_getpid(), SIGKILL);
+	if (r < 0) {
+		ckpt_log("checkpoint %llu: no word from the coordinator after "
+			 "the image was synced (%s); it is discarded",
+			 (unsigned long long)generation, strerror(-r));
+		if (r != -ETIMEDOUT)
+			leave_coordinator();
+	}
+	return 0;
+}
+
 static void handle_write_image(const struct ckpt_msg_do_checkpoint *m)
 {
 	char err[512] = "", path[4096], tmp[4096];
@@ -241,7 +267,15 @@ static void handle_write_image(const struct ckpt_msg_do_checkpoint *m)
 		return;
 	}
 	send_result(CKPT_MSG_WRITTEN, m->generation, 0, tmp, NULL);
-	r = image_make_durable(tmp, path, err, sizeof(err));
+	r = image_sync(tmp, err, sizeof(err));
+	if (r < 0) {
+		send_result(CKPT_MSG_FAILED, m->generation, -r, NULL, err);
+		return;
+	}
+	send_result(CKPT_MSG_SYNCED, m->generation, 0, tmp, NULL);
+	if (!commit_ordered(m->generation, tmp))
+		return;
+	r = image_commit(tmp, path, err, sizeof(err));
 	if (r < 0) {
 		send_result(CKPT_MSG_FAILED, m->generation, -r, NULL, err);
 		return;
@@ -410,6 +444,10 @@ static void start_in_this_process(uint32_t flags)
  * its own connection, its own manager thread. */
 static void after_fork_in_child(void)
 {
+	/* a pid that a restored process goes by: wrappers/fork.c forks
+	 * again */
+	if (vpid_taken_by_another(ckpt_real_getpid()))
+		syscall(SYS_exit_group, 0);
 	if (ckpt.coord_fd >= 0) {
 		ckpt_mark_own_fd(ckpt.coord_fd, 0);
 		close(ckpt.coord_fd);

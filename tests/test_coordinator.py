@@ -42,8 +42,10 @@ CMD = struct.Struct("<II33s7s")
 CMD_REPLY = struct.Struct("<iI")
 
 MSG_HELLO, MSG_SUSPENDED, MSG_WRITTEN, MSG_DURABLE, MSG_FAILED = 1, 2, 3, 4, 5
+MSG_SYNCED = 6
 MSG_WELCOME, MSG_DO_SUSPEND, MSG_DO_WRITE, MSG_DO_ABORT, MSG_DO_KILL = \
     16, 17, 18, 19, 20
+MSG_DO_COMMIT = 21
 MSG_CMD, MSG_CMD_REPLY = 32, 33
 CMD_CHECKPOINT, CMD_STATUS, CMD_LIST, CMD_INTERVAL, CMD_KILL, CMD_QUIT = \
     1, 2, 3, 4, 5, 6
@@ -112,7 +114,9 @@ class FakeProcess:
 
     behaviour: "ok", "fail_suspend", "fail_write", "disconnect_suspend",
     "ignore_kill", "slow_suspend" (answers after `delay` seconds),
-    "stale_first" (sends a wrong-generation SUSPENDED before the real one).
+    "stale_first" (sends a wrong-generation SUSPENDED before the real one),
+    "two_phase" (as libckpt: WRITTEN, SYNCED, then DURABLE on DO_COMMIT);
+    "fail_write" waits `delay` seconds before it fails.
     """
 
     def __init__(self, addr, vpid, program="fakeapp", behaviour="ok",
@@ -159,11 +163,20 @@ class FakeProcess:
 
     def _on_write(self, g):
         if self.behaviour == "fail_write":
+            time.sleep(self.delay)
             self.result(MSG_FAILED, g, error=28,
                         message="write ckpt_%d.img: injected" % self.vpid)
             return
         path = "/fake/ckpt_%s_%d_gen%d.img" % (self.program, self.vpid, g)
         self.result(MSG_WRITTEN, g)
+        if self.behaviour == "two_phase":
+            self.synced = (g, path)
+            self.result(MSG_SYNCED, g, path=path + ".tmp")
+            return
+        self.result(MSG_DURABLE, g, path=path)
+
+    def _on_commit(self):
+        g, path = self.synced
         self.result(MSG_DURABLE, g, path=path)
 
     def _serve(self):
@@ -179,6 +192,8 @@ class FakeProcess:
                     break
                 elif mtype == MSG_DO_WRITE:
                     self._on_write(g)
+                elif mtype == MSG_DO_COMMIT:
+                    self._on_commit()
                 elif mtype == MSG_DO_KILL:
                     self.killed.set()
                     if self.behaviour != "ignore_kill":
@@ -849,6 +864,28 @@ def test_process_joining_while_suspending_joins_the_round(env, coord, fakes):
     slow.behaviour = "ok"
     r = checkpoint(env)
     assert r.returncode == 0 and r.stdout.count("\n") == 2
+
+
+@pytest.mark.time_limit(60)
+def test_failed_round_commits_no_image(env, coord, fakes):
+    """Two-phase commit: a process whose image is synced renames it only
+    on DO_COMMIT, sent once every image is synced; when another process
+    fails, it gets DO_ABORT instead, so every previous image stays."""
+    c = coord()
+    good = fakes(c.addr, 1001, program="good", behaviour="two_phase")
+    bad = fakes(c.addr, 1002, program="bad", behaviour="fail_write",
+                delay=0.5)
+    r = checkpoint(env)
+    assert r.returncode != 0 and "injected" in r.stderr, r.stderr
+    assert wait_for(lambda: good.received.count(MSG_DO_ABORT) == 1)
+    assert MSG_DO_COMMIT not in good.received
+    bad.behaviour = "two_phase"
+    r = checkpoint(env)
+    assert r.returncode == 0, r.stderr
+    assert sorted(r.stdout.split()) == ["/fake/ckpt_bad_1002_gen2.img",
+                                        "/fake/ckpt_good_1001_gen2.img"]
+    assert good.received.count(MSG_DO_COMMIT) == 1
+    assert bad.received.count(MSG_DO_COMMIT) == 1
 
 
 @pytest.mark.time_limit(60)

@@ -73,6 +73,11 @@ int vpid_known(pid_t virt)
 	return 0;
 }
 
+int vpid_taken_by_another(pid_t real)
+{
+	return vpid_known(real) && vpid_real_from_virt(real) != real;
+}
+
 pid_t vpid_real_from_virt(pid_t virt)
 {
 	int n = __atomic_load_n(&nentries, __ATOMIC_ACQUIRE);

@@ -28,6 +28,10 @@ enum ckpt_msg_type {
 					   renamed into place; path set */
 	CKPT_MSG_FAILED = 5,		/* struct ckpt_msg_result: this
 					   checkpoint failed; threads resumed */
+	CKPT_MSG_SYNCED = 6,		/* struct ckpt_msg_result: the new
+					   image is fsync'ed under its
+					   temporary name; waits for
+					   DO_COMMIT or DO_ABORT */
 
 	/* coordinator -> process */
 	CKPT_MSG_WELCOME = 16,		/* struct ckpt_msg_welcome */
@@ -35,6 +39,8 @@ enum ckpt_msg_type {
 	CKPT_MSG_DO_WRITE = 18,		/* struct ckpt_msg_do_checkpoint */
 	CKPT_MSG_DO_ABORT = 19,		/* resume without writing */
 	CKPT_MSG_DO_KILL = 20,		/* exit now (SIGKILL to self) */
+	CKPT_MSG_DO_COMMIT = 21,	/* every image is synced: rename
+					   yours into place, then DURABLE */
 
 	/* command -> coordinator */
 	CKPT_MSG_CMD = 32,		/* struct ckpt_msg_cmd */

@@ -1,0 +1,62 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""A program that daemonizes (fork, setsid, fork, the parents exit, stdio
+on /dev/null) stays in the computation: it is checkpointed after
+ckpt_launch has returned, killed, restarted, and its log continues with
+no tick lost or repeated and the pid it had."""
+
+import re
+import time
+
+import pytest
+
+from ckpt_harness import app
+
+TICKS = 200
+TICK = re.compile(r"^tick (\d+) pid (\d+) sid (\d+)$")
+
+
+def ticks(path):
+    try:
+        with open(path) as f:
+            return [TICK.match(l) for l in f.read().splitlines()
+                    if TICK.match(l)]
+    except FileNotFoundError:
+        return []
+
+
+def wait_ticks(path, minimum, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        t = ticks(path)
+        if t and int(t[-1].group(1)) >= minimum:
+            return int(t[-1].group(1))
+        time.sleep(0.05)
+    raise AssertionError("%s: no tick %d within %d s" % (path, minimum,
+                                                          timeout))
+
+
+@pytest.mark.time_limit(300)
+def test_daemon_stays_in_the_computation(session):
+    log = session.path("daemon.log")
+    p = session.launch([app("daemonize"), log, str(TICKS)])
+    assert p.wait_exit(60) == 0, p.stderr_text()
+    wait_ticks(log, 10)
+    images = session.checkpoint(expect_images=1)
+    assert "ckpt_daemonize_" in images[0]
+    session.kill_all()
+    killed_at = int(ticks(log)[-1].group(1))
+    assert killed_at < TICKS
+    first = ticks(log)[0]
+
+    r = session.restart(images)
+    assert r.wait_exit() == 0, r.stderr_text()
+    deadline = time.monotonic() + 60
+    while "done" not in open(log).read() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    t = ticks(log)
+    nums = [int(m.group(1)) for m in t]
+    # the restarted daemon rewrote from its checkpoint offset: one run
+    # of ticks, 1..TICKS, each once
+    assert nums == list(range(1, TICKS + 1)), nums[:5]
+    assert open(log).read().endswith("done\n")
+    assert {m.group(2) for m in t} == {first.group(2)}, "pid changed"

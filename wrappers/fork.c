@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * fork: a new child is known by its real pid as its virtual pid. After a
+ * restart the kernel may hand a child a real pid that is already the
+ * virtual pid of a restored process (whose real pid is another one):
+ * both would answer to that pid. Such a child exits at once, before it
+ * runs anything of the program (manager.c, after_fork_in_child), and the
+ * fork is made again, as DMTCP does.
+ */
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "wrappers.h"
+
+#define FORK_TRIES 64
+
+DEFINE_NEXT(fork);
+
+__attribute__((constructor)) static void resolve_next_fork(void)
+{
+	RESOLVE_NEXT(fork);
+}
+
+CKPT_WRAPPER pid_t fork(void)
+{
+	pid_t pid;
+
+	for (int tries = 1;; tries++) {
+		pid = NEXT_FN(fork)();
+		if (pid <= 0 || !vpid_taken_by_another(pid))
+			return pid;
+		/* the child left at once: reap it, out of the program's
+		 * sight (its SIGCHLD may still reach a handler) */
+		syscall(SYS_wait4, pid, NULL, __WALL, NULL);
+		if (tries == FORK_TRIES) {
+			ckpt_log("fork: %d children in a row got a pid that "
+				 "a restored process has; giving up",
+				 FORK_TRIES);
+			errno = EAGAIN;
+			return -1;
+		}
+	}
+}
