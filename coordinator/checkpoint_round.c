@@ -34,6 +34,7 @@ const char *proc_state_name(enum proc_state s)
 		[PROC_FAILED] = "failed",
 		[PROC_ABORTING] = "aborting",
 		[PROC_ABORTED] = "aborted",
+		[PROC_DISCARDING] = "discarding",
 	};
 
 	return s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
@@ -109,7 +110,7 @@ static void abort_uncommitted(struct coordinator *co)
 		    c->proc.state == PROC_WRITTEN ||
 		    c->proc.state == PROC_SYNCED) {
 			conn_send(c, CKPT_MSG_DO_ABORT, NULL, 0);
-			c->proc.state = PROC_ABORTED;
+			c->proc.state = PROC_DISCARDING;
 		}
 	}
 }
@@ -372,14 +373,17 @@ void round_on_result(struct coordinator *co, struct conn *c, uint16_t type,
 			*st = PROC_SYNCED;
 		break;
 	case CKPT_MSG_DURABLE:
+		/* DISCARDING: an older libckpt renames without waiting */
 		if (*st == PROC_WRITING || *st == PROC_WRITTEN ||
-		    *st == PROC_COMMITTING) {
+		    *st == PROC_COMMITTING || *st == PROC_DISCARDING) {
 			*st = PROC_DURABLE;
 			record_durable(co, c, res);
 		}
 		break;
 	case CKPT_MSG_FAILED:
-		if (!state_is_final(*st))
+		if (*st == PROC_DISCARDING && res->error == ECANCELED)
+			*st = PROC_ABORTED; /* it removed its image as told */
+		else if (!state_is_final(*st))
 			on_failed(co, c, res);
 		break;
 	}
@@ -392,6 +396,11 @@ void round_on_gone(struct coordinator *co, struct conn *c)
 
 	if (!in_round(co, c) || state_is_final(c->proc.state))
 		return;
+	if (c->proc.state == PROC_DISCARDING) {
+		c->proc.state = PROC_ABORTED; /* its new image is not used */
+		round_advance(co);
+		return;
+	}
 	/* exec'd (it connects again) or exited: round_members.c */
 	if (c->proc.state == PROC_SUSPENDING && !co->round.failed &&
 	    members_on_left_while_suspending(co, c)) {

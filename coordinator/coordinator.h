@@ -62,6 +62,8 @@ enum proc_state {
 	PROC_FAILED,		/* done: sent FAILED, timed out or left */
 	PROC_ABORTING,		/* DO_ABORT sent before it answered */
 	PROC_ABORTED,		/* done: resumed without writing */
+	PROC_DISCARDING,	/* DO_ABORT sent in phase 2: removes its
+				   new image, answers FAILED(ECANCELED) */
 };
 
 enum pending_cmd {

@@ -238,6 +238,9 @@ static int commit_ordered(uint64_t generation, const char *tmp)
 	if (r == CKPT_MSG_DO_COMMIT)
 		return 1;
 	unlink(tmp);
+	if (r == CKPT_MSG_DO_ABORT)
+		send_result(CKPT_MSG_FAILED, generation, ECANCELED, NULL,
+			    "image discarded: the checkpoint failed elsewhere");
 	if (r == CKPT_MSG_DO_KILL)
 		kill(ckpt_real_getpid(), SIGKILL);
 	if (r < 0) {
