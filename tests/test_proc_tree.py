@@ -129,6 +129,33 @@ def test_process_groups_restart(session):
 
 
 @pytest.mark.time_limit(300)
+def test_sessions_restart(session):
+    """A session the program made comes back: its leader leads a new one
+    again and its child is born in it; the parent stays in the session it
+    was started in."""
+    argv = [app("sessions"), "150", "20"]
+    p = session.launch(argv)
+    p.wait_line(r"^start parent")
+    p.wait_line(r"^G (\d+)$", minimum=20)
+    p.wait_line(r"^parent (\d+)$", minimum=30)
+    seen = max(numbers(p.lines(), r"^parent (\d+)$"))
+    images = session.checkpoint(expect_images=3)
+    session.kill_all()
+    p.popen.wait(30)
+    before = numbers(p.lines(), r"^parent (\d+)$")
+    r = session.restart(images)
+    rc = r.wait_exit()
+    lines = r.lines()
+    assert rc == 0 and lines[-1] == "OK sessions", (
+        "exit %d, last lines %r, stderr:\n%s" % (rc, lines[-5:],
+                                                r.stderr_text()))
+    after = numbers(lines, r"^parent (\d+)$")
+    assert seen < after[0] <= before[-1] + 1
+    assert after == list(range(after[0], 151))
+    assert not r.stderr_text(), r.stderr_text()
+
+
+@pytest.mark.time_limit(300)
 def test_restart_while_the_original_holds_the_pids(session):
     """The original tree keeps running (so its processes hold every stored
     pid) while a copy is restarted from its images: the copy's waitpid,
