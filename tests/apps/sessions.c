@@ -21,21 +21,13 @@ static void on_term(int sig)
 	term = 1;
 }
 
-static void check(const char *who, const char *what, long got, long want)
-{
-	if (got != want) {
-		say("FAIL %s: %s: got %ld, want %ld", who, what, got, want);
-		exit(1);
-	}
-}
-
 static void run(const char *who, pid_t sid)
 {
 	unsigned long i = 0;
 
 	while (!term) {
-		check(who, "getsid", getsid(0), sid);
-		check(who, "getpgrp", getpgrp(), sid);
+		expect_eq(who, "getsid", getsid(0), sid);
+		expect_eq(who, "getpgrp", getpgrp(), sid);
 		if (++i % 20 == 0)
 			say("%s %lu", who, i);
 		sleep_ms(delay_ms);
@@ -56,8 +48,8 @@ static void session_leader(void)
 		exit(9);
 	}
 	run("S", getpid());
-	check("S", "waitpid(G)", waitpid(g, &status, 0), g);
-	check("S", "G's status", status, 9 << 8);
+	expect_eq("S", "waitpid(G)", waitpid(g, &status, 0), g);
+	expect_eq("S", "G's status", status, 9 << 8);
 	exit(9);
 }
 
@@ -80,14 +72,14 @@ int main(int argc, char **argv)
 		sleep_ms(1);
 	say("start parent %d s %d", (int)getpid(), (int)s);
 	for (unsigned long i = 1; i <= iters; i++) {
-		check("parent", "getsid(0)", getsid(0), sid);
-		check("parent", "getsid(S)", getsid(s), s);
+		expect_eq("parent", "getsid(0)", getsid(0), sid);
+		expect_eq("parent", "getsid(S)", getsid(s), s);
 		say("parent %lu", i);
 		sleep_ms(delay_ms);
 	}
-	check("parent", "kill(-S)", kill(-s, SIGTERM), 0);
-	check("parent", "waitpid(S)", waitpid(s, &status, 0), s);
-	check("parent", "S's status", status, 9 << 8);
+	expect_eq("parent", "kill(-S)", kill(-s, SIGTERM), 0);
+	expect_eq("parent", "waitpid(S)", waitpid(s, &status, 0), s);
+	expect_eq("parent", "S's status", status, 9 << 8);
 	say("OK sessions");
 	return 0;
 }
