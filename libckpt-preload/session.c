@@ -4,24 +4,21 @@
  * program sees it (its leader's virtual pid), whether the process had a
  * controlling terminal, and which process group was in the foreground on
  * it. The image header tells ckpt_restart which processes led their
- * session (restart/process_tree.c calls setsid() in them before forking
- * their children, so the children are born in the session).
+ * session and had a terminal: restart/process_tree.c makes the sessions
+ * and gives them ckpt_restart's terminal before the children are forked.
  *
- * Restored, before the process groups: a session leader that had a
- * controlling terminal and has none now takes ckpt_restart's terminal
- * (TIOCSCTTY, never stolen from another session). Once the groups exist
- * (process_group.c), the group that was in the foreground gets the
- * terminal (tcsetpgrp), but only if ckpt_restart's group had it: a
- * restart run in the background does not take the terminal from the
- * shell. A computation that stays in ckpt_restart's session (restarted
- * from a shell) still sees its old session id in getsid().
+ * Restored: once the groups exist (process_group.c), the group that was
+ * in the foreground gets the terminal (tcsetpgrp), but only if
+ * ckpt_restart's group had it: a restart run in the background does not
+ * take the terminal from the shell. A computation that stays in
+ * ckpt_restart's session (restarted from a shell) still sees its old
+ * session id in getsid().
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
-#include <termios.h>
 #include <unistd.h>
 #include "internal.h"
 
@@ -102,37 +99,6 @@ uint64_t session_image_flags(void)
 	return flags;
 }
 
-static int has_terminal_now(void)
-{
-	struct stat_ids ids;
-
-	return read_stat_ids(&ids) == 0 && ids.tty_nr != 0;
-}
-
-/* The first terminal among ckpt_restart's stdio (not yet replaced by the
- * program's fds: files.c restores them later). */
-static int restart_terminal_fd(void)
-{
-	struct termios t;
-
-	for (int fd = 0; fd < 3; fd++)
-		if (ioctl(fd, TCGETS, &t) == 0)
-			return fd;
-	return -1;
-}
-
-static void take_terminal(void)
-{
-	int fd = restart_terminal_fd();
-
-	if (fd < 0 || has_terminal_now())
-		return;
-	if (ioctl(fd, TIOCSCTTY, 0) < 0)
-		ckpt_log("led session %d with a controlling terminal; cannot "
-			 "make ckpt_restart's terminal (fd %d) its controlling "
-			 "terminal: %s", (int)ckpt.vpid, fd, strerror(errno));
-}
-
 static int open_controlling_terminal(void)
 {
 	return open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
@@ -172,9 +138,6 @@ static int session_restore(const struct ckpt_restart_args *args)
 		restored_real_sid = real_sid;
 		restored_vsid = saved_vsid;
 	}
-	if (had_terminal && saved_vsid == ckpt.vpid &&
-	    real_sid == ckpt_real_getpid())
-		take_terminal();
 	if (saved_foreground)
 		note_foreground_owner();
 	return 0;

@@ -217,17 +217,42 @@ static void exec_image(struct tree *t, int i)
 
 static int fork_children(struct tree *t, int i);
 
-/* A process that led a session leads one again; a root stays in
+/* The first terminal among ckpt_restart's stdin, stdout, stderr. */
+static int restart_terminal(void)
+{
+	struct termios tio;
+
+	for (int fd = 0; fd < 3; fd++)
+		if (ioctl(fd, TCGETS, &tio) == 0)
+			return fd;
+	return -1;
+}
+
+/* A process that led a session leads one again, with ckpt_restart's
+ * terminal as its controlling terminal if it had one and the terminal is
+ * free (TIOCSCTTY never steals it); done before it forks its children, so
+ * they are born in the session, with the terminal. A root stays in
  * ckpt_restart's session (with its terminal) unless roots_get_terminal. */
 static void make_session(const struct tree *t, int i)
 {
-	if (!(t->imgs[i].hdr.flags & CKPT_IMG_F_SESSION_LEADER) ||
-	    (t->parent[i] < 0 && !t->roots_get_terminal))
+	const struct ckpt_image *img = &t->imgs[i];
+	int root = t->parent[i] < 0, tty = restart_terminal();
+
+	if (!(img->hdr.flags & CKPT_IMG_F_SESSION_LEADER) ||
+	    (root && !t->roots_get_terminal))
 		return;
-	if (setsid() < 0)
+	if (setsid() < 0) {
 		fprintf(stderr, "ckpt_restart: %s: process %d led its session; "
-			"cannot make a new one: %s\n", t->imgs[i].path,
-			t->imgs[i].hdr.vpid, strerror(errno));
+			"cannot make a new one: %s\n", img->path,
+			img->hdr.vpid, strerror(errno));
+		return;
+	}
+	/* another session's terminal stays there: expected for non-roots */
+	if ((img->hdr.flags & CKPT_IMG_F_CTTY) && tty >= 0 &&
+	    ioctl(tty, TIOCSCTTY, 0) < 0 && root)
+		fprintf(stderr, "ckpt_restart: %s: cannot make the terminal on "
+			"fd %d the controlling terminal of process %d: %s\n",
+			img->path, tty, img->hdr.vpid, strerror(errno));
 }
 
 /* In the new process: become image i. Never returns. */
@@ -327,15 +352,12 @@ static int wait_for_roots(struct tree *t)
 int root_wants_terminal(const struct ckpt_image *root)
 {
 	const uint64_t leader = CKPT_IMG_F_SESSION_LEADER | CKPT_IMG_F_CTTY;
-	struct termios tio;
+	int tty = restart_terminal();
 	pid_t sid;
 
-	if ((root->hdr.flags & leader) != leader)
+	if ((root->hdr.flags & leader) != leader || tty < 0)
 		return 0;
-	for (int fd = 0; fd < 3; fd++)
-		if (ioctl(fd, TCGETS, &tio) == 0)
-			return ioctl(fd, TIOCGSID, &sid) < 0;
-	return 0;
+	return ioctl(tty, TIOCGSID, &sid) < 0;
 }
 
 static int count_roots(const struct tree *t, int *root)

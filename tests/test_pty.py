@@ -145,12 +145,12 @@ def bash_argv():
 
 
 @pytest.mark.time_limit(300)
-@pytest.mark.parametrize("how", ["session", "from_shell"])
+@pytest.mark.parametrize("how", ["session", "outside", "from_shell"])
 def test_bash_job_in_foreground(session, text_file, how):
     """bash -i runs less as a foreground job; both come back, less in the
-    foreground, and bash gets the terminal back when less quits. With
-    from_shell, ckpt_restart is typed into another interactive bash: it
-    is one job of that shell's session."""
+    foreground, and bash gets the terminal back when less quits. how: see
+    restart_in_new_terminal; from_shell: ckpt_restart is typed into
+    another interactive bash, it is one job of that shell's session."""
     session.env["PS1"] = "inner$ "
     p, first = start_program(session, bash_argv(), stderr=True)
     first.wait_text(r"^inner\$$")
@@ -165,8 +165,9 @@ def test_bash_job_in_foreground(session, text_file, how):
 
     term = Terminal("new terminal", NEW_ROWS, NEW_COLS)
     restart = [session.tool("ckpt_restart")] + images
-    if how == "session":
-        r = session.restart(images, **term.spawn_args(stderr=True))
+    if how != "from_shell":
+        r = session.restart(images, **term.spawn_args(
+            session=how == "session", stderr=True))
         bash_pid = r.pid
     else:
         session.env["PS1"] = "outer$ "
@@ -187,7 +188,7 @@ def test_bash_job_in_foreground(session, text_file, how):
         "expected its own group in the foreground of %#x" % (
             less_pid, pgid, tty_nr, tpgid, term.rdev))
     assert sid == session_ids(bash_pid)[1], "less left bash's session"
-    if how == "session":
+    if how != "from_shell":
         assert_owns_terminal(bash_pid, term, "restored bash", less_pid)
     term.send("j")
     term.wait_for(shows_lines(101, NEW_ROWS), "less scrolled to 101")
