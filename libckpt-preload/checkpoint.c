@@ -4,11 +4,11 @@
  * thread runs it on the coordinator's orders:
  *
  *   DO_SUSPEND  1. stop every other thread in the signal handler
- *               2. save each resource (process attributes, process
- *                  group, signal actions, file descriptors, exited
- *                  children not yet reaped) into libckpt's tables; list
- *                  the open files in the round's shared table
- *                  (shared_files.c)
+ *               2. save each resource (process attributes, session
+ *                  and terminal, process group, signal actions, file
+ *                  descriptors, exited children not yet reaped) into
+ *                  libckpt's tables; list the open files in the round's
+ *                  shared table (shared_files.c)
  *   DO_WRITE    3. write the image into a temporary file: tables, then
  *                  memory (which contains the tables and every thread's
  *                  saved context, the manager's included)
@@ -26,6 +26,7 @@
 /* Every kind of process resource, in save and restore order. */
 const struct ckpt_resource_ops *const ckpt_resources[] = {
 	&process_resource_ops,
+	&session_resource_ops,
 	&process_group_resource_ops,
 	&signal_resource_ops,
 	&file_resource_ops,

@@ -392,6 +392,7 @@ static void fill_header(struct ckpt_image_header *h, struct image_writer *w,
 		h->brk_start = w->brk_start;
 		h->brk_end = w->brk_end;
 	}
+	h->flags |= session_image_flags();
 	h->vpid = ckpt.vpid;
 	h->vppid = ckpt.vppid;
 	h->generation = generation;

@@ -96,6 +96,7 @@ extern const struct ckpt_resource_ops process_resource_ops;
 extern const struct ckpt_resource_ops signal_resource_ops;
 extern const struct ckpt_resource_ops file_resource_ops;
 extern const struct ckpt_resource_ops zombie_resource_ops;
+extern const struct ckpt_resource_ops session_resource_ops;
 extern const struct ckpt_resource_ops process_group_resource_ops;
 extern const struct ckpt_resource_ops *const ckpt_resources[];
 extern const size_t ckpt_nresources;
@@ -103,6 +104,11 @@ extern const size_t ckpt_nresources;
 /* manager.c: an exec or exit waits (bounded) until the image being
  * made durable is done */
 void manager_wait_image_settled(void);
+
+/* session.c */
+pid_t session_virt_from_real(pid_t real);
+uint64_t session_image_flags(void);
+void session_restore_foreground(pid_t vpgid);
 
 /* files.c */
 int files_private_fd(int fd);

@@ -5,10 +5,12 @@
  * loaded: a process that led its group leads a new one (setpgid(0, 0));
  * a member of a group whose leader was restored with it joins the
  * leader's new group, waiting (at most 2 s) until the leader has made it.
- * Every restored process is in ckpt_restart's session, where these groups
- * are made; a group led by a process outside the computation is not
- * recreated (the process stays in ckpt_restart's group). Sessions are not
- * recreated.
+ * A process already in the group (a session leader that ckpt_restart
+ * made itself, which may not move) has nothing to do. The groups are made
+ * in the sessions restored before (session.c); a group led by a process
+ * outside the computation is not recreated (the process stays in
+ * ckpt_restart's group). Then the group that was in the foreground of
+ * the terminal gets it again (session.c).
  */
 #include <errno.h>
 #include <string.h>
@@ -29,12 +31,15 @@ static int group_save(void)
 	return 0;
 }
 
+/* real: the group's leader, 0 for this process itself. */
 static int join_group(pid_t real)
 {
 	struct timespec ms = { 0, 1000000 };
+	pid_t pgid = real ? real : ckpt_real_getpid();
 
 	for (int i = 0; i < JOIN_TIMEOUT_MS; i++) {
-		if (syscall(SYS_setpgid, 0, real) == 0)
+		if (syscall(SYS_getpgid, 0) == pgid ||
+		    syscall(SYS_setpgid, 0, real) == 0)
 			return 0;
 		if (errno != EPERM)
 			return -errno;
@@ -58,6 +63,7 @@ static int group_restore(const struct ckpt_restart_args *args)
 			 "ckpt_restart's group", (int)saved_vpgid,
 			 real ? "led by another restored process" : "its own",
 			 strerror(-r));
+	session_restore_foreground(saved_vpgid);
 	return 0;
 }
 

@@ -39,6 +39,12 @@ static void print_header(const struct ckpt_image *img)
 	       (unsigned long long)h->restore_entry,
 	       (unsigned long long)h->restore_stack_top,
 	       (unsigned long long)h->restore_tls);
+	if (h->flags & (CKPT_IMG_F_SESSION_LEADER | CKPT_IMG_F_CTTY))
+		printf("session     %s%s\n",
+		       h->flags & CKPT_IMG_F_SESSION_LEADER ? "leader" :
+							     "member",
+		       h->flags & CKPT_IMG_F_CTTY ?
+		       ", with a controlling terminal" : "");
 	if (h->flags & CKPT_IMG_F_HAS_BRK)
 		printf("brk         %#llx-%#llx\n",
 		       (unsigned long long)h->brk_start,

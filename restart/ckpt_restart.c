@@ -177,7 +177,7 @@ void exec_loader(struct ckpt_image *img, const char *coord,
 }
 
 /* Pipes, socket pairs and FIFOs are made by process_tree.c, even for one
- * image (a pipe inside one process). */
+ * image (a pipe inside one process), and so is a new session. */
 static int has_pipes(const struct ckpt_image *img)
 {
 	for (uint32_t i = 0; i < img->hdr.nfds; i++)
@@ -259,7 +259,8 @@ int main(int argc, char **argv)
 		return 1;
 	if (ensure_coordinator(o.coord, coord, sizeof(coord)))
 		return 1;
-	if (o.nimages == 1 && !has_pipes(&imgs[0])) {
+	if (o.nimages == 1 && !has_pipes(&imgs[0]) &&
+	    !root_wants_terminal(&imgs[0])) {
 		exec_loader(&imgs[0], coord, ckpt_dir, 0, 0);
 		return 1;
 	}

@@ -12,8 +12,9 @@
  *      (restart_files.c)
  *   3. fork: ckpt_restart's process forks the roots' children (one root:
  *      it becomes the root itself) or the roots (several: it waits for
- *      them); each forked process writes its real pid into the plan and
- *      forks its own children
+ *      them); each forked process writes its real pid into the plan, makes
+ *      its session if it led one (setsid, so that the children it forks
+ *      next are born in it) and forks its own children
  *   4. when every real pid is known, "go": every process execs the loader
  *      for its image, keeping the plan and the pipes open for libckpt,
  *      which loads the virtual->real pid map before any thread runs
@@ -25,9 +26,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 #include "process_tree.h"
@@ -41,6 +44,7 @@ struct tree {
 	struct ckpt_restart_plan *plan;	/* shared mapping of plan_fd */
 	int plan_fd, keep_fd_end;
 	const char *coord, *ckpt_dir;
+	int roots_get_terminal;		/* roots that led a session make one */
 };
 
 static int find_vpid(const struct tree *t, int vpid)
@@ -213,6 +217,44 @@ static void exec_image(struct tree *t, int i)
 
 static int fork_children(struct tree *t, int i);
 
+/* The first terminal among ckpt_restart's stdin, stdout, stderr. */
+static int restart_terminal(void)
+{
+	struct termios tio;
+
+	for (int fd = 0; fd < 3; fd++)
+		if (ioctl(fd, TCGETS, &tio) == 0)
+			return fd;
+	return -1;
+}
+
+/* A process that led a session leads one again, with ckpt_restart's
+ * terminal as its controlling terminal if it had one and the terminal is
+ * free (TIOCSCTTY never steals it); done before it forks its children, so
+ * they are born in the session, with the terminal. A root stays in
+ * ckpt_restart's session (with its terminal) unless roots_get_terminal. */
+static void make_session(const struct tree *t, int i)
+{
+	const struct ckpt_image *img = &t->imgs[i];
+	int root = t->parent[i] < 0, tty = restart_terminal();
+
+	if (!(img->hdr.flags & CKPT_IMG_F_SESSION_LEADER) ||
+	    (root && !t->roots_get_terminal))
+		return;
+	if (setsid() < 0) {
+		fprintf(stderr, "ckpt_restart: %s: process %d led its session; "
+			"cannot make a new one: %s\n", img->path,
+			img->hdr.vpid, strerror(errno));
+		return;
+	}
+	/* another session's terminal stays there: expected for non-roots */
+	if ((img->hdr.flags & CKPT_IMG_F_CTTY) && tty >= 0 &&
+	    ioctl(tty, TIOCSCTTY, 0) < 0 && root)
+		fprintf(stderr, "ckpt_restart: %s: cannot make the terminal on "
+			"fd %d the controlling terminal of process %d: %s\n",
+			img->path, tty, img->hdr.vpid, strerror(errno));
+}
+
 /* In the new process: become image i. Never returns. */
 static void __attribute__((noreturn)) become(struct tree *t, int i)
 {
@@ -220,6 +262,7 @@ static void __attribute__((noreturn)) become(struct tree *t, int i)
 
 	__atomic_store_n(&t->plan->procs[i].real_pid, getpid(),
 			 __ATOMIC_RELEASE);
+	make_session(t, i);
 	if (fork_children(t, i) < 0) {
 		fail_plan(t);
 		_exit(1);
@@ -306,6 +349,17 @@ static int wait_for_roots(struct tree *t)
 	return first_failure;
 }
 
+int root_wants_terminal(const struct ckpt_image *root)
+{
+	const uint64_t leader = CKPT_IMG_F_SESSION_LEADER | CKPT_IMG_F_CTTY;
+	int tty = restart_terminal();
+	pid_t sid;
+
+	if ((root->hdr.flags & leader) != leader || tty < 0)
+		return 0;
+	return ioctl(tty, TIOCGSID, &sid) < 0;
+}
+
 static int count_roots(const struct tree *t, int *root)
 {
 	int n = 0;
@@ -324,7 +378,7 @@ int restart_tree(struct ckpt_image *imgs, int n, const char *coord,
 	struct tree t = {
 		.imgs = imgs, .n = n, .coord = coord, .ckpt_dir = ckpt_dir,
 	};
-	int root = -1, r;
+	int root = -1, single, r;
 
 	t.parent = calloc(n, sizeof(*t.parent));
 	if (!t.parent) {
@@ -343,10 +397,14 @@ int restart_tree(struct ckpt_image *imgs, int n, const char *coord,
 					 &t.keep_fd_end);
 	if (r < 0 || check_kept_range(&t))
 		return 1;
-	if (count_roots(&t, &root) == 1) {
+	single = count_roots(&t, &root) == 1;
+	t.roots_get_terminal = single && root_wants_terminal(&imgs[root]);
+	/* a process group leader cannot make a session: fork the root then */
+	if (single && !(t.roots_get_terminal && getpgid(0) == getpid())) {
 		/* We become the root: our caller waits for the program. */
 		__atomic_store_n(&t.plan->procs[root].real_pid, getpid(),
 				 __ATOMIC_RELEASE);
+		make_session(&t, root);
 		if (fork_children(&t, root) < 0 || give_go(&t) < 0) {
 			fail_plan(&t);
 			return 1;

@@ -51,6 +51,11 @@ int plan_add_file(struct ckpt_restart_plan *plan, int vpid, int fd,
  * printing why. */
 int restart_recreate_missing_files(struct ckpt_image *imgs, int n);
 
+/* ckpt_restart has a terminal that is not its controlling terminal (it
+ * was started outside the terminal's session, e.g. in a new pty), and the
+ * root led a session with one: the root makes a session to take it. */
+int root_wants_terminal(const struct ckpt_image *root);
+
 /* ckpt_restart.c: exec the loader for one image; returns only on
  * failure, after printing why. */
 void exec_loader(struct ckpt_image *img, const char *coord,

@@ -104,13 +104,14 @@ def test_tree_restart_refuses_mixed_images(session, tmp_path):
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr
 
 
-@pytest.mark.time_limit(300)
-def test_process_groups_restart(session):
-    """Groups the program made come back: a leader leads a new group, a
-    member joins its leader's, kill(-pgid) reaches the whole group."""
-    argv = [app("pgroups"), "150", "20"]
-    p = session.launch(argv)
+def restart_three_processes(session, name, ready):
+    """Run app NAME (a parent and two processes), checkpoint once `ready`
+    printed and the parent made 30 steps of 150, restart from the images:
+    the parent goes on from the checkpoint and ends with "OK ...".
+    Returns the restart."""
+    p = session.launch([app(name), "150", "20"])
     p.wait_line(r"^start parent")
+    p.wait_line(ready, minimum=20)
     p.wait_line(r"^parent (\d+)$", minimum=30)
     seen = max(numbers(p.lines(), r"^parent (\d+)$"))
     images = session.checkpoint(expect_images=3)
@@ -120,12 +121,29 @@ def test_process_groups_restart(session):
     r = session.restart(images)
     rc = r.wait_exit()
     lines = r.lines()
-    assert rc == 0 and lines[-1] == "OK groups", (
+    assert rc == 0 and lines[-1].startswith("OK "), (
         "exit %d, last lines %r, stderr:\n%s" % (rc, lines[-5:],
                                                 r.stderr_text()))
     after = numbers(lines, r"^parent (\d+)$")
     assert seen < after[0] <= before[-1] + 1
     assert after == list(range(after[0], 151))
+    return r
+
+
+@pytest.mark.time_limit(300)
+def test_process_groups_restart(session):
+    """Groups the program made come back: a leader leads a new group, a
+    member joins its leader's, kill(-pgid) reaches the whole group."""
+    restart_three_processes(session, "pgroups", r"^C (\d+)$")
+
+
+@pytest.mark.time_limit(300)
+def test_sessions_restart(session):
+    """A session the program made comes back: its leader leads a new one
+    again and its child is born in it; the parent stays in the session it
+    was started in."""
+    r = restart_three_processes(session, "sessions", r"^G (\d+)$")
+    assert not r.stderr_text(), r.stderr_text()
 
 
 @pytest.mark.time_limit(300)

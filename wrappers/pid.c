@@ -82,9 +82,21 @@ CKPT_WRAPPER int setpgid(pid_t pid, pid_t pgid)
 	return ckpt_syscall(SYS_setpgid, real_target(pid), real_target(pgid));
 }
 
+/* A computation restarted from a shell stays in the shell's session:
+ * that session answers with the id the program saw (session.c). */
 CKPT_WRAPPER pid_t getsid(pid_t pid)
 {
-	return virtual_id(ckpt_syscall(SYS_getsid, real_target(pid)));
+	return session_virt_from_real(ckpt_syscall(SYS_getsid,
+						   real_target(pid)));
+}
+
+CKPT_WRAPPER pid_t tcgetsid(int fd)
+{
+	pid_t sid;
+
+	if (ioctl(fd, TIOCGSID, &sid) < 0)
+		return -1;
+	return session_virt_from_real(sid);
 }
 
 CKPT_WRAPPER pid_t setsid(void)

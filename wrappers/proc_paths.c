@@ -327,8 +327,10 @@ static int status_line(const char *line, char *out, size_t len)
 		if (has_field(line, pid_fields[i])) {
 			long id = strtol(colon + 1, &end, 10);
 
+			id = has_field(line, "NSsid:") ?
+			     session_virt_from_real(id) : virtual_id(id);
 			return snprintf(out, len, "%.*s\t%d%s", name, line,
-					(int)virtual_id(id), end);
+					(int)id, end);
 		}
 	return 0;
 }
@@ -350,7 +352,10 @@ static int stat_line(const char *line, char *out, size_t len)
 		const char *tok = p + 1;
 		size_t toklen = strcspn(tok, " \n");
 
-		if (field == 4 || field == 5 || field == 6 || field == 8)
+		if (field == 6)	/* the session, as getsid() says it */
+			n += snprintf(out + n, len - n, " %d",
+				      (int)session_virt_from_real(atoi(tok)));
+		else if (field == 4 || field == 5 || field == 8)
 			n += snprintf(out + n, len - n, " %d",
 				      (int)virtual_id(atoi(tok)));
 		else

@@ -34,6 +34,8 @@
 
 /* ckpt_image_header.flags */
 #define CKPT_IMG_F_HAS_BRK	0x1	/* brk_start/brk_end are meaningful */
+#define CKPT_IMG_F_SESSION_LEADER 0x2	/* the process led its session */
+#define CKPT_IMG_F_CTTY		0x4	/* it had a controlling terminal */
 
 struct ckpt_image_header {
 	char magic[8];			/* CKPT_IMAGE_MAGIC */

@@ -47,6 +47,16 @@ static inline void die(const char *prog, const char *fmt, ...)
 	exit(2);
 }
 
+/* A value the program checks: a mismatch is one "FAIL" line, exit 1. */
+static inline void expect_eq(const char *who, const char *what, long got,
+			     long want)
+{
+	if (got != want) {
+		say("FAIL %s: %s: got %ld, want %ld", who, what, got, want);
+		exit(1);
+	}
+}
+
 /* Parse a decimal argument in [min, max]; bad input ends the program. */
 static inline unsigned long parse_ulong(const char *prog, const char *what,
 					const char *s, unsigned long min,

@@ -20,20 +20,12 @@ static void on_term(int sig)
 	term = 1;
 }
 
-static void check(const char *who, const char *what, long got, long want)
-{
-	if (got != want) {
-		say("FAIL %s: %s: got %ld, want %ld", who, what, got, want);
-		exit(1);
-	}
-}
-
 static void member(const char *who, pid_t group)
 {
 	unsigned long i = 0;
 
 	while (!term) {
-		check(who, "getpgrp", getpgrp(), group);
+		expect_eq(who, "getpgrp", getpgrp(), group);
 		if (++i % 20 == 0)
 			say("%s %lu", who, i);
 		sleep_ms(delay_ms);
@@ -45,7 +37,7 @@ static void wait_for_group(pid_t pid, pid_t group)
 {
 	for (int i = 0; i < 5000 && getpgid(pid) != group; i++)
 		sleep_ms(1);
-	check("parent", "getpgid while starting", getpgid(pid), group);
+	expect_eq("parent", "getpgid while starting", getpgid(pid), group);
 }
 
 int main(int argc, char **argv)
@@ -77,17 +69,17 @@ int main(int argc, char **argv)
 	wait_for_group(c, a);
 	say("start parent %d a %d c %d", (int)getpid(), (int)a, (int)c);
 	for (unsigned long i = 1; i <= iters; i++) {
-		check("parent", "getpgrp", getpgrp(), getpid());
-		check("parent", "getpgid(A)", getpgid(a), a);
-		check("parent", "getpgid(C)", getpgid(c), a);
+		expect_eq("parent", "getpgrp", getpgrp(), getpid());
+		expect_eq("parent", "getpgid(A)", getpgid(a), a);
+		expect_eq("parent", "getpgid(C)", getpgid(c), a);
 		say("parent %lu", i);
 		sleep_ms(delay_ms);
 	}
-	check("parent", "kill(-A)", kill(-a, SIGTERM), 0);
-	check("parent", "waitpid(A)", waitpid(a, &status, 0), a);
-	check("parent", "A's status", status, 9 << 8);
-	check("parent", "waitpid(C)", waitpid(c, &status, 0), c);
-	check("parent", "C's status", status, 9 << 8);
+	expect_eq("parent", "kill(-A)", kill(-a, SIGTERM), 0);
+	expect_eq("parent", "waitpid(A)", waitpid(a, &status, 0), a);
+	expect_eq("parent", "A's status", status, 9 << 8);
+	expect_eq("parent", "waitpid(C)", waitpid(c, &status, 0), c);
+	expect_eq("parent", "C's status", status, 9 << 8);
 	say("OK groups");
 	return 0;
 }
