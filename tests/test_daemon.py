@@ -2,7 +2,7 @@
 """A program that daemonizes (fork, setsid, fork, the parents exit, stdio
 on /dev/null) stays in the computation: it is checkpointed after
 ckpt_launch has returned, killed, restarted, and its log continues with
-no tick lost or repeated and the pid it had."""
+no tick lost or repeated, and the pid and session id it had."""
 
 import re
 import time
@@ -59,4 +59,5 @@ def test_daemon_stays_in_the_computation(session):
     # of ticks, 1..TICKS, each once
     assert nums == list(range(1, TICKS + 1)), nums[:5]
     assert open(log).read().endswith("done\n")
-    assert {m.group(2) for m in t} == {first.group(2)}, "pid changed"
+    assert {(m.group(2), m.group(3)) for m in t} == {
+        (first.group(2), first.group(3))}, "pid or session changed"
