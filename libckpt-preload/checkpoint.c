@@ -29,6 +29,7 @@ const struct ckpt_resource_ops *const ckpt_resources[] = {
 	&session_resource_ops,
 	&process_group_resource_ops,
 	&signal_resource_ops,
+	&shared_memory_resource_ops,	/* before files moves the handed fds */
 	&file_resource_ops,
 	&zombie_resource_ops,
 };

@@ -17,7 +17,8 @@
 static struct ckpt_plan_pipe pipes[CKPT_PLAN_MAX_PIPES];
 static struct ckpt_plan_file files[CKPT_PLAN_MAX_FILES];
 static struct ckpt_plan_socket sockets[CKPT_PLAN_MAX_SOCKETS];
-static int npipes, nfiles, nsockets;
+static struct ckpt_plan_shm shm[CKPT_PLAN_MAX_SHM];
+static int npipes, nfiles, nsockets, nshm;
 
 static int read_table(int plan_fd, void *dst, size_t elem, uint32_t n,
 		      size_t off)
@@ -35,7 +36,7 @@ int handover_take_plan(int plan_fd, int (*move_fd)(int))
 	size_t hsize = offsetof(struct ckpt_restart_plan, procs);
 	int r;
 
-	npipes = nfiles = nsockets = 0;
+	npipes = nfiles = nsockets = nshm = 0;
 	if (plan_fd < 0)
 		return 0;
 	if (pread(plan_fd, &head, hsize, 0) != (ssize_t)hsize)
@@ -43,7 +44,8 @@ int handover_take_plan(int plan_fd, int (*move_fd)(int))
 	if (head.magic != CKPT_RESTART_PLAN_MAGIC ||
 	    head.npipes > CKPT_PLAN_MAX_PIPES ||
 	    head.nfiles > CKPT_PLAN_MAX_FILES ||
-	    head.nsockets > CKPT_PLAN_MAX_SOCKETS)
+	    head.nsockets > CKPT_PLAN_MAX_SOCKETS ||
+	    head.nshm > CKPT_PLAN_MAX_SHM)
 		return -EPROTO;
 	r = read_table(plan_fd, pipes, sizeof(pipes[0]), head.npipes,
 		       offsetof(struct ckpt_restart_plan, pipes));
@@ -54,13 +56,19 @@ int handover_take_plan(int plan_fd, int (*move_fd)(int))
 		r = read_table(plan_fd, sockets, sizeof(sockets[0]),
 			       head.nsockets,
 			       offsetof(struct ckpt_restart_plan, sockets));
+	if (r == 0)
+		r = read_table(plan_fd, shm, sizeof(shm[0]), head.nshm,
+			       offsetof(struct ckpt_restart_plan, shm));
 	if (r < 0)
 		return r;
+	nshm = head.nshm;
 	npipes = head.npipes;
 	nfiles = head.nfiles;
 	nsockets = head.nsockets;
 	for (int i = 0; i < nsockets; i++)
 		sockets[i].fd = move_fd(sockets[i].fd);
+	for (int i = 0; i < nshm; i++)
+		shm[i].fd = move_fd(shm[i].fd);
 	for (int i = 0; i < npipes; i++) {
 		pipes[i].read_fd = move_fd(pipes[i].read_fd);
 		pipes[i].write_fd = move_fd(pipes[i].write_fd);
@@ -135,5 +143,27 @@ void handover_close_all(void)
 			if (files[j].handed_fd == fd)
 				files[j].handed_fd = -1;
 	}
-	npipes = nfiles = nsockets = 0;
+	for (int i = 0; i < nshm; i++)
+		close_handed(shm[i].fd);
+	npipes = nfiles = nsockets = nshm = 0;
+}
+
+/* The shared memory objects of the plan, at the fds the loader kept
+ * (shared_memory.c maps them before files.c moves anything). The count,
+ * or -errno. */
+int handover_read_shm(int plan_fd, struct ckpt_plan_shm *out, int max)
+{
+	struct ckpt_restart_plan head;
+	size_t hsize = offsetof(struct ckpt_restart_plan, procs);
+
+	if (plan_fd < 0)
+		return 0;
+	if (pread(plan_fd, &head, hsize, 0) != (ssize_t)hsize)
+		return -EIO;
+	if (head.magic != CKPT_RESTART_PLAN_MAGIC || head.nshm > (uint32_t)max)
+		return -EPROTO;
+	if (read_table(plan_fd, out, sizeof(out[0]), head.nshm,
+		       offsetof(struct ckpt_restart_plan, shm)) < 0)
+		return -EIO;
+	return (int)head.nshm;
 }

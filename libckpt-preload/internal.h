@@ -167,6 +167,16 @@ struct image_writer;
 int memory_scan(struct image_writer *w, char *err, size_t errlen);
 void memory_reprotect(void);
 
+/* memory.c: the shared memory objects the process maps */
+struct shared_region {
+	uint64_t start, end, offset, ino;
+	uint32_t prot;
+};
+int memory_shared_regions(struct shared_region *out, int max);
+extern const struct ckpt_resource_ops shared_memory_resource_ops;
+struct ckpt_plan_shm;
+int handover_read_shm(int plan_fd, struct ckpt_plan_shm *out, int max);
+
 /* image_writer.c */
 int image_write(uint64_t generation, const char *dir, char *final_path,
 		size_t pathlen, char *tmp_path, size_t tmplen, char *err,

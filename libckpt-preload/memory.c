@@ -317,6 +317,12 @@ static int save_region(struct scan *s, const struct map_line *m,
 				  st.st_mtim.tv_nsec;
 		r.file_ino = st.st_ino;
 	}
+	if (kind == CKPT_REGION_ANON_SHARED) {
+		/* the shared object: ckpt_restart maps one copy of it into
+		 * every process that had it (shared_memory.c) */
+		r.file_offset = m->offset;
+		r.file_ino = m->ino;
+	}
 	if (kind == CKPT_REGION_STACK) {
 		r.start = stack_reserve_start(m, s->prev_end);
 		r.flags |= CKPT_REGION_F_GROWSDOWN | CKPT_REGION_F_NORESERVE;
@@ -364,6 +370,37 @@ void memory_reprotect(void)
 }
 
 static struct scan scan_state;
+
+/* The MAP_SHARED mappings of anonymous or deleted memory (shared anonymous
+ * memory, memfds, deleted /dev/shm files, SysV segments): up to max of
+ * them into out. The count, or -errno. */
+int memory_shared_regions(struct shared_region *out, int max)
+{
+	char *line, *next;
+	struct map_line m;
+	struct stat st;
+	int n = 0, r = read_maps();
+
+	if (r < 0)
+		return r;
+	for (line = maps_buf; *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = 0;
+		else
+			next = line + strlen(line);
+		if (parse_map_line(line, &m) < 0 ||
+		    region_kind(&m, &st) != CKPT_REGION_ANON_SHARED)
+			continue;
+		if (n == max)
+			return -E2BIG;
+		out[n++] = (struct shared_region){
+			.start = m.start, .end = m.end, .offset = m.offset,
+			.ino = m.ino, .prot = m.prot,
+		};
+	}
+	return n;
+}
 
 int memory_scan(struct image_writer *w, char *err, size_t errlen)
 {

@@ -55,6 +55,7 @@ RESTART_OBJS := $(OBJ)/app/restart/ckpt_restart.c.o \
 	$(OBJ)/app/restart/restart_pipes.c.o \
 	$(OBJ)/app/restart/restart_files.c.o \
 	$(OBJ)/app/restart/restart_tmpfiles.c.o \
+	$(OBJ)/app/restart/restart_shm.c.o \
 	$(OBJ)/app/restart/restart_fifos.c.o \
 	$(OBJ)/app/restart/restart_sockets.c.o $(RESTART_COMMON_OBJS)
 

@@ -395,6 +395,8 @@ int restart_tree(struct ckpt_image *imgs, int n, const char *coord,
 	if (r == 0)
 		r = restart_files_create(imgs, n, t.parent, t.plan,
 					 &t.keep_fd_end);
+	if (r == 0)
+		r = restart_shm_create(imgs, n, t.plan, &t.keep_fd_end);
 	if (r < 0 || check_kept_range(&t))
 		return 1;
 	single = count_roots(&t, &root) == 1;

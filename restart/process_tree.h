@@ -43,6 +43,12 @@ int restart_sockets_create(struct ckpt_image *imgs, int n,
 int restart_files_create(struct ckpt_image *imgs, int n, const int *parent,
 			 struct ckpt_restart_plan *plan, int *keep_fd_end);
 int place_handed(int fd, int *next_fd);
+
+/* One memfd per shared memory object several images map, filled with
+ * its pages (restart_shm.c), as fds from *keep_fd_end up. 0 or -errno
+ * after printing why. */
+int restart_shm_create(struct ckpt_image *imgs, int n,
+		       struct ckpt_restart_plan *plan, int *keep_fd_end);
 int plan_add_file(struct ckpt_restart_plan *plan, int vpid, int fd,
 		  int handed);
 

@@ -22,6 +22,7 @@
 #define CKPT_PLAN_MAX_PIPES		256
 #define CKPT_PLAN_MAX_FILES		1024
 #define CKPT_PLAN_MAX_SOCKETS		512
+#define CKPT_PLAN_MAX_SHM		256
 
 /* One restored process (or zombie). real_pid is written by the process
  * itself right after ckpt_restart's fork made it. */
@@ -60,6 +61,14 @@ struct ckpt_plan_socket {
 	int32_t reserved;
 };
 
+/* A shared memory object several processes mapped (ckpt_region kind
+ * ANON_SHARED with the same file_ino): one memfd with its content. */
+struct ckpt_plan_shm {
+	uint64_t ino;			/* the object's inode at the checkpoint */
+	int32_t fd;
+	int32_t reserved;
+};
+
 struct ckpt_restart_plan {
 	uint64_t magic;			/* CKPT_RESTART_PLAN_MAGIC */
 	uint32_t version;		/* CKPT_RESTART_PLAN_VERSION */
@@ -69,11 +78,12 @@ struct ckpt_restart_plan {
 	uint32_t failed;		/* a process could not be set up */
 	uint32_t nfiles;
 	uint32_t nsockets;
-	uint32_t reserved;
+	uint32_t nshm;			/* was reserved: 0 */
 	struct ckpt_plan_proc procs[CKPT_PLAN_MAX_PROCS];
 	struct ckpt_plan_pipe pipes[CKPT_PLAN_MAX_PIPES];
 	struct ckpt_plan_file files[CKPT_PLAN_MAX_FILES];
 	struct ckpt_plan_socket sockets[CKPT_PLAN_MAX_SOCKETS];
+	struct ckpt_plan_shm shm[CKPT_PLAN_MAX_SHM];	/* appended */
 };
 
 #endif /* CKPT_RESTART_PLAN_H */

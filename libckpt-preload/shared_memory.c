@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Memory shared between processes: MAP_SHARED anonymous memory inherited
+ * across fork, memfds, deleted /dev/shm files (POSIX semaphores and
+ * multiprocessing's locks live there), SysV segments. Every process's
+ * image holds its own copy of the pages (a single image restarts alone);
+ * the region records name the object (file_ino, file_offset).
+ *
+ * Saved (at DO_SUSPEND): the shared mappings of this process, in memory.
+ * Restored: ckpt_restart makes one memfd per object that several images
+ * map, with the content (restart/restart_shm.c), and hands it over in the
+ * plan; here, before any thread runs (and before files.c moves the
+ * handed fds), each such mapping is replaced in
+ * place by a MAP_SHARED mapping of that memfd, so the processes share the
+ * memory again (one semaphore, not one copy per process).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include "ckpt/restart_plan.h"
+#include "internal.h"
+
+#define MAX_SHARED_REGIONS 256
+
+static struct shared_region regions[MAX_SHARED_REGIONS];
+static int nregions;
+
+static int shared_memory_save(void)
+{
+	int n = memory_shared_regions(regions, MAX_SHARED_REGIONS);
+
+	if (n < 0)
+		return n;
+	nregions = n;
+	return 0;
+}
+
+static int remap_shared(const struct shared_region *r, int fd)
+{
+	void *want = (void *)(uintptr_t)r->start;
+	void *got = mmap(want, r->end - r->start, (int)r->prot,
+			 MAP_SHARED | MAP_FIXED, fd, (off_t)r->offset);
+
+	if (got == MAP_FAILED) {
+		int e = errno;
+		char link[64], what[256] = "";
+
+		ckpt_fmt(link, sizeof(link), "/proc/self/fd/%d", fd);
+		if (readlink(link, what, sizeof(what) - 1) < 0)
+			what[0] = 0;
+		ckpt_log("shared memory at %p (object %llu): mapping the "
+			 "restored copy (fd %d: %s, flags %#x) failed: %s",
+			 want, (unsigned long long)r->ino, fd, what,
+			 fcntl(fd, F_GETFL), strerror(e));
+		return -e;
+	}
+	return 0;
+}
+
+static int handed_fd(const struct ckpt_plan_shm *shm, int n, uint64_t ino)
+{
+	for (int i = 0; i < n; i++)
+		if (shm[i].ino == ino)
+			return shm[i].fd;
+	return -1;
+}
+
+/* Before files.c moves the handed fds (they are closed with the rest of
+ * the plan's fds there). */
+static int shared_memory_restore(const struct ckpt_restart_args *args)
+{
+	static struct ckpt_plan_shm shm[CKPT_PLAN_MAX_SHM];
+	int n = handover_read_shm(args->plan_fd, shm, CKPT_PLAN_MAX_SHM), r = 0;
+
+	if (n < 0) {
+		ckpt_log("cannot read the shared memory of the restart plan: "
+			 "%s", strerror(-n));
+		return n;
+	}
+	for (int i = 0; i < nregions && r == 0; i++) {
+		int fd = handed_fd(shm, n, regions[i].ino);
+
+		if (fd >= 0)
+			r = remap_shared(&regions[i], fd);
+	}
+	return r;
+}
+
+const struct ckpt_resource_ops shared_memory_resource_ops = {
+	.name = "shared memory",
+	.save = shared_memory_save,
+	.restore = shared_memory_restore,
+};
