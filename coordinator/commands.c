@@ -4,6 +4,7 @@
  * LIST, INTERVAL, KILL and QUIT. Replies are text, printed as they are.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -122,12 +123,32 @@ static int alive_killed(struct coordinator *co)
 	return n;
 }
 
+/* The processes on this host are stopped first, all of them, then
+ * killed: none may see another die and act on it (a compiler driver
+ * removes its temporary files when its cc1 dies, files the images of the
+ * last checkpoint still need). Others get DO_KILL. */
+static void stop_local_processes(struct coordinator *co, int sig)
+{
+	/* only where the kernel vouched for the pid (SO_PEERCRED) */
+	if (co->is_tcp)
+		return;
+	for (size_t i = 0; i < co->nconns; i++) {
+		struct conn *p = co->conns[i];
+
+		if (p->kind == CONN_PROCESS && !p->eof &&
+		    !p->proc.kill_sent && proc_on_this_host(p))
+			kill(p->proc.hello.real_pid, sig);
+	}
+}
+
 static void start_kill(struct coordinator *co, struct conn *c,
 		       enum pending_cmd pending)
 {
 	int n = 0;
 
 	c->pending = pending;
+	stop_local_processes(co, SIGSTOP);
+	stop_local_processes(co, SIGKILL);
 	for (size_t i = 0; i < co->nconns; i++) {
 		struct conn *p = co->conns[i];
 
