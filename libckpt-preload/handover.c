@@ -28,25 +28,35 @@ static int read_table(int plan_fd, void *dst, size_t elem, uint32_t n,
 	return 0;
 }
 
+/* The plan's counts, checked against the table sizes. 0 or -errno. */
+static int read_plan_head(int plan_fd, struct ckpt_restart_plan *head)
+{
+	size_t hsize = offsetof(struct ckpt_restart_plan, procs);
+
+	if (pread(plan_fd, head, hsize, 0) != (ssize_t)hsize)
+		return -EIO;
+	if (head->magic != CKPT_RESTART_PLAN_MAGIC ||
+	    head->npipes > CKPT_PLAN_MAX_PIPES ||
+	    head->nfiles > CKPT_PLAN_MAX_FILES ||
+	    head->nsockets > CKPT_PLAN_MAX_SOCKETS ||
+	    head->nshm > CKPT_PLAN_MAX_SHM)
+		return -EPROTO;
+	return 0;
+}
+
 /* Read the plan's tables, move every handed fd with move_fd (files.c's:
  * a number no saved fd needs). 0 or -errno. */
 int handover_take_plan(int plan_fd, int (*move_fd)(int))
 {
 	struct ckpt_restart_plan head;
-	size_t hsize = offsetof(struct ckpt_restart_plan, procs);
 	int r;
 
 	npipes = nfiles = nsockets = nshm = 0;
 	if (plan_fd < 0)
 		return 0;
-	if (pread(plan_fd, &head, hsize, 0) != (ssize_t)hsize)
-		return -EIO;
-	if (head.magic != CKPT_RESTART_PLAN_MAGIC ||
-	    head.npipes > CKPT_PLAN_MAX_PIPES ||
-	    head.nfiles > CKPT_PLAN_MAX_FILES ||
-	    head.nsockets > CKPT_PLAN_MAX_SOCKETS ||
-	    head.nshm > CKPT_PLAN_MAX_SHM)
-		return -EPROTO;
+	r = read_plan_head(plan_fd, &head);
+	if (r < 0)
+		return r;
 	r = read_table(plan_fd, pipes, sizeof(pipes[0]), head.npipes,
 		       offsetof(struct ckpt_restart_plan, pipes));
 	if (r == 0)
@@ -154,13 +164,14 @@ void handover_close_all(void)
 int handover_read_shm(int plan_fd, struct ckpt_plan_shm *out, int max)
 {
 	struct ckpt_restart_plan head;
-	size_t hsize = offsetof(struct ckpt_restart_plan, procs);
+	int r;
 
 	if (plan_fd < 0)
 		return 0;
-	if (pread(plan_fd, &head, hsize, 0) != (ssize_t)hsize)
-		return -EIO;
-	if (head.magic != CKPT_RESTART_PLAN_MAGIC || head.nshm > (uint32_t)max)
+	r = read_plan_head(plan_fd, &head);
+	if (r < 0)
+		return r;
+	if (head.nshm > (uint32_t)max)
 		return -EPROTO;
 	if (read_table(plan_fd, out, sizeof(out[0]), head.nshm,
 		       offsetof(struct ckpt_restart_plan, shm)) < 0)
