@@ -4,8 +4,10 @@
  * mmap'd arrays (no malloc while threads are stopped), the data is written
  * sequentially in extents of at most CKPT_EXTENT_MAX bytes, each hashed
  * just before it is written, and the metadata and header last. The file
- * is a temporary one; image_make_durable() fsyncs and renames it after
- * the application has resumed, so the previous image survives any crash.
+ * is a temporary one; image_sync() fsyncs it after the application has
+ * resumed and image_commit() renames it over the previous image once every
+ * process of the checkpoint is synced (two-phase commit), so the previous
+ * image survives any crash and any failed checkpoint.
  */
 #include <dirent.h>
 #include <errno.h>

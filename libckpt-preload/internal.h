@@ -142,6 +142,7 @@ void ckpt_dir_close(struct ckpt_dir_iter *it);
 
 /* threads.c */
 int threads_install_handler(void);
+void threads_mask_ckpt_signal(int how, sigset_t *old);
 int threads_suspend_all(char *err, size_t errlen);
 void threads_resume_all(void);
 int threads_count(void);

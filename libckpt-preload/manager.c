@@ -485,17 +485,6 @@ static pid_t inherited_vpid(pid_t real, pid_t *vppid)
 	return virt;
 }
 
-/* The program before an exec blocked the signal for the exec (see
- * wrappers/exec.c); one that came meanwhile is taken and ignored now. */
-static void unblock_ckpt_signal(void)
-{
-	sigset_t one;
-
-	sigemptyset(&one);
-	sigaddset(&one, ckpt.signal);
-	syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &one, NULL, _NSIG / 8);
-}
-
 /* Where this library was loaded from, for the environment of exec. */
 static void remember_library_path(void)
 {
@@ -527,7 +516,9 @@ __attribute__((constructor)) static void ckpt_init(void)
 			 strerror(errno));
 		return;
 	}
-	unblock_ckpt_signal();
+	/* the program before an exec blocked the signal for the exec
+	 * (wrappers/exec.c); one that came meanwhile is taken, ignored */
+	threads_mask_ckpt_signal(SIG_UNBLOCK, NULL);
 	pthread_atfork(NULL, NULL, after_fork_in_child);
 	ckpt_accel_open();
 	start_in_this_process(0);

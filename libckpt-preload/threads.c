@@ -207,6 +207,18 @@ out:
 	errno = saved_errno;
 }
 
+/* Block or unblock (how) the checkpoint signal in this thread, past
+ * libckpt's sigprocmask wrapper, which hides it; old: the mask before,
+ * may be NULL. */
+void threads_mask_ckpt_signal(int how, sigset_t *old)
+{
+	sigset_t one;
+
+	sigemptyset(&one);
+	sigaddset(&one, ckpt.signal);
+	syscall(SYS_rt_sigprocmask, how, &one, old, _NSIG / 8);
+}
+
 int threads_install_handler(void)
 {
 	/* past libckpt's own sigaction wrapper, which hides this signal */

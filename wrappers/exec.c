@@ -88,11 +88,9 @@ static const char *program_path(const char *path)
  * the new libckpt takes it (and ignores it) once its handler is in. */
 static sigset_t block_ckpt_signal(void)
 {
-	sigset_t one, old;
+	sigset_t old;
 
-	sigemptyset(&one);
-	sigaddset(&one, ckpt.signal);
-	syscall(SYS_rt_sigprocmask, SIG_BLOCK, &one, &old, _NSIG / 8);
+	threads_mask_ckpt_signal(SIG_BLOCK, &old);
 	return old;
 }
 
