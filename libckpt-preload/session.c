@@ -26,8 +26,11 @@ static pid_t saved_vsid;	/* 0: unknown */
 static int had_terminal;
 static pid_t saved_foreground;	/* virtual pgid; 0: none */
 
-/* After a restart: the session the process is in stands for saved_vsid. */
+/* After a restart: the session the process is in (restored_real_sid; 0
+ * when its leader is outside our pid namespace, as getsid() then says)
+ * stands for saved_vsid. */
 static pid_t restored_real_sid, restored_vsid;
+static int session_renamed;
 static int may_take_foreground;
 
 struct stat_ids {
@@ -69,7 +72,7 @@ static int read_stat_ids(struct stat_ids *ids)
 
 pid_t session_virt_from_real(pid_t real)
 {
-	if (real > 0 && real == restored_real_sid)
+	if (session_renamed && real >= 0 && real == restored_real_sid)
 		return restored_vsid;
 	return real > 0 ? vpid_virt_from_real(real) : real;
 }
@@ -131,12 +134,13 @@ static int session_restore(const struct ckpt_restart_args *args)
 	pid_t real_sid = syscall(SYS_getsid, 0);
 
 	(void)args;
-	restored_real_sid = restored_vsid = 0;
+	session_renamed = 0;
 	may_take_foreground = 0;
-	if (saved_vsid > 0 && real_sid > 0 &&
+	if (saved_vsid > 0 && real_sid >= 0 &&
 	    vpid_real_from_virt(saved_vsid) != real_sid) {
 		restored_real_sid = real_sid;
 		restored_vsid = saved_vsid;
+		session_renamed = 1;
 	}
 	if (saved_foreground)
 		note_foreground_owner();
