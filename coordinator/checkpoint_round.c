@@ -4,7 +4,9 @@
  *
  *   start:   DO_SUSPEND{g} to every process
  *   phase 1: all SUSPENDED      -> DO_WRITE{g} to every process
- *   phase 2: all DURABLE        -> reply 0 + image paths
+ *   phase 2: all WRITTEN        -> DO_RESUME (threads stopped until then)
+ *            all SYNCED         -> DO_COMMIT
+ *            all DURABLE        -> reply 0 + image paths
  *   failure: FAILED, a disconnect or a timeout; in phase 1 every process
  *            that suspended (or may still) gets DO_ABORT; the reply names
  *            each failed process, one line each.
@@ -128,6 +130,20 @@ static void mark_round_failed(struct coordinator *co)
 		abort_uncommitted(co);
 }
 
+/* Every process has written its image: none saves anything any more, so
+ * all may run again (those that wait for it: older libckpt did not). */
+static void resume_written(struct coordinator *co)
+{
+	co->round.resumed = true;
+	for (size_t i = 0; i < co->nconns; i++) {
+		struct conn *c = co->conns[i];
+
+		if (in_round(co, c) && c->proc.state == PROC_WRITTEN &&
+		    (c->proc.hello.flags & CKPT_HELLO_F_RESUME_BARRIER))
+			conn_send(c, CKPT_MSG_DO_RESUME, NULL, 0);
+	}
+}
+
 /* Every image is synced (or, from an older libckpt, already durable):
  * each may now replace its previous one. */
 static void start_committing(struct coordinator *co)
@@ -230,6 +246,7 @@ static void round_advance(struct coordinator *co)
 {
 	struct round *r = &co->round;
 	bool all_suspended = true, all_final = true, all_synced = true;
+	bool all_written = true;
 
 	if (!r->active)
 		return;
@@ -245,7 +262,13 @@ static void round_advance(struct coordinator *co)
 		if (c->proc.state != PROC_SYNCED &&
 		    c->proc.state != PROC_DURABLE)
 			all_synced = false;
+		if (c->proc.state != PROC_WRITTEN &&
+		    c->proc.state != PROC_SYNCED &&
+		    c->proc.state != PROC_DURABLE)
+			all_written = false;
 	}
+	if (r->writing && !r->failed && !r->resumed && all_written)
+		resume_written(co);
 	if (r->writing && !r->failed && !r->committing && all_synced) {
 		start_committing(co);
 		return;

@@ -108,6 +108,7 @@ struct round {
 	bool failed;
 	bool writing;			/* phase 2: DO_WRITE sent */
 	bool committing;		/* DO_COMMIT sent: no way back */
+	bool resumed;		/* DO_RESUME sent: every image written */
 	uint64_t generation;
 	int nprocs;
 	int first_error;

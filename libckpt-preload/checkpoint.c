@@ -77,7 +77,8 @@ static int drain_resources(char *err, size_t errlen)
 	return 0;
 }
 
-/* Returns 0 once the image is written and the threads run again,
+/* Returns 0 once the image is written, with the threads still stopped
+ * (the caller resumes them once every process has written its image),
  * CKPT_RESTARTED in a restarted process, or -errno (threads resumed). */
 int checkpoint_write(uint64_t generation, const char *dir, char *path,
 		     size_t pathlen, char *tmp, size_t tmplen, char *err,
@@ -97,7 +98,8 @@ int checkpoint_write(uint64_t generation, const char *dir, char *path,
 		r = image_write(generation, dir, path, pathlen, tmp, tmplen,
 				err, errlen);
 	pipes_end_round();
-	threads_resume_all();
+	if (r < 0)
+		threads_resume_all();
 	return r;
 }
 

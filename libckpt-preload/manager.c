@@ -140,7 +140,8 @@ static int join_coordinator(uint32_t flags)
 	hello.real_pid = ckpt_real_getpid();
 	hello.vpid = ckpt.vpid;
 	hello.vppid = ckpt.vppid;
-	hello.flags = flags | (ckpt_accel_available() ? CKPT_HELLO_F_ACCEL : 0);
+	hello.flags = flags | CKPT_HELLO_F_RESUME_BARRIER |
+		      (ckpt_accel_available() ? CKPT_HELLO_F_ACCEL : 0);
 	hello.generation = ckpt.generation;
 	ckpt_fmt(hello.program, sizeof(hello.program), "%s", ckpt.program);
 	ckpt_fmt(hello.unique_id, sizeof(hello.unique_id), "%s",
@@ -224,31 +225,38 @@ static void handle_write(const struct ckpt_msg_do_checkpoint *m)
 	image_settled();
 }
 
-/* Two-phase commit: the image replaces the previous one only once every
- * process of the checkpoint has its image synced, so a checkpoint that
- * fails anywhere leaves every previous image in place. 1 on DO_COMMIT;
- * otherwise the new image is removed. */
-static int commit_ordered(uint64_t generation, const char *tmp)
+/* Wait for the coordinator's order about the new image at tmp: 1 when it
+ * is `want`; otherwise the image is removed, a DO_ABORT answered, and 0.
+ * `stopped`: the threads wait for the order and are resumed here when it
+ * is not the one wanted. */
+static int await_order(int want, uint64_t generation, const char *tmp,
+		       int stopped, int wait_ms)
 {
 	union manager_msg msg;
 	uint32_t len;
-	int r = ckpt_msg_recv(ckpt.coord_fd, &msg, sizeof(msg), &len,
-			      CKPT_COMMIT_WAIT_MS);
+	int r = ckpt_msg_recv(ckpt.coord_fd, &msg, sizeof(msg), &len, wait_ms);
 
-	if (r == CKPT_MSG_DO_COMMIT)
+	if (r == want)
 		return 1;
 	unlink(tmp);
+	if (r == CKPT_MSG_DO_KILL)
+		kill(ckpt_real_getpid(), SIGKILL);
+	if (stopped)
+		threads_resume_all();
 	if (r == CKPT_MSG_DO_ABORT)
 		send_result(CKPT_MSG_FAILED, generation, ECANCELED, NULL,
 			    "image discarded: the checkpoint failed elsewhere");
-	if (r == CKPT_MSG_DO_KILL)
-		kill(ckpt_real_getpid(), SIGKILL);
 	if (r < 0) {
 		ckpt_log("checkpoint %llu: no word from the coordinator after "
-			 "the image was synced (%s); it is discarded",
-			 (unsigned long long)generation, strerror(-r));
+			 "the image was %s (%s); it is discarded",
+			 (unsigned long long)generation,
+			 stopped ? "written" : "synced", strerror(-r));
 		if (r != -ETIMEDOUT)
 			leave_coordinator();
+	} else if (r != CKPT_MSG_DO_ABORT) {
+		ckpt_log("checkpoint %llu: unexpected message %d from the "
+			 "coordinator; the image is discarded",
+			 (unsigned long long)generation, r);
 	}
 	return 0;
 }
@@ -269,14 +277,26 @@ static void handle_write_image(const struct ckpt_msg_do_checkpoint *m)
 		send_result(CKPT_MSG_FAILED, m->generation, -r, NULL, err);
 		return;
 	}
+	/* Resume barrier: the threads stay stopped until every process of
+	 * the checkpoint has written its memory, so nothing another process
+	 * saves (memory shared with this one, a shared file offset) changes
+	 * under it. The fsync then runs while the program does. */
 	send_result(CKPT_MSG_WRITTEN, m->generation, 0, tmp, NULL);
+	if (!await_order(CKPT_MSG_DO_RESUME, m->generation, tmp, 1,
+			 CKPT_SUSPENDED_IDLE_MS))
+		return;
+	threads_resume_all();
 	r = image_sync(tmp, err, sizeof(err));
 	if (r < 0) {
 		send_result(CKPT_MSG_FAILED, m->generation, -r, NULL, err);
 		return;
 	}
 	send_result(CKPT_MSG_SYNCED, m->generation, 0, tmp, NULL);
-	if (!commit_ordered(m->generation, tmp))
+	/* Two-phase commit: the image replaces the previous one only once
+	 * every process of the checkpoint has its image synced, so a
+	 * checkpoint that fails anywhere leaves every previous image. */
+	if (!await_order(CKPT_MSG_DO_COMMIT, m->generation, tmp, 0,
+			 CKPT_COMMIT_WAIT_MS))
 		return;
 	r = image_commit(tmp, path, err, sizeof(err));
 	if (r < 0) {
@@ -374,6 +394,8 @@ static void *manager_main(void *arg)
 			break;
 		case CKPT_MSG_DO_ABORT:
 		case CKPT_MSG_DO_WRITE:
+		case CKPT_MSG_DO_RESUME:
+		case CKPT_MSG_DO_COMMIT:
 			break; /* stale: no round of ours is open */
 		default:
 			if (r < 0) {

@@ -45,11 +45,11 @@ MSG_HELLO, MSG_SUSPENDED, MSG_WRITTEN, MSG_DURABLE, MSG_FAILED = 1, 2, 3, 4, 5
 MSG_SYNCED = 6
 MSG_WELCOME, MSG_DO_SUSPEND, MSG_DO_WRITE, MSG_DO_ABORT, MSG_DO_KILL = \
     16, 17, 18, 19, 20
-MSG_DO_COMMIT = 21
+MSG_DO_COMMIT, MSG_DO_RESUME = 21, 22
 MSG_CMD, MSG_CMD_REPLY = 32, 33
 CMD_CHECKPOINT, CMD_STATUS, CMD_LIST, CMD_INTERVAL, CMD_KILL, CMD_QUIT = \
     1, 2, 3, 4, 5, 6
-HELLO_F_RESTARTED, HELLO_F_ACCEL = 1, 2
+HELLO_F_RESTARTED, HELLO_F_ACCEL, HELLO_F_RESUME_BARRIER = 1, 2, 4
 
 TIMEOUT = 10.0
 
@@ -116,7 +116,9 @@ class FakeProcess:
     "ignore_kill", "slow_suspend" (answers after `delay` seconds),
     "stale_first" (sends a wrong-generation SUSPENDED before the real one),
     "two_phase" (as libckpt: WRITTEN, SYNCED, then DURABLE on DO_COMMIT);
-    "fail_write" waits `delay` seconds before it fails.
+    "barrier" (as libckpt today, with flags=HELLO_F_RESUME_BARRIER: waits
+    `delay` s, WRITTEN, then SYNCED only on DO_RESUME, DURABLE on
+    DO_COMMIT); "fail_write" waits `delay` seconds before it fails.
     """
 
     def __init__(self, addr, vpid, program="fakeapp", behaviour="ok",
@@ -168,6 +170,12 @@ class FakeProcess:
                         message="write ckpt_%d.img: injected" % self.vpid)
             return
         path = "/fake/ckpt_%s_%d_gen%d.img" % (self.program, self.vpid, g)
+        if self.behaviour == "barrier":
+            time.sleep(self.delay)
+            self.written_at = time.monotonic()
+            self.written = (g, path)
+            self.result(MSG_WRITTEN, g)
+            return
         self.result(MSG_WRITTEN, g)
         if self.behaviour == "two_phase":
             self.synced = (g, path)
@@ -175,14 +183,22 @@ class FakeProcess:
             return
         self.result(MSG_DURABLE, g, path=path)
 
+    def _on_resume(self):
+        self.resumed_at = time.monotonic()
+        self.synced, self.written = self.written, None
+        self.result(MSG_SYNCED, self.synced[0], path=self.synced[1] + ".tmp")
+
     def _on_commit(self):
         g, path = self.synced
+        self.synced = None
         self.result(MSG_DURABLE, g, path=path)
 
     def _on_abort(self):
-        if getattr(self, "synced", None):   # as libckpt: image removed
-            g, _ = self.synced
-            self.synced = None
+        held = getattr(self, "written", None) or getattr(self, "synced",
+                                                         None)
+        if held:   # as libckpt: image removed
+            g, _ = held
+            self.synced = self.written = None
             self.result(MSG_FAILED, g, error=125,
                         message="image discarded: the checkpoint failed "
                         "elsewhere")
@@ -200,6 +216,8 @@ class FakeProcess:
                     break
                 elif mtype == MSG_DO_WRITE:
                     self._on_write(g)
+                elif mtype == MSG_DO_RESUME:
+                    self._on_resume()
                 elif mtype == MSG_DO_COMMIT:
                     self._on_commit()
                 elif mtype == MSG_DO_ABORT:
@@ -898,6 +916,35 @@ def test_failed_round_commits_no_image(env, coord, fakes):
                                         "/fake/ckpt_good_1001_gen2.img"]
     assert good.received.count(MSG_DO_COMMIT) == 1
     assert bad.received.count(MSG_DO_COMMIT) == 1
+
+
+@pytest.mark.time_limit(60)
+def test_resume_waits_for_every_image(env, coord, fakes):
+    """Resume barrier: a process that has written its image stays stopped
+    (no DO_RESUME) until every process has written its own, so memory or
+    offsets it shares with a slower one cannot change while that one
+    saves them; an older libckpt (no flag) never gets DO_RESUME."""
+    c = coord()
+    fast = fakes(c.addr, 1101, program="fast", behaviour="barrier",
+                 flags=HELLO_F_RESUME_BARRIER)
+    slow = fakes(c.addr, 1102, program="slow", behaviour="barrier",
+                 flags=HELLO_F_RESUME_BARRIER, delay=0.7)
+    old = fakes(c.addr, 1103, program="old", behaviour="two_phase")
+    r = checkpoint(env)
+    assert r.returncode == 0, r.stderr
+    assert len(r.stdout.split()) == 3, r.stdout
+    assert fast.resumed_at >= slow.written_at
+    assert fast.resumed_at - fast.written_at > 0.5
+    assert MSG_DO_RESUME not in old.received
+    # one process fails writing: the one waiting to resume is told to
+    # discard its image (and so resumes) instead
+    slow.behaviour, slow.delay = "fail_write", 0.5
+    r = checkpoint(env)
+    assert r.returncode != 0 and "injected" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert fast.received.count(MSG_DO_RESUME) == 1
+    assert fast.received.count(MSG_DO_ABORT) == 1
+    assert fast.written is None
 
 
 @pytest.mark.time_limit(60)

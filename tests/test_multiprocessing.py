@@ -32,9 +32,6 @@ PROGRESS = r"^item (\d+)$"
 
 
 @pytest.mark.time_limit(600)
-@pytest.mark.xfail(strict=False, reason=(
-    "known intermittent hang: about 1 restart in 6 under load, the restored "
-    "pool makes no progress (workers wait on a pool lock); open in issue 3"))
 def test_pool_restarts_with_its_workers(session):
     p = session.launch(ARGV)
     p.wait_line(PROGRESS, minimum=20)

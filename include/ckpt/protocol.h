@@ -23,7 +23,9 @@ enum ckpt_msg_type {
 	CKPT_MSG_HELLO = 1,		/* struct ckpt_msg_hello */
 	CKPT_MSG_SUSPENDED = 2,		/* struct ckpt_msg_result */
 	CKPT_MSG_WRITTEN = 3,		/* struct ckpt_msg_result: image data
-					   written, threads resumed */
+					   written; threads resumed, or with
+					   CKPT_HELLO_F_RESUME_BARRIER still
+					   stopped until DO_RESUME */
 	CKPT_MSG_DURABLE = 4,		/* struct ckpt_msg_result: fsync'ed and
 					   renamed into place; path set */
 	CKPT_MSG_FAILED = 5,		/* struct ckpt_msg_result: this
@@ -41,6 +43,8 @@ enum ckpt_msg_type {
 	CKPT_MSG_DO_KILL = 20,		/* exit now (SIGKILL to self) */
 	CKPT_MSG_DO_COMMIT = 21,	/* every image is synced: rename
 					   yours into place, then DURABLE */
+	CKPT_MSG_DO_RESUME = 22,	/* every process has WRITTEN its
+					   image: resume, then sync */
 
 	/* command -> coordinator */
 	CKPT_MSG_CMD = 32,		/* struct ckpt_msg_cmd */
@@ -59,6 +63,9 @@ struct ckpt_msg_header {
 /* ckpt_msg_hello.flags */
 #define CKPT_HELLO_F_RESTARTED	0x1	/* came back from an image */
 #define CKPT_HELLO_F_ACCEL	0x2	/* /dev/ckpt_accel is in use */
+#define CKPT_HELLO_F_RESUME_BARRIER 0x4	/* after WRITTEN, waits for
+					   DO_RESUME (older libckpt resumes
+					   at once) */
 
 struct ckpt_msg_hello {
 	int32_t real_pid;
