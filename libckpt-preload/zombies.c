@@ -12,7 +12,8 @@
  * no glibc in the child) a child per zombie that ends the same way at
  * once, maps the zombie's pid to it, and takes the SIGCHLD this caused
  * (the original one was delivered, or is re-queued with the pending
- * signals later).
+ * signals later) unless a restored child has ended or stopped meanwhile:
+ * that one's SIGCHLD is sent again.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -53,7 +54,7 @@ static void note_if_zombie(pid_t real)
 	nzombies++;
 }
 
-static void scan_children_of(const char *tid)
+static void scan_children_of(const char *tid, void (*fn)(pid_t real))
 {
 	char path[96], buf[4096], *p, *end;
 
@@ -66,27 +67,33 @@ static void scan_children_of(const char *tid)
 		if (end == p)
 			break;
 		if (pid > 0)
-			note_if_zombie(pid);
+			fn(pid);
 		p = end;
 	}
 }
 
-static int zombies_save(void)
+/* fn on every child of every thread of the process. */
+static int for_each_child(void (*fn)(pid_t real))
 {
 	struct ckpt_dir_iter it;
 	char name[16];
 	int tid, r;
 
-	nzombies = 0;
 	r = ckpt_dir_open(&it, "/proc/self/task");
 	if (r < 0)
 		return r;
 	while ((tid = ckpt_dir_next_number(&it)) >= 0) {
 		ckpt_fmt(name, sizeof(name), "%d", tid);
-		scan_children_of(name);
+		scan_children_of(name, fn);
 	}
 	ckpt_dir_close(&it);
 	return 0;
+}
+
+static int zombies_save(void)
+{
+	nzombies = 0;
+	return for_each_child(note_if_zombie);
 }
 
 /* In the new child: end as the zombie did. Raw system calls only. */
@@ -128,6 +135,26 @@ static void wait_until_ended(pid_t pid)
 	}
 }
 
+static pid_t recreated[MAX_ZOMBIES];
+static int changed_children;
+
+static void note_if_changed(pid_t real)
+{
+	siginfo_t si;
+
+	for (int i = 0; i < nzombies; i++)
+		if (recreated[i] == real)
+			return;
+	memset(&si, 0, sizeof(si));
+	if (syscall(SYS_waitid, P_PID, real, &si,
+		    WEXITED | WSTOPPED | WNOHANG | WNOWAIT, NULL) == 0 &&
+	    si.si_pid == real)
+		changed_children++;
+}
+
+/* Take the SIGCHLD the recreated zombies caused, but not one a restored
+ * child sent meanwhile (it may have ended already: a parent that waits
+ * for SIGCHLD, as make does for its jobserver, would wait forever). */
 static void drop_sigchld(void)
 {
 	struct timespec zero = { 0, 0 };
@@ -135,6 +162,10 @@ static void drop_sigchld(void)
 
 	while (syscall(SYS_rt_sigtimedwait, &set, NULL, &zero, 8) == SIGCHLD)
 		;
+	changed_children = 0;
+	for_each_child(note_if_changed);
+	if (changed_children)
+		syscall(SYS_kill, syscall(SYS_getpid), SIGCHLD);
 }
 
 static int zombies_restore(const struct ckpt_restart_args *args)
@@ -153,6 +184,7 @@ static int zombies_restore(const struct ckpt_restart_args *args)
 		if (pid == 0)
 			end_like(z);
 		wait_until_ended(pid);
+		recreated[i] = pid;
 		vpid_map(z->vpid, pid);
 	}
 	if (nzombies)

@@ -3,6 +3,8 @@
 still reaped by their restored parent, by the pids it stored, with the
 status they ended with (exit codes and a signal)."""
 
+import time
+
 import pytest
 
 from ckpt_harness import app, checkpoint_and_kill, numbers
@@ -26,3 +28,23 @@ def test_zombies_reaped_after_restart(session):
     after = numbers(lines, ITER_RX)
     assert seen < after[0] <= before[-1] + 1
     assert after == list(range(after[0], ITER + 1))
+
+
+@pytest.mark.time_limit(300)
+def test_sigchld_of_a_child_ending_during_restore(session):
+    """A parent with 200 unreaped children waits in sigsuspend for the
+    SIGCHLD of one more child; that child ends right after the restart,
+    while the parent is still recreating its zombies (whose own SIGCHLDs
+    are taken away): its SIGCHLD still reaches the parent."""
+    go = session.path("go")
+    p = session.launch([app("sigchld_late"), go, "200"])
+    p.wait_line(r"^waiting$")
+    time.sleep(0.3)      # the 200 children have ended
+    images = session.checkpoint(expect_images=2)
+    session.kill_all()
+    p.popen.wait(30)
+    open(go, "w").close()
+    r = session.restart(images)
+    assert r.wait_exit(60) == 0, "%r %s" % (r.lines()[-3:],
+                                            r.stderr_text())
+    assert r.lines()[-1] == "reaped 7 zombies 200", r.lines()[-3:]
