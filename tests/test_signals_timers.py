@@ -99,3 +99,24 @@ def test_no_eintr_after_restart(session):
     # Each call still sleeps out the time it had left: at least the 6 s
     # minus the ~1.5 s that had passed at the checkpoint.
     check_calls(r.lines(), 6, 6000 - (before[-1] + 2) * 100)
+
+
+@pytest.mark.time_limit(300)
+def test_siginfo_names_senders_by_virtual_pid(session):
+    """SA_SIGINFO handlers get the sender's pid as the program knows it:
+    a child sigqueues SIGUSR1 to its parent every 20 ms and then exits;
+    after checkpoint, kill and restart (both have new real pids) every
+    si_pid of SIGUSR1 and of SIGCHLD is still the pid fork() returned."""
+    n = 150
+    p = session.launch([app("siginfo_pid"), str(n)])
+    p.wait_line(r"^usr1 (\d+)$", minimum=20)
+    images = session.checkpoint(expect_images=2)
+    session.kill_all()
+    p.popen.wait(30)
+    r = session.restart(images)
+    assert r.wait_exit() == 0, "%r %s" % (r.lines()[-3:], r.stderr_text())
+    last = r.lines()[-1]
+    m = re.match(r"^done usr1 (\d+) wrong 0 chld ok status 4$", last)
+    assert m, r.lines()[-3:]
+    # plain signals may merge while pending; most arrive one by one
+    assert n - 5 <= int(m.group(1)) <= n, last

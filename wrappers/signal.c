@@ -3,6 +3,12 @@
  * Keep the checkpoint signal invisible: the program cannot install a
  * handler for it, block it, or see it in its masks. A program that tries
  * gets EINVAL and one message telling how to move the signal elsewhere.
+ *
+ * A handler installed with SA_SIGINFO is called through a trampoline that
+ * gives it the sender's virtual pid in si_pid (kill, sigqueue, tgkill,
+ * and SIGCHLD's child): after a restart the kernel names the senders by
+ * their new real pids. sigaction's old action shows the program's own
+ * handler, never the trampoline.
  */
 #include <signal.h>
 #include <string.h>
@@ -33,6 +39,64 @@ static void warn_reserved_once(const char *call)
 		ckpt_log("%s: signal %d is reserved by the checkpointer; "
 			 "set CKPT_SIGNAL to another real-time signal for this "
 			 "program", call, ckpt.signal);
+}
+
+typedef void (*siginfo_handler)(int, siginfo_t *, void *);
+
+/* The program's SA_SIGINFO handler of each signal the trampoline serves. */
+static siginfo_handler program_handlers[_NSIG];
+
+/* Does si_pid name a process? (kill/sigqueue/tgkill/mq_notify senders,
+ * and SIGCHLD's child; not timers, async I/O or SIGIO.) */
+static int names_a_sender(int sig, const siginfo_t *si)
+{
+	if (sig == SIGCHLD && si->si_code > 0)
+		return 1;
+	return si->si_code == SI_USER || si->si_code == SI_QUEUE ||
+	       si->si_code == SI_TKILL || si->si_code == SI_MESGQ;
+}
+
+static void translate_sender(int sig, siginfo_t *si, void *uc)
+{
+	siginfo_handler handler = sig > 0 && sig < _NSIG ?
+		__atomic_load_n(&program_handlers[sig], __ATOMIC_ACQUIRE) : NULL;
+
+	if (si && si->si_pid > 0 && names_a_sender(sig, si))
+		si->si_pid = vpid_virt_from_real(si->si_pid);
+	if (handler)
+		handler(sig, si, uc);
+}
+
+static int wants_siginfo_handler(const struct sigaction *act)
+{
+	return (act->sa_flags & SA_SIGINFO) && act->sa_handler != SIG_DFL &&
+	       act->sa_handler != SIG_IGN;
+}
+
+/* sigaction with the trampoline in place of a SA_SIGINFO handler; old
+ * tells the program's handler. */
+static int sigaction_translated(int sig, const struct sigaction *act,
+				struct sigaction *old)
+{
+	siginfo_handler before = program_handlers[sig];
+	struct sigaction copy;
+	int r;
+
+	if (act && wants_siginfo_handler(act)) {
+		copy = *act;
+		__atomic_store_n(&program_handlers[sig], act->sa_sigaction,
+				 __ATOMIC_RELEASE);
+		copy.sa_sigaction = translate_sender;
+		act = &copy;
+	}
+	r = NEXT_FN(sigaction)(sig, act, old);
+	if (r < 0 && act == &copy)
+		__atomic_store_n(&program_handlers[sig], before,
+				 __ATOMIC_RELEASE);
+	if (r == 0 && old && (old->sa_flags & SA_SIGINFO) &&
+	    old->sa_sigaction == translate_sender)
+		old->sa_sigaction = before;
+	return r;
 }
 
 static const sigset_t *without_reserved(const sigset_t *set, sigset_t *copy)
@@ -66,7 +130,9 @@ CKPT_WRAPPER int sigaction(int sig, const struct sigaction *act,
 		sigdelset(&copy.sa_mask, ckpt.signal);
 		act = &copy;
 	}
-	return NEXT_FN(sigaction)(sig, act, old);
+	if (sig <= 0 || sig >= _NSIG)
+		return NEXT_FN(sigaction)(sig, act, old);
+	return sigaction_translated(sig, act, old);
 }
 
 CKPT_WRAPPER sighandler_t signal(int sig, sighandler_t handler)
