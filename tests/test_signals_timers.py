@@ -102,13 +102,17 @@ def test_no_eintr_after_restart(session):
 
 
 @pytest.mark.time_limit(300)
-def test_siginfo_names_senders_by_virtual_pid(session):
-    """SA_SIGINFO handlers get the sender's pid as the program knows it:
-    a child sigqueues SIGUSR1 to its parent every 20 ms and then exits;
-    after checkpoint, kill and restart (both have new real pids) every
-    si_pid of SIGUSR1 and of SIGCHLD is still the pid fork() returned."""
+@pytest.mark.parametrize("how", ["handler", "sigwait"])
+def test_siginfo_names_senders_by_virtual_pid(session, how):
+    """SA_SIGINFO handlers, and sigtimedwait, give the sender's pid as the
+    program knows it: a child sigqueues SIGUSR1 to its parent every 20 ms
+    and then exits; after checkpoint, kill and restart (both have new real
+    pids) every si_pid of SIGUSR1 and of SIGCHLD is still the pid fork()
+    returned. "sigwait": the parent blocks every signal and waits on a
+    full set (sigfillset), which must neither take the checkpoint signal
+    nor see an EINTR."""
     n = 150
-    p = session.launch([app("siginfo_pid"), str(n)])
+    p = session.launch([app("siginfo_pid"), str(n), how])
     p.wait_line(r"^usr1 (\d+)$", minimum=20)
     images = session.checkpoint(expect_images=2)
     session.kill_all()

@@ -8,10 +8,14 @@
  * gives it the sender's virtual pid in si_pid (kill, sigqueue, tgkill,
  * and SIGCHLD's child): after a restart the kernel names the senders by
  * their new real pids. sigaction's old action shows the program's own
- * handler, never the trampoline.
+ * handler, never the trampoline. sigwaitinfo, sigtimedwait and sigwait
+ * do the same for the signal they return, never take the checkpoint
+ * signal (a set made with sigfillset would swallow it), and go on
+ * waiting when a checkpoint interrupted them.
  */
 #include <signal.h>
 #include <string.h>
+#include <time.h>
 #include "wrappers.h"
 
 DEFINE_NEXT(sigaction);
@@ -20,6 +24,8 @@ DEFINE_NEXT(sigprocmask);
 DEFINE_NEXT(pthread_sigmask);
 DEFINE_NEXT(sigpending);
 DEFINE_NEXT(sigsuspend);
+DEFINE_NEXT(sigwaitinfo);
+DEFINE_NEXT(sigtimedwait);
 
 __attribute__((constructor)) static void resolve_next_signal(void)
 {
@@ -29,6 +35,8 @@ __attribute__((constructor)) static void resolve_next_signal(void)
 	RESOLVE_NEXT(pthread_sigmask);
 	RESOLVE_NEXT(sigpending);
 	RESOLVE_NEXT(sigsuspend);
+	RESOLVE_NEXT(sigwaitinfo);
+	RESOLVE_NEXT(sigtimedwait);
 }
 
 static void warn_reserved_once(const char *call)
@@ -182,4 +190,74 @@ CKPT_WRAPPER int sigsuspend(const sigset_t *mask)
 
 	return RETRY_IF_CHECKPOINTED(
 		NEXT_FN(sigsuspend)(without_reserved(mask, &copy)));
+}
+
+static int with_virtual_sender(int sig, siginfo_t *si)
+{
+	if (sig > 0 && si && si->si_pid > 0 && names_a_sender(sig, si))
+		si->si_pid = vpid_virt_from_real(si->si_pid);
+	return sig;
+}
+
+CKPT_WRAPPER int sigwaitinfo(const sigset_t *set, siginfo_t *info)
+{
+	sigset_t copy;
+
+	set = without_reserved(set, &copy);
+	return with_virtual_sender(RETRY_IF_CHECKPOINTED(
+		NEXT_FN(sigwaitinfo)(set, info)), info);
+}
+
+static int64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* A checkpoint interrupted the wait: wait for what is left of it. */
+CKPT_WRAPPER int sigtimedwait(const sigset_t *set, siginfo_t *info,
+			      const struct timespec *timeout)
+{
+	int64_t end = timeout ? monotonic_ns() + timeout->tv_sec * 1000000000LL
+				+ timeout->tv_nsec : 0;
+	struct timespec left;
+	sigset_t copy;
+	unsigned before;
+	int r;
+
+	set = without_reserved(set, &copy);
+	if (timeout)
+		left = *timeout;
+	for (;;) {
+		before = ckpt_interrupts;
+		r = NEXT_FN(sigtimedwait)(set, info, timeout ? &left : NULL);
+		if (!ckpt_interrupted(r, before))
+			return with_virtual_sender(r, info);
+		if (timeout) {
+			int64_t ns = end - monotonic_ns();
+
+			if (ns <= 0) {
+				errno = EAGAIN;
+				return -1;
+			}
+			left.tv_sec = ns / 1000000000LL;
+			left.tv_nsec = ns % 1000000000LL;
+		}
+	}
+}
+
+/* glibc's sigwait waits with an internal call: done here instead. */
+CKPT_WRAPPER int sigwait(const sigset_t *set, int *sig)
+{
+	int r;
+
+	do
+		r = sigwaitinfo(set, NULL);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return errno;
+	*sig = r;
+	return 0;
 }
