@@ -257,6 +257,9 @@ static int await_order(int want, uint64_t generation, const char *tmp,
 		ckpt_log("checkpoint %llu: unexpected message %d from the "
 			 "coordinator; the image is discarded",
 			 (unsigned long long)generation, r);
+		send_result(CKPT_MSG_FAILED, generation, EPROTO, NULL,
+			    "unexpected message from the coordinator while "
+			    "waiting for its order; image discarded");
 	}
 	return 0;
 }
