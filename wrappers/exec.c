@@ -218,21 +218,30 @@ static void warn_if_leaving(const char *path)
 		(call);                                                    \
 	})
 
+/* The path, the warning and the environment are chosen inside EXEC_CALL,
+ * with the checkpoint signal blocked: a checkpoint between choosing them
+ * and the exec would restart the process with choices made before the
+ * restart (/proc/self/exe, which is then the restart loader; the real pid
+ * in CKPT_VPID). */
+#define PREPARED(pathvar, warn, envp, call)                                \
+	({                                                                 \
+		pathvar = program_path(pathvar);                           \
+		if (warn)                                                  \
+			warn_if_leaving(pathvar);                          \
+		WITH_CKPT_ENV(envp, call);                                 \
+	})
+
 CKPT_WRAPPER int execve(const char *path, char *const argv[],
 			char *const envp[])
 {
-	path = program_path(path);
-	warn_if_leaving(path);
-	return WITH_CKPT_ENV(envp, EXEC_CALL(NEXT_FN(execve)(path, argv,
+	return EXEC_CALL(PREPARED(path, 1, envp, NEXT_FN(execve)(path, argv,
 							       newenv)));
 }
 
 CKPT_WRAPPER int execvpe(const char *file, char *const argv[],
 			 char *const envp[])
 {
-	file = program_path(file);
-	warn_if_leaving(file);
-	return WITH_CKPT_ENV(envp, EXEC_CALL(NEXT_FN(execvpe)(file, argv,
+	return EXEC_CALL(PREPARED(file, 1, envp, NEXT_FN(execvpe)(file, argv,
 								newenv)));
 }
 
@@ -248,7 +257,7 @@ CKPT_WRAPPER int execvp(const char *file, char *const argv[])
 
 CKPT_WRAPPER int fexecve(int fd, char *const argv[], char *const envp[])
 {
-	return WITH_CKPT_ENV(envp, EXEC_CALL(NEXT_FN(fexecve)(fd, argv,
+	return EXEC_CALL(WITH_CKPT_ENV(envp, NEXT_FN(fexecve)(fd, argv,
 							       newenv)));
 }
 
@@ -322,10 +331,8 @@ CKPT_WRAPPER int posix_spawn(pid_t *pid, const char *path,
 			     const posix_spawnattr_t *attr,
 			     char *const argv[], char *const envp[])
 {
-	path = program_path(path);
-	warn_if_leaving(path);
-	return WITH_CKPT_ENV(envp, NEXT_FN(posix_spawn)(pid, path, fa, attr,
-							argv, newenv));
+	return EXEC_CALL(PREPARED(path, 1, envp,
+		NEXT_FN(posix_spawn)(pid, path, fa, attr, argv, newenv)));
 }
 
 CKPT_WRAPPER int posix_spawnp(pid_t *pid, const char *file,
@@ -333,7 +340,6 @@ CKPT_WRAPPER int posix_spawnp(pid_t *pid, const char *file,
 			      const posix_spawnattr_t *attr,
 			      char *const argv[], char *const envp[])
 {
-	file = program_path(file);
-	return WITH_CKPT_ENV(envp, NEXT_FN(posix_spawnp)(pid, file, fa, attr,
-							 argv, newenv));
+	return EXEC_CALL(PREPARED(file, 0, envp,
+		NEXT_FN(posix_spawnp)(pid, file, fa, attr, argv, newenv)));
 }
