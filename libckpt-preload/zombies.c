@@ -38,15 +38,22 @@ struct zombie {
 static struct zombie zombies[MAX_ZOMBIES];
 static int nzombies;
 
+/* 1 when the child has a state to wait for (options: WEXITED and/or
+ * WSTOPPED), left in si and not consumed; -1 when waitid itself fails. */
+static int child_waitable(pid_t pid, int options, siginfo_t *si)
+{
+	memset(si, 0, sizeof(*si));
+	if (syscall(SYS_waitid, P_PID, pid, si,
+		    options | WNOHANG | WNOWAIT, NULL) < 0)
+		return -1;
+	return si->si_pid == pid;
+}
+
 static void note_if_zombie(pid_t real)
 {
 	siginfo_t si;
 
-	if (nzombies == MAX_ZOMBIES)
-		return;
-	memset(&si, 0, sizeof(si));
-	if (syscall(SYS_waitid, P_PID, real, &si,
-		    WEXITED | WNOHANG | WNOWAIT, NULL) < 0 || si.si_pid != real)
+	if (nzombies == MAX_ZOMBIES || child_waitable(real, WEXITED, &si) != 1)
 		return;
 	zombies[nzombies].vpid = vpid_virt_from_real(real);
 	zombies[nzombies].code = si.si_code;
@@ -126,10 +133,7 @@ static void wait_until_ended(pid_t pid)
 	siginfo_t si;
 
 	for (int i = 0; i < 2000; i++) {
-		memset(&si, 0, sizeof(si));
-		if (syscall(SYS_waitid, P_PID, pid, &si,
-			    WEXITED | WNOHANG | WNOWAIT, NULL) < 0 ||
-		    si.si_pid == pid)
+		if (child_waitable(pid, WEXITED, &si) != 0)
 			return;
 		syscall(SYS_nanosleep, &ms, NULL);
 	}
@@ -145,10 +149,7 @@ static void note_if_changed(pid_t real)
 	for (int i = 0; i < nzombies; i++)
 		if (recreated[i] == real)
 			return;
-	memset(&si, 0, sizeof(si));
-	if (syscall(SYS_waitid, P_PID, real, &si,
-		    WEXITED | WSTOPPED | WNOHANG | WNOWAIT, NULL) == 0 &&
-	    si.si_pid == real)
+	if (child_waitable(real, WEXITED | WSTOPPED, &si) == 1)
 		changed_children++;
 }
 
