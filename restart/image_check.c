@@ -453,6 +453,19 @@ static int check_tables(struct ckpt_image *img)
 	return check_entry(img);
 }
 
+static const char *file_kind_name(mode_t mode)
+{
+	if (S_ISDIR(mode))
+		return "a directory";
+	if (S_ISFIFO(mode))
+		return "a FIFO";
+	if (S_ISSOCK(mode))
+		return "a socket";
+	if (S_ISCHR(mode) || S_ISBLK(mode))
+		return "a device";
+	return "not a file";
+}
+
 int image_open(struct ckpt_image *img, const char *path, int open_flags)
 {
 	struct stat st;
@@ -460,7 +473,9 @@ int image_open(struct ckpt_image *img, const char *path, int open_flags)
 
 	memset(img, 0, sizeof(*img));
 	img->path = path;
-	img->fd = open(path, O_RDONLY | open_flags);
+	/* O_NONBLOCK: opening a FIFO for reading must not wait for a
+	 * writer; anything but a regular file is refused right after. */
+	img->fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | open_flags);
 	if (img->fd < 0)
 		return image_fail(img, errno, "cannot open: %s",
 				  strerror(errno));
@@ -468,7 +483,11 @@ int image_open(struct ckpt_image *img, const char *path, int open_flags)
 		return image_fail(img, errno, "cannot stat: %s",
 				  strerror(errno));
 	if (!S_ISREG(st.st_mode))
-		return image_fail(img, EINVAL, "not a regular file");
+		return image_fail(img, EINVAL, "not a regular file (%s)",
+				  file_kind_name(st.st_mode));
+	if (fcntl(img->fd, F_SETFL, 0) < 0)
+		return image_fail(img, errno, "cannot clear O_NONBLOCK: %s",
+				  strerror(errno));
 	img->file_size = st.st_size;
 	err = check_header(img);
 	if (!err)

@@ -281,6 +281,24 @@ def test_text_file(work, coord):
     assert_refused(restart(img, coord), img, r"not a ckpt image")
 
 
+@pytest.mark.parametrize("kind", ["fifo", "directory", "device"])
+def test_not_a_regular_file(work, coord, kind):
+    """A FIFO with no writer must not hang either tool; directories and
+    devices are refused as quickly."""
+    if kind == "fifo":
+        img = str(work.dir / "pipe.img")
+        os.mkfifo(img, 0o600)
+    elif kind == "directory":
+        img = str(work.dir / "dir.img")
+        os.mkdir(img)
+    else:
+        img = "/dev/zero"
+    pattern = r"not a regular file \(a %s\)" % (
+        "FIFO" if kind == "fifo" else kind)
+    assert_refused(restart(img, coord), img, pattern)
+    assert_refused(run([INSPECT, img]), img, pattern)
+
+
 def test_wrong_magic(work, coord):
     im = Image(work())
     im.data[0:8] = b"CKPTIMG9"
