@@ -40,6 +40,7 @@ struct ckpt_state {
 	int signal;			/* the reserved checkpoint signal */
 	pid_t vpid, vppid;
 	uint64_t generation;		/* last generation written */
+	uint64_t computation_id;	/* the coordinator's, from WELCOME */
 	uint32_t restarts;		/* times this process was restarted */
 	char coord_addr[512];
 	char ckpt_dir[4096];
@@ -243,7 +244,7 @@ int checkpoint_restore_resources(const struct ckpt_restart_args *args);
 /* manager.c */
 int manager_start(void);
 int manager_stack_overlaps(uint64_t addr, uint64_t len);
-void manager_after_restart(void);
+void manager_after_restart(uint64_t image_generation);
 
 /* restore.c */
 void ckpt_restore_entry(struct ckpt_restart_args *args)

@@ -143,6 +143,7 @@ static int join_coordinator(uint32_t flags)
 	hello.flags = flags | CKPT_HELLO_F_RESUME_BARRIER |
 		      (ckpt_accel_available() ? CKPT_HELLO_F_ACCEL : 0);
 	hello.generation = ckpt.generation;
+	hello.computation_id = ckpt.computation_id;
 	ckpt_fmt(hello.program, sizeof(hello.program), "%s", ckpt.program);
 	ckpt_fmt(hello.unique_id, sizeof(hello.unique_id), "%s",
 		 ckpt.unique_id);
@@ -160,6 +161,7 @@ static int join_coordinator(uint32_t flags)
 		close(fd);
 		return r;
 	}
+	ckpt.computation_id = msg.welcome.computation_id;
 	ckpt.coord_fd = fd;
 	return 0;
 }
@@ -273,7 +275,7 @@ static void handle_write_image(const struct ckpt_msg_do_checkpoint *m)
 	r = checkpoint_write(m->generation, dir, path, sizeof(path), tmp,
 			     sizeof(tmp), err, sizeof(err));
 	if (r == CKPT_RESTARTED) {
-		manager_after_restart();
+		manager_after_restart(m->generation);
 		return;
 	}
 	if (r < 0) {
@@ -432,8 +434,10 @@ int manager_start(void)
 }
 
 /* The manager thread of a restarted process: wait until the process is
- * whole again, then rejoin the coordinator the restart named. */
-void manager_after_restart(void)
+ * whole again, then rejoin the coordinator the restart named. Memory was
+ * saved before this generation was committed: the coordinator learns it
+ * here, so that it never numbers a checkpoint like this image again. */
+void manager_after_restart(uint64_t image_generation)
 {
 	int r;
 
@@ -443,7 +447,9 @@ void manager_after_restart(void)
 	ckpt_accel_open(); /* the kernel may be another one now */
 	ckpt.coord_fd = -1;
 	ckpt.restarts++;
-	r = join_coordinator_retrying(CKPT_HELLO_F_RESTARTED);
+	ckpt.generation = image_generation;
+	r = join_coordinator_retrying(CKPT_HELLO_F_RESTARTED |
+				      CKPT_HELLO_F_IMAGE_GENERATION);
 	if (r < 0)
 		ckpt_log("restarted, but cannot reach the coordinator at %s: "
 			 "%s; checkpoints of this process are off",

@@ -29,6 +29,9 @@ static void print_header(const struct ckpt_image *img)
 	printf("unique id   %.*s\n", (int)sizeof(h->unique_id), h->unique_id);
 	printf("generation  %llu, taken %s\n",
 	       (unsigned long long)h->generation, when);
+	if (h->computation_id)
+		printf("computation %016llx\n",
+		       (unsigned long long)h->computation_id);
 	printf("cpu         features %#llx, ", (unsigned long long)h->cpu_features);
 	if (h->cpu_features_in_use)
 		printf("in use %#llx\n",

@@ -66,6 +66,9 @@ struct ckpt_msg_header {
 #define CKPT_HELLO_F_RESUME_BARRIER 0x4	/* after WRITTEN, waits for
 					   DO_RESUME (older libckpt resumes
 					   at once) */
+#define CKPT_HELLO_F_IMAGE_GENERATION 0x8 /* restarted: generation is
+					   that of the image it came from
+					   (older libckpt: the one before) */
 
 struct ckpt_msg_hello {
 	int32_t real_pid;
@@ -78,6 +81,8 @@ struct ckpt_msg_hello {
 	char hostname[64];
 	char secret[CKPT_SECRET_LEN + 1]; /* TCP: per-user secret; else "" */
 	char reserved[7];
+	uint64_t computation_id;	/* the computation it belonged to
+					   (restarted: its image's); 0 none */
 };
 
 struct ckpt_msg_welcome {
