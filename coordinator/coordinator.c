@@ -138,6 +138,7 @@ static void accept_process(struct coordinator *co, struct conn *c,
 	co->ever_had_process = true;
 	w.computation_id = co->computation_id;
 	w.interval_s = co->interval_s;
+	w.flags = CKPT_WELCOME_F_UNRESTORED;
 	conn_send(c, CKPT_MSG_WELCOME, &w, sizeof(w));
 	coord_log("process %s joined from %s%s%s",
 		  proc_name(c, name, sizeof(name)), c->peer,
@@ -182,6 +183,9 @@ static void handle_process_msg(struct coordinator *co, struct conn *c,
 		res.path[sizeof(res.path) - 1] = '\0';
 		res.message[sizeof(res.message) - 1] = '\0';
 		round_on_result(co, c, hdr->type, &res);
+		break;
+	case CKPT_MSG_UNRESTORED:
+		round_on_unrestored(co, c, p, hdr->len);
 		break;
 	default:
 		coord_log("process %s sent unexpected message type %u; "

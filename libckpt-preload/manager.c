@@ -110,6 +110,28 @@ static int send_result(uint16_t type, uint64_t gen, int error,
 
 static void handle_write_image(const struct ckpt_msg_do_checkpoint *m);
 
+/* What a restart of this checkpoint will not restore, for ckpt_command
+ * (a coordinator that does not take it gets nothing). */
+static void send_unrestored(uint64_t gen)
+{
+	static char msg[sizeof(struct ckpt_msg_unrestored) + (16 << 10)];
+	struct ckpt_msg_unrestored *u = (void *)msg;
+	const char *text = unrestored_text();
+	size_t n = strlen(text) + 1;
+
+	if (!text[0] || !(ckpt.coord_flags & CKPT_WELCOME_F_UNRESTORED))
+		return;
+	if (n > sizeof(msg) - sizeof(*u))
+		n = sizeof(msg) - sizeof(*u);
+	memset(u, 0, sizeof(*u));
+	u->generation = gen;
+	u->text_len = n;
+	memcpy(msg + sizeof(*u), text, n);
+	msg[sizeof(*u) + n - 1] = 0;
+	ckpt_msg_send(ckpt.coord_fd, CKPT_MSG_UNRESTORED, msg,
+		      sizeof(*u) + n);
+}
+
 /* A coordinator that just saw its last process go exits after a short
  * linger; a process that execs or restarts at that moment may find it
  * gone, or going: start one then (ckpt_coord_connect_or_spawn). */
@@ -162,6 +184,7 @@ static int join_coordinator(uint32_t flags)
 		return r;
 	}
 	ckpt.computation_id = msg.welcome.computation_id;
+	ckpt.coord_flags = msg.welcome.flags;
 	ckpt.coord_fd = fd;
 	return 0;
 }
@@ -333,6 +356,7 @@ static void handle_suspend(const struct ckpt_msg_do_checkpoint *first)
 			send_result(CKPT_MSG_FAILED, m.generation, -r, NULL, err);
 			return;
 		}
+		send_unrestored(m.generation);
 		send_result(CKPT_MSG_SUSPENDED, m.generation, 0, NULL, NULL);
 		r = ckpt_msg_recv(ckpt.coord_fd, &msg, sizeof(msg), &len,
 				  CKPT_SUSPENDED_IDLE_MS);

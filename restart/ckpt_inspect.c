@@ -162,6 +162,21 @@ static void print_fds(const struct ckpt_image *img)
 	}
 }
 
+/* What the checkpoint said a restart will not restore, one line each. */
+static void print_unrestored(const struct ckpt_image *img)
+{
+	const char *line = image_string(img, img->hdr.unrestored), *end;
+
+	if (!*line)
+		return;
+	printf("\nnot restored by a restart:\n");
+	for (; *line; line = *end ? end + 1 : end) {
+		end = strchrnul(line, '\n');
+		if (end > line)
+			printf("  %.*s\n", (int)(end - line), line);
+	}
+}
+
 /* Whether this machine could restart it, as notes: images from elsewhere
  * are still inspected. */
 static void print_host_notes(struct ckpt_image *img)
@@ -213,6 +228,7 @@ int main(int argc, char **argv)
 	print_regions(&img);
 	print_threads(&img);
 	print_fds(&img);
+	print_unrestored(&img);
 	fflush(stdout);
 	if (image_verify_data(&img)) {
 		fprintf(stderr, "ckpt_inspect: %s: %s\n", argv[1], img.err);
