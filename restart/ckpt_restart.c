@@ -217,7 +217,15 @@ static const struct ckpt_image *latest_image(const struct ckpt_image *imgs,
 static void say_left_out(const struct ckpt_image *img, uint64_t computation,
 			 uint64_t newest)
 {
-	if (img->hdr.computation_id != computation)
+	if (img->hdr.computation_id != computation && !img->hdr.computation_id)
+		fprintf(stderr, "ckpt_restart: leaving out %s: an image of an "
+			"older ckpt (no computation id, checkpoint %llu), "
+			"older than the newest checkpoint given (%016llx, "
+			"checkpoint %llu)\n", img->path,
+			(unsigned long long)img->hdr.generation,
+			(unsigned long long)computation,
+			(unsigned long long)newest);
+	else if (img->hdr.computation_id != computation)
 		fprintf(stderr, "ckpt_restart: leaving out %s: it belongs to "
 			"another computation (%016llx, checkpoint %llu) than "
 			"the newest checkpoint given (%016llx, checkpoint "
