@@ -167,14 +167,14 @@ static void fail_process(struct coordinator *co, struct conn *c, int err,
 }
 
 static void reply_requesters(struct coordinator *co, int status,
-			     const char *text)
+			     const char *text, const char *warnings)
 {
 	for (size_t i = 0; i < co->nconns; i++) {
 		struct conn *c = co->conns[i];
 
 		if (c->pending == PENDING_CHECKPOINT &&
 		    c->pending_generation == co->round.generation) {
-			conn_reply(c, status, text);
+			conn_reply_warnings(c, status, text, warnings);
 			c->pending = PENDING_NONE;
 		}
 	}
@@ -209,11 +209,13 @@ static void round_finish(struct coordinator *co)
 			  (unsigned long long)r->generation, r->nprocs, ms,
 			  (long long)(r->suspended_ms - r->start_ms));
 		write_restart_scripts(co, buf_str(&r->paths), r->generation);
-		reply_requesters(co, 0, buf_str(&r->paths));
+		reply_requesters(co, 0, buf_str(&r->paths),
+				 buf_str(&r->unrestored));
 	} else {
 		coord_log("checkpoint %llu failed after %.0f ms",
 			  (unsigned long long)r->generation, ms);
-		reply_requesters(co, r->first_error, buf_str(&r->failures));
+		reply_requesters(co, r->first_error, buf_str(&r->failures),
+				 "");
 	}
 	for (size_t i = 0; i < co->nconns; i++)
 		if (in_round(co, co->conns[i]))
@@ -309,6 +311,7 @@ static void round_start(struct coordinator *co)
 	}
 	buf_free(&r->paths);
 	buf_free(&r->failures);
+	buf_free(&r->unrestored);
 	*r = (struct round){
 		.active = true,
 		.generation = ++co->generation,
@@ -327,6 +330,7 @@ static void round_start(struct coordinator *co)
 			continue;
 		c->proc.round_generation = r->generation;
 		c->proc.state = PROC_SUSPENDING;
+		buf_free(&c->proc.unrestored);
 		send_do(c, CKPT_MSG_DO_SUSPEND, r->generation);
 	}
 	/* a send may have failed: the reaper reports it as a disconnect */
@@ -342,11 +346,47 @@ void round_request(struct coordinator *co, struct conn *requester)
 		round_start(co);
 }
 
+/* What the process said a restart will not restore, one line each,
+ * kept until its image is in place (a process that fails says nothing). */
+void round_on_unrestored(struct coordinator *co, struct conn *c,
+			 const char *p, uint32_t len)
+{
+	struct ckpt_msg_unrestored u = { 0 };
+	uint32_t n;
+
+	memcpy(&u, p, len < sizeof(u) ? len : sizeof(u));
+	if (!in_round(co, c) || u.generation != co->round.generation ||
+	    len <= sizeof(u))
+		return;
+	n = len - sizeof(u);
+	if (u.text_len < n)
+		n = u.text_len;
+	buf_free(&c->proc.unrestored);
+	buf_append(&c->proc.unrestored, p + sizeof(u), n);
+}
+
+/* "app (vpid 7, pid 42, host h): fd 5: an eventfd ...: why" per line. */
+static void record_unrestored(struct coordinator *co, struct conn *c)
+{
+	const char *line = buf_str(&c->proc.unrestored), *end;
+	char name[256];
+
+	proc_name(c, name, sizeof(name));
+	for (; *line; line = *end ? end + 1 : end) {
+		end = strchrnul(line, '\n');
+		if (end > line)
+			buf_printf(&co->round.unrestored, "%s: %.*s\n", name,
+				   (int)(end - line), line);
+	}
+	buf_free(&c->proc.unrestored);
+}
+
 static void record_durable(struct coordinator *co, struct conn *c,
 			   const struct ckpt_msg_result *res)
 {
 	char name[256];
 
+	record_unrestored(co, c);
 	if (res->path[0]) {
 		buf_printf(&co->round.paths, "%s\n", res->path);
 		return;

@@ -27,7 +27,8 @@ static void usage(FILE *f)
 "Send COMMAND to the ckpt coordinator and print its reply.\n"
 "\n"
 "Commands (exactly one):\n"
-"  -c, --checkpoint     checkpoint every process now; prints image paths\n"
+"  -c, --checkpoint     checkpoint every process now; prints image paths,\n"
+"                       and on stderr what a restart will not restore\n"
 "  -s, --status         coordinator address, processes, interval, last\n"
 "                       checkpoint, running round, accelerator use\n"
 "  -l, --list           one line per process\n"
@@ -149,11 +150,25 @@ static void print_text(FILE *f, const char *text)
 		fputc('\n', f);
 }
 
+/* What a restart of the new checkpoint will not restore, one line per
+ * thing, naming its process: the checkpoint itself succeeded. */
+static void print_warnings(const char *warnings)
+{
+	const char *line, *end;
+
+	for (line = warnings; *line; line = *end ? end + 1 : end) {
+		end = strchrnul(line, '\n');
+		if (end > line)
+			fprintf(stderr, "warning: %.*s\n", (int)(end - line),
+				line);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct request q = { 0 };
 	char addr[512];
-	char *text = NULL;
+	char *text = NULL, *warnings = NULL;
 	int fd, r, status = 0;
 
 	parse_args(argc, argv, &q);
@@ -166,8 +181,9 @@ int main(int argc, char **argv)
 			tool_strerror(fd));
 		return 1;
 	}
-	r = tool_command(fd, ckpt_cc_is_tcp_addr(addr), q.cmd, q.arg,
-			 q.timeout_ms, &status, &text);
+	r = tool_command_warnings(fd, ckpt_cc_is_tcp_addr(addr), q.cmd,
+				  q.arg, q.timeout_ms, &status, &text,
+				  &warnings);
 	close(fd);
 	if (r < 0) {
 		fprintf(stderr, "ckpt_command: coordinator at %s: no reply: "
@@ -176,9 +192,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	print_text(status ? stderr : stdout, text);
+	print_warnings(warnings);
 	if (status && !text[0])
 		fprintf(stderr, "ckpt_command: the coordinator reports "
 			"failure: %s\n", tool_strerror(status));
 	free(text);
+	free(warnings);
 	return status ? 1 : 0;
 }

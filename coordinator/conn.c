@@ -162,21 +162,34 @@ void conn_send(struct conn *c, uint16_t type, const void *payload,
 	conn_flush(c);
 }
 
-void conn_reply(struct conn *c, int status, const char *text)
+void conn_reply_warnings(struct conn *c, int status, const char *text,
+			 const char *warnings)
 {
-	size_t tlen = strlen(text) + 1;
+	size_t tlen = strlen(text) + 1, wlen = strlen(warnings) + 1;
 	size_t max = CKPT_MSG_MAX_PAYLOAD - sizeof(struct ckpt_msg_cmd_reply);
 	struct ckpt_msg_cmd_reply rep = { .status = status };
 	struct buf msg = { 0 };
 
 	if (tlen > max)
 		tlen = max;
+	if (wlen > max - tlen)
+		wlen = max - tlen;
 	rep.text_len = (uint32_t)tlen;
 	buf_append(&msg, &rep, sizeof(rep));
 	buf_append(&msg, text, tlen - 1);
 	buf_append(&msg, "", 1);
+	/* older commands read text_len bytes and stop there */
+	if (wlen > 1) {
+		buf_append(&msg, warnings, wlen - 1);
+		buf_append(&msg, "", 1);
+	}
 	conn_send(c, CKPT_MSG_CMD_REPLY, msg.data, (uint32_t)msg.len);
 	buf_free(&msg);
+}
+
+void conn_reply(struct conn *c, int status, const char *text)
+{
+	conn_reply_warnings(c, status, text, "");
 }
 
 int conn_fill(struct conn *c)
@@ -230,5 +243,6 @@ void conn_free(struct conn *c)
 		close(c->fd);
 	buf_free(&c->in);
 	buf_free(&c->out);
+	buf_free(&c->proc.unrestored);
 	free(c);
 }

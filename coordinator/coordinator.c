@@ -86,6 +86,33 @@ static bool secret_ok(struct coordinator *co, const char *given)
 	return diff == 0;
 }
 
+/* Checkpoint numbers only grow, across restarts and coordinators: a
+ * restarted process brings its image's generation (an older libckpt the
+ * one before it, hence + 1) and the computation it belongs to, which a
+ * coordinator with no other process takes as its own. Images of the next
+ * checkpoint then always outnumber the ones restored from. */
+static void continue_numbering(struct coordinator *co,
+			       const struct ckpt_msg_hello *h)
+{
+	uint64_t g = h->generation;
+
+	if ((h->flags & CKPT_HELLO_F_RESTARTED) &&
+	    !(h->flags & CKPT_HELLO_F_IMAGE_GENERATION) && g)
+		g++;
+	if (g > co->generation)
+		co->generation = g;
+	if ((h->flags & CKPT_HELLO_F_RESTARTED) && h->computation_id &&
+	    h->computation_id != co->computation_id &&
+	    count_processes(co) == 0) {
+		coord_log("continuing computation %016llx from checkpoint %llu "
+			  "(was %016llx)",
+			  (unsigned long long)h->computation_id,
+			  (unsigned long long)co->generation,
+			  (unsigned long long)co->computation_id);
+		co->computation_id = h->computation_id;
+	}
+}
+
 static void accept_process(struct coordinator *co, struct conn *c,
 			   const char *p, uint32_t len)
 {
@@ -105,13 +132,13 @@ static void accept_process(struct coordinator *co, struct conn *c,
 		return;
 	}
 	memset(h->secret, 0, sizeof(h->secret));
+	continue_numbering(co, h);	/* before it counts as a process */
 	c->kind = CONN_PROCESS;
 	c->proc.state = PROC_IDLE;
 	co->ever_had_process = true;
-	if (h->generation > co->generation)
-		co->generation = h->generation;
 	w.computation_id = co->computation_id;
 	w.interval_s = co->interval_s;
+	w.flags = CKPT_WELCOME_F_UNRESTORED;
 	conn_send(c, CKPT_MSG_WELCOME, &w, sizeof(w));
 	coord_log("process %s joined from %s%s%s",
 		  proc_name(c, name, sizeof(name)), c->peer,
@@ -156,6 +183,9 @@ static void handle_process_msg(struct coordinator *co, struct conn *c,
 		res.path[sizeof(res.path) - 1] = '\0';
 		res.message[sizeof(res.message) - 1] = '\0';
 		round_on_result(co, c, hdr->type, &res);
+		break;
+	case CKPT_MSG_UNRESTORED:
+		round_on_unrestored(co, c, p, hdr->len);
 		break;
 	default:
 		coord_log("process %s sent unexpected message type %u; "

@@ -77,6 +77,8 @@ struct process_info {
 	struct ckpt_msg_hello hello;
 	enum proc_state state;
 	uint64_t round_generation;	/* round it takes part in */
+	struct buf unrestored;		/* this round: what its restart will
+					   not restore, one line each */
 	bool kill_sent;
 };
 
@@ -122,6 +124,8 @@ struct round {
 	int nexpected;
 	struct buf paths;		/* one image path per line */
 	struct buf failures;		/* one failure per line */
+	struct buf unrestored;		/* "process: what, why" per line, of
+					   the processes that are durable */
 };
 
 struct last_round {
@@ -175,6 +179,9 @@ struct conn *conn_add(struct coordinator *co, int fd, const char *peer);
 void conn_send(struct conn *c, uint16_t type, const void *payload,
 	       uint32_t len);
 void conn_reply(struct conn *c, int status, const char *text);
+/* warnings: a second text after text, for stderr ("": none) */
+void conn_reply_warnings(struct conn *c, int status, const char *text,
+			 const char *warnings);
 int conn_flush(struct conn *c);
 /* Read what is there; 0 or -errno (then c->eof is set). */
 int conn_fill(struct conn *c);
@@ -194,6 +201,8 @@ void round_request(struct coordinator *co, struct conn *requester);
 void round_on_result(struct coordinator *co, struct conn *c, uint16_t type,
 		     const struct ckpt_msg_result *res);
 void round_on_gone(struct coordinator *co, struct conn *c);
+void round_on_unrestored(struct coordinator *co, struct conn *c,
+			 const char *p, uint32_t len);
 void round_check_timeouts(struct coordinator *co);
 int64_t round_next_deadline(struct coordinator *co);
 const char *proc_state_name(enum proc_state s);

@@ -76,7 +76,10 @@ int tool_resolve_addr(const char *prog, const char *explicit_addr,
 	return 0;
 }
 
-static int read_reply(int fd, int timeout_ms, int *status, char **text)
+/* *text: the reply's text; *warnings (if asked for): the text after it,
+ * "" when there is none (an older coordinator never sends one). */
+static int read_reply(int fd, int timeout_ms, int *status, char **text,
+		      char **warnings)
 {
 	uint32_t cap = CKPT_MSG_MAX_PAYLOAD, len = 0;
 	struct ckpt_msg_cmd_reply rep;
@@ -97,6 +100,14 @@ static int read_reply(int fd, int timeout_ms, int *status, char **text)
 	memcpy(&rep, buf, sizeof(rep));
 	if (rep.text_len > len - sizeof(rep))
 		rep.text_len = len - (uint32_t)sizeof(rep);
+	buf[len] = '\0';
+	if (warnings) {
+		*warnings = strdup(buf + sizeof(rep) + rep.text_len);
+		if (!*warnings) {
+			free(buf);
+			return -ENOMEM;
+		}
+	}
 	memmove(buf, buf + sizeof(rep), rep.text_len);
 	buf[rep.text_len] = '\0';
 	*status = rep.status;
@@ -104,8 +115,9 @@ static int read_reply(int fd, int timeout_ms, int *status, char **text)
 	return 0;
 }
 
-int tool_command(int fd, bool tcp, uint32_t cmd, uint32_t arg,
-		 int timeout_ms, int *status, char **text)
+int tool_command_warnings(int fd, bool tcp, uint32_t cmd, uint32_t arg,
+			  int timeout_ms, int *status, char **text,
+			  char **warnings)
 {
 	struct ckpt_msg_cmd m = { .cmd = cmd, .arg = arg };
 	int r;
@@ -118,5 +130,12 @@ int tool_command(int fd, bool tcp, uint32_t cmd, uint32_t arg,
 	r = ckpt_msg_send(fd, CKPT_MSG_CMD, &m, sizeof(m));
 	if (r < 0)
 		return r;
-	return read_reply(fd, timeout_ms, status, text);
+	return read_reply(fd, timeout_ms, status, text, warnings);
+}
+
+int tool_command(int fd, bool tcp, uint32_t cmd, uint32_t arg,
+		 int timeout_ms, int *status, char **text)
+{
+	return tool_command_warnings(fd, tcp, cmd, arg, timeout_ms, status,
+				     text, NULL);
 }

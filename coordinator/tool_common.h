@@ -21,6 +21,11 @@ int tool_resolve_addr(const char *prog, const char *explicit_addr,
  * malloc'ed. Returns 0 (then *status is the coordinator's) or -errno. */
 int tool_command(int fd, bool tcp, uint32_t cmd, uint32_t arg,
 		 int timeout_ms, int *status, char **text);
+/* The same, and *warnings (malloc'ed, "" if the reply has none): the
+ * reply's text for stderr after a success. */
+int tool_command_warnings(int fd, bool tcp, uint32_t cmd, uint32_t arg,
+			  int timeout_ms, int *status, char **text,
+			  char **warnings);
 
 /* Positive errno -> message, for "-r" results too. */
 const char *tool_strerror(int err);

@@ -47,6 +47,7 @@ int checkpoint_suspend(uint64_t generation, const char *dir, char *err,
 	if (r < 0)
 		return r;
 	shared_begin_round(generation, dir);
+	unrestored_begin();
 	pending_capture_process();
 	for (size_t i = 0; i < ckpt_nresources; i++) {
 		if (!ckpt_resources[i]->save)

@@ -180,6 +180,8 @@ static int save_one_fd(int fd, pid_t pid)
 	if (pool_add(path, &s->path) < 0)
 		return -ENOMEM;
 	find_dup(s, pid);
+	if (s->kind == CKPT_FD_UNSUPPORTED)	/* restore_one_fd's default */
+		unrestored_fd(fd, path);
 	nsaved++;
 	return 0;
 }

@@ -398,6 +398,9 @@ static void fill_header(struct ckpt_image_header *h, struct image_writer *w,
 	h->vpid = ckpt.vpid;
 	h->vppid = ckpt.vppid;
 	h->generation = generation;
+	h->computation_id = ckpt.computation_id;
+	if (add_string(w, unrestored_text(), &h->unrestored) < 0)
+		h->unrestored = 0;
 	clock_gettime(CLOCK_REALTIME, &now);
 	h->ckpt_time_ns = now.tv_sec * 1000000000ULL + now.tv_nsec;
 	ckpt_fmt(h->program, sizeof(h->program), "%s", ckpt.program);

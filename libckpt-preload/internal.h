@@ -40,6 +40,8 @@ struct ckpt_state {
 	int signal;			/* the reserved checkpoint signal */
 	pid_t vpid, vppid;
 	uint64_t generation;		/* last generation written */
+	uint64_t computation_id;	/* the coordinator's, from WELCOME */
+	uint32_t coord_flags;		/* CKPT_WELCOME_F_* */
 	uint32_t restarts;		/* times this process was restarted */
 	char coord_addr[512];
 	char ckpt_dir[4096];
@@ -109,6 +111,16 @@ void manager_wait_image_settled(void);
 pid_t session_virt_from_real(pid_t real);
 uint64_t session_image_flags(void);
 void session_restore_foreground(pid_t vpgid);
+
+/* unrestored.c: what a restart will not restore, said at checkpoint */
+void unrestored_begin(void);
+void unrestored_add(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+void unrestored_fd(int fd, const char *path);
+const char *unrestored_text(void);
+
+/* socket_names.c */
+int sockets_describe(int fd, char *out, size_t len);
 
 /* files.c */
 int files_private_fd(int fd);
@@ -243,7 +255,7 @@ int checkpoint_restore_resources(const struct ckpt_restart_args *args);
 /* manager.c */
 int manager_start(void);
 int manager_stack_overlaps(uint64_t addr, uint64_t len);
-void manager_after_restart(void);
+void manager_after_restart(uint64_t image_generation);
 
 /* restore.c */
 void ckpt_restore_entry(struct ckpt_restart_args *args)

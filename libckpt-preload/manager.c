@@ -110,6 +110,28 @@ static int send_result(uint16_t type, uint64_t gen, int error,
 
 static void handle_write_image(const struct ckpt_msg_do_checkpoint *m);
 
+/* What a restart of this checkpoint will not restore, for ckpt_command
+ * (a coordinator that does not take it gets nothing). */
+static void send_unrestored(uint64_t gen)
+{
+	static char msg[sizeof(struct ckpt_msg_unrestored) + (16 << 10)];
+	struct ckpt_msg_unrestored *u = (void *)msg;
+	const char *text = unrestored_text();
+	size_t n = strlen(text) + 1;
+
+	if (!text[0] || !(ckpt.coord_flags & CKPT_WELCOME_F_UNRESTORED))
+		return;
+	if (n > sizeof(msg) - sizeof(*u))
+		n = sizeof(msg) - sizeof(*u);
+	memset(u, 0, sizeof(*u));
+	u->generation = gen;
+	u->text_len = n;
+	memcpy(msg + sizeof(*u), text, n);
+	msg[sizeof(*u) + n - 1] = 0;
+	ckpt_msg_send(ckpt.coord_fd, CKPT_MSG_UNRESTORED, msg,
+		      sizeof(*u) + n);
+}
+
 /* A coordinator that just saw its last process go exits after a short
  * linger; a process that execs or restarts at that moment may find it
  * gone, or going: start one then (ckpt_coord_connect_or_spawn). */
@@ -143,6 +165,7 @@ static int join_coordinator(uint32_t flags)
 	hello.flags = flags | CKPT_HELLO_F_RESUME_BARRIER |
 		      (ckpt_accel_available() ? CKPT_HELLO_F_ACCEL : 0);
 	hello.generation = ckpt.generation;
+	hello.computation_id = ckpt.computation_id;
 	ckpt_fmt(hello.program, sizeof(hello.program), "%s", ckpt.program);
 	ckpt_fmt(hello.unique_id, sizeof(hello.unique_id), "%s",
 		 ckpt.unique_id);
@@ -160,6 +183,8 @@ static int join_coordinator(uint32_t flags)
 		close(fd);
 		return r;
 	}
+	ckpt.computation_id = msg.welcome.computation_id;
+	ckpt.coord_flags = msg.welcome.flags;
 	ckpt.coord_fd = fd;
 	return 0;
 }
@@ -273,7 +298,7 @@ static void handle_write_image(const struct ckpt_msg_do_checkpoint *m)
 	r = checkpoint_write(m->generation, dir, path, sizeof(path), tmp,
 			     sizeof(tmp), err, sizeof(err));
 	if (r == CKPT_RESTARTED) {
-		manager_after_restart();
+		manager_after_restart(m->generation);
 		return;
 	}
 	if (r < 0) {
@@ -331,6 +356,7 @@ static void handle_suspend(const struct ckpt_msg_do_checkpoint *first)
 			send_result(CKPT_MSG_FAILED, m.generation, -r, NULL, err);
 			return;
 		}
+		send_unrestored(m.generation);
 		send_result(CKPT_MSG_SUSPENDED, m.generation, 0, NULL, NULL);
 		r = ckpt_msg_recv(ckpt.coord_fd, &msg, sizeof(msg), &len,
 				  CKPT_SUSPENDED_IDLE_MS);
@@ -432,8 +458,10 @@ int manager_start(void)
 }
 
 /* The manager thread of a restarted process: wait until the process is
- * whole again, then rejoin the coordinator the restart named. */
-void manager_after_restart(void)
+ * whole again, then rejoin the coordinator the restart named. Memory was
+ * saved before this generation was committed: the coordinator learns it
+ * here, so that it never numbers a checkpoint like this image again. */
+void manager_after_restart(uint64_t image_generation)
 {
 	int r;
 
@@ -443,7 +471,9 @@ void manager_after_restart(void)
 	ckpt_accel_open(); /* the kernel may be another one now */
 	ckpt.coord_fd = -1;
 	ckpt.restarts++;
-	r = join_coordinator_retrying(CKPT_HELLO_F_RESTARTED);
+	ckpt.generation = image_generation;
+	r = join_coordinator_retrying(CKPT_HELLO_F_RESTARTED |
+				      CKPT_HELLO_F_IMAGE_GENERATION);
 	if (r < 0)
 		ckpt_log("restarted, but cannot reach the coordinator at %s: "
 			 "%s; checkpoints of this process are off",

@@ -29,6 +29,9 @@ static void print_header(const struct ckpt_image *img)
 	printf("unique id   %.*s\n", (int)sizeof(h->unique_id), h->unique_id);
 	printf("generation  %llu, taken %s\n",
 	       (unsigned long long)h->generation, when);
+	if (h->computation_id)
+		printf("computation %016llx\n",
+		       (unsigned long long)h->computation_id);
 	printf("cpu         features %#llx, ", (unsigned long long)h->cpu_features);
 	if (h->cpu_features_in_use)
 		printf("in use %#llx\n",
@@ -159,6 +162,21 @@ static void print_fds(const struct ckpt_image *img)
 	}
 }
 
+/* What the checkpoint said a restart will not restore, one line each. */
+static void print_unrestored(const struct ckpt_image *img)
+{
+	const char *line = image_string(img, img->hdr.unrestored), *end;
+
+	if (!*line)
+		return;
+	printf("\nnot restored by a restart:\n");
+	for (; *line; line = *end ? end + 1 : end) {
+		end = strchrnul(line, '\n');
+		if (end > line)
+			printf("  %.*s\n", (int)(end - line), line);
+	}
+}
+
 /* Whether this machine could restart it, as notes: images from elsewhere
  * are still inspected. */
 static void print_host_notes(struct ckpt_image *img)
@@ -210,6 +228,7 @@ int main(int argc, char **argv)
 	print_regions(&img);
 	print_threads(&img);
 	print_fds(&img);
+	print_unrestored(&img);
 	fflush(stdout);
 	if (image_verify_data(&img)) {
 		fprintf(stderr, "ckpt_inspect: %s: %s\n", argv[1], img.err);

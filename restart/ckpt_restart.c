@@ -201,28 +201,71 @@ static void ensure_stdio_open(void)
 		close(fd);
 }
 
-/* The images of one checkpoint: given images of several (ckpt_*.img in a
- * directory where processes exited or exec'd since an older checkpoint),
- * keep the newest generation's and say which were left out. Returns the
- * number kept, moved to the front. */
-static int keep_newest_generation(struct ckpt_image *imgs, int n)
+/* The image taken last: its computation's newest checkpoint is the one
+ * restarted. */
+static const struct ckpt_image *latest_image(const struct ckpt_image *imgs,
+					     int n)
 {
+	const struct ckpt_image *latest = &imgs[0];
+
+	for (int i = 1; i < n; i++)
+		if (imgs[i].hdr.ckpt_time_ns > latest->hdr.ckpt_time_ns)
+			latest = &imgs[i];
+	return latest;
+}
+
+static void say_left_out(const struct ckpt_image *img, uint64_t computation,
+			 uint64_t newest)
+{
+	if (img->hdr.computation_id != computation && !img->hdr.computation_id)
+		fprintf(stderr, "ckpt_restart: leaving out %s: an image of an "
+			"older ckpt (no computation id, checkpoint %llu), "
+			"older than the newest checkpoint given (%016llx, "
+			"checkpoint %llu)\n", img->path,
+			(unsigned long long)img->hdr.generation,
+			(unsigned long long)computation,
+			(unsigned long long)newest);
+	else if (img->hdr.computation_id != computation)
+		fprintf(stderr, "ckpt_restart: leaving out %s: it belongs to "
+			"another computation (%016llx, checkpoint %llu) than "
+			"the newest checkpoint given (%016llx, checkpoint "
+			"%llu); restart it with its own images\n", img->path,
+			(unsigned long long)img->hdr.computation_id,
+			(unsigned long long)img->hdr.generation,
+			(unsigned long long)computation,
+			(unsigned long long)newest);
+	else
+		fprintf(stderr, "ckpt_restart: leaving out %s: it is from "
+			"checkpoint %llu, the newest given is %llu (the "
+			"process had exited or exec'd by then)\n", img->path,
+			(unsigned long long)img->hdr.generation,
+			(unsigned long long)newest);
+}
+
+/* The images of one checkpoint: given images of several (ckpt_*.img in a
+ * directory where processes exited or exec'd since an older checkpoint,
+ * or where another computation checkpoints too), keep those of the
+ * newest checkpoint of the computation that checkpointed last, and say
+ * which were left out. Checkpoint numbers only grow in a computation,
+ * also across restarts (the coordinator continues from the restored
+ * images' number). Returns the number kept, moved to the front. */
+static int keep_newest_checkpoint(struct ckpt_image *imgs, int n)
+{
+	uint64_t computation = latest_image(imgs, n)->hdr.computation_id;
 	uint64_t newest = 0;
 	int kept = 0;
 
 	for (int i = 0; i < n; i++)
-		if (imgs[i].hdr.generation > newest)
+		if (imgs[i].hdr.computation_id == computation &&
+		    imgs[i].hdr.generation > newest)
 			newest = imgs[i].hdr.generation;
 	for (int i = 0; i < n; i++) {
-		if (imgs[i].hdr.generation == newest) {
+		if (imgs[i].hdr.computation_id == computation &&
+		    imgs[i].hdr.generation == newest) {
 			imgs[kept++] = imgs[i];
 			continue;
 		}
-		fprintf(stderr, "ckpt_restart: leaving out %s: it is from "
-			"checkpoint %llu, the newest given is %llu (the "
-			"process had exited or exec'd by then)\n", imgs[i].path,
-			(unsigned long long)imgs[i].hdr.generation,
-			(unsigned long long)newest);
+		say_left_out(&imgs[i], computation, newest);
 		image_close(&imgs[i]);
 	}
 	return kept;
@@ -254,7 +297,7 @@ int main(int argc, char **argv)
 			failed = 1;
 	if (failed)
 		return 1;
-	o.nimages = keep_newest_generation(imgs, o.nimages);
+	o.nimages = keep_newest_checkpoint(imgs, o.nimages);
 	if (restart_recreate_missing_files(imgs, o.nimages) < 0)
 		return 1;
 	if (ensure_coordinator(o.coord, coord, sizeof(coord)))

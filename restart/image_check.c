@@ -151,20 +151,24 @@ static int check_header(struct ckpt_image *img)
 		return image_fail(img, EINVAL, "truncated: the file has %zu "
 				  "bytes, less than the %d-byte header", have,
 				  CKPT_HEADER_SIZE);
-	memcpy(&img->hdr, buf, sizeof(img->hdr));
-	h = img->hdr;
+	memcpy(&h, buf, sizeof(h));
 	if (h.version != CKPT_IMAGE_VERSION)
 		return image_fail(img, EINVAL, "image version %u, this ckpt "
 				  "reads version %d", h.version,
 				  CKPT_IMAGE_VERSION);
-	if (h.header_size != sizeof(h))
-		return image_fail(img, EINVAL, "header size %u, expected %zu: "
-				  "the header is corrupt", h.header_size,
-				  sizeof(h));
-	h.header_hash = 0;
-	if (ckpt_hash64(&h, sizeof(h), 0) != img->hdr.header_hash)
+	/* older images have a shorter header, newer ones may have more */
+	if (h.header_size < CKPT_HEADER_SIZE_MIN ||
+	    h.header_size > CKPT_HEADER_SIZE)
+		return image_fail(img, EINVAL, "header size %u, expected %zu "
+				  "to %d: the header is corrupt", h.header_size,
+				  CKPT_HEADER_SIZE_MIN, CKPT_HEADER_SIZE);
+	if (ckpt_header_hash(buf, h.header_size) != h.header_hash)
 		return image_fail(img, EINVAL, "header checksum mismatch: the "
 				  "header is corrupt");
+	/* fields the writer's header did not have read as 0 */
+	memset(&img->hdr, 0, sizeof(img->hdr));
+	memcpy(&img->hdr, buf, h.header_size < sizeof(h) ? h.header_size :
+							  sizeof(h));
 	return 0;
 }
 

@@ -50,6 +50,8 @@ MSG_CMD, MSG_CMD_REPLY = 32, 33
 CMD_CHECKPOINT, CMD_STATUS, CMD_LIST, CMD_INTERVAL, CMD_KILL, CMD_QUIT = \
     1, 2, 3, 4, 5, 6
 HELLO_F_RESTARTED, HELLO_F_ACCEL, HELLO_F_RESUME_BARRIER = 1, 2, 4
+HELLO_F_IMAGE_GENERATION = 8
+MSG_UNRESTORED, WELCOME_F_UNRESTORED = 7, 1
 
 TIMEOUT = 10.0
 
@@ -122,11 +124,13 @@ class FakeProcess:
     """
 
     def __init__(self, addr, vpid, program="fakeapp", behaviour="ok",
-                 flags=0, generation=0, secret=b"", delay=0.0):
+                 flags=0, generation=0, secret=b"", delay=0.0,
+                 computation_id=0, unrestored=""):
         self.vpid = vpid
         self.program = program
         self.behaviour = behaviour
         self.delay = delay
+        self.unrestored = unrestored
         self.received = []
         self.generations = []
         self.killed = threading.Event()
@@ -135,10 +139,13 @@ class FakeProcess:
         hello = HELLO.pack(os.getpid(), vpid, 1, flags, generation,
                            program.encode(), b"uid-%d" % vpid,
                            b"testhost", secret, b"")
+        # appended field: the computation it belonged to
+        hello += struct.pack("<Q", computation_id)
         send_msg(self.sock, MSG_HELLO, hello)
         mtype, payload = recv_msg(self.sock)
         assert mtype == MSG_WELCOME
-        self.computation_id, self.interval_s, _ = WELCOME.unpack(payload)
+        self.computation_id, self.interval_s, self.welcome_flags = \
+            WELCOME.unpack(payload)
         self.thread = threading.Thread(target=self._serve, daemon=True)
         self.thread.start()
 
@@ -160,6 +167,10 @@ class FakeProcess:
             time.sleep(self.delay)
         if b == "stale_first":
             self.result(MSG_SUSPENDED, g + 100)
+        if self.unrestored and self.welcome_flags & WELCOME_F_UNRESTORED:
+            text = self.unrestored.encode() + b"\0"
+            send_msg(self.sock, MSG_UNRESTORED,
+                     struct.pack("<QII", g, len(text), 0) + text)
         self.result(MSG_SUSPENDED, g)
         return True
 
@@ -824,10 +835,49 @@ def test_stale_generation_ignored(env, coord, fakes):
 
 @pytest.mark.time_limit(60)
 def test_generation_continues_after_restart(env, coord, fakes):
+    """A process restarted from an image of checkpoint 41 makes the next
+    checkpoint 42, and the coordinator takes the computation id of the
+    restarted images as its own."""
     c = coord()
-    fakes(c.addr, 601, flags=HELLO_F_RESTARTED, generation=41)
+    fakes(c.addr, 601, flags=HELLO_F_RESTARTED | HELLO_F_IMAGE_GENERATION,
+          generation=41, computation_id=0x1234abcd5678ef00)
     r = checkpoint(env)
     assert r.returncode == 0 and "gen42.img" in r.stdout
+    later = fakes(c.addr, 602)
+    assert later.computation_id == 0x1234abcd5678ef00
+    r = run([COMMAND, "--status"], env=env)
+    assert "computation 1234abcd5678ef00" in r.stdout, r.stdout
+
+
+@pytest.mark.time_limit(60)
+def test_generation_after_restart_of_older_libckpt(env, coord, fakes):
+    """An older libckpt says 41 for an image of checkpoint 42 (its memory
+    was saved before that round committed): 43 follows, never 42 again."""
+    c = coord()
+    fakes(c.addr, 603, flags=HELLO_F_RESTARTED, generation=41)
+    r = checkpoint(env)
+    assert r.returncode == 0 and "gen43.img" in r.stdout
+
+
+@pytest.mark.time_limit(60)
+def test_unrestored_reaches_the_command(env, coord, fakes):
+    """What a process says its restart will not restore reaches
+    ckpt_command's stderr, one line each, named by process; the
+    checkpoint succeeds."""
+    c = coord()
+    fakes(c.addr, 611, program="server",
+          unrestored="fd 5: an eventfd: not restored yet\nfd 6: a UDP "
+                     "socket: not restored yet\n")
+    fakes(c.addr, 612, program="quiet")
+    r = checkpoint(env)
+    assert r.returncode == 0, r.stderr
+    assert len(r.stdout.split()) == 2, r.stdout
+    lines = r.stderr.splitlines()
+    assert lines == [
+        "warning: server (vpid 611, pid %d, host testhost): fd 5: an "
+        "eventfd: not restored yet" % os.getpid(),
+        "warning: server (vpid 611, pid %d, host testhost): fd 6: a UDP "
+        "socket: not restored yet" % os.getpid()], r.stderr
 
 
 @pytest.mark.time_limit(60)

@@ -30,8 +30,9 @@ MKIMAGE = os.path.join(SELFTEST, "mkimage")
 RESTORED = os.path.join(SELFTEST, "restored.bin")
 TIMEOUT = 30
 
-# struct ckpt_image_header (include/ckpt/image.h), 352 bytes.
-HEADER_FMT = "<8sIIIIQQQQQQQIIIIQQQQQQQQQQQiiQQ64s64sQQ"
+# struct ckpt_image_header (include/ckpt/image.h), 368 bytes; the first
+# 352 (up to header_hash) are all an older image has.
+HEADER_FMT = "<8sIIIIQQQQQQQIIIIQQQQQQQQQQQiiQQ64s64sQQQII"
 HEADER_FIELDS = (
     "magic version header_size arch page_size cpu_features flags "
     "image_size meta_offset meta_size meta_hash data_offset nregions "
@@ -39,9 +40,10 @@ HEADER_FIELDS = (
     "fds_offset strings_offset strings_size restore_entry "
     "restore_stack_top restore_tls brk_start brk_end vpid vppid "
     "generation ckpt_time_ns program unique_id cpu_features_in_use "
-    "header_hash").split()
+    "header_hash computation_id unrestored reserved").split()
 HEADER_SIZE = struct.calcsize(HEADER_FMT)
-assert HEADER_SIZE == 352
+assert HEADER_SIZE == 368
+OLD_HEADER_SIZE = 352
 REGION_FMT = "<QQIIIIQQQQQII"     # struct ckpt_region, 80 bytes
 EXTENT_FMT = "<QQQQ"              # struct ckpt_extent, 32 bytes
 assert struct.calcsize(REGION_FMT) == 80
@@ -103,7 +105,7 @@ class Image:
                                h["meta_offset"] + h["meta_size"]])
         self.set_header(meta_hash=ckpt_hash64(meta), header_hash=0)
         self.set_header(header_hash=ckpt_hash64(
-            bytes(self.data[:HEADER_SIZE])))
+            bytes(self.data[:h["header_size"]])))
 
     def regions(self):
         h = self.header()
@@ -234,6 +236,26 @@ def test_selftest_several_images(work, coord):
     bad = work("c.img", "--exit-code", "5")
     r = run([RESTART, "--coord", coord, ok, bad])
     assert r.returncode == 5, r.stderr
+
+
+def test_older_shorter_header(work, coord):
+    """An image whose header ends at header_hash (written before fields
+    were appended) still restarts and inspects: the hash covers
+    header_size bytes, the missing fields read as 0."""
+    im = Image(work())
+    im.set_header(header_size=OLD_HEADER_SIZE, computation_id=0,
+                  unrestored=0, reserved=0)
+    im.rehash()
+    img = im.write(str(work.dir / "older.img"))
+    r = restart(img, coord)
+    assert r.returncode == 42, r.stderr
+    r = run([INSPECT, img])
+    assert r.returncode == 0 and "computation" not in r.stdout, r.stdout
+    im.set_header(header_size=OLD_HEADER_SIZE - 8)
+    im.rehash()
+    img = im.write(str(work.dir / "short.img"))
+    assert_refused(restart(img, coord), img,
+                   r"header size 344, expected 352 to 4096")
 
 
 def test_inspect_good_image(work):

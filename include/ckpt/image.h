@@ -21,7 +21,9 @@
 #ifndef CKPT_IMAGE_H
 #define CKPT_IMAGE_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include "ckpt/hash.h"
 
 #define CKPT_IMAGE_MAGIC	"CKPTIMG1"	/* 8 bytes, no NUL */
 #define CKPT_IMAGE_VERSION	1
@@ -82,9 +84,39 @@ struct ckpt_image_header {
 					   of every saved thread's signal
 					   frame, plus x87|SSE */
 
-	uint64_t header_hash;		/* ckpt_hash64 of this struct with
+	uint64_t header_hash;		/* ckpt_hash64 of the first
+					   header_size bytes with
 					   header_hash = 0 */
+
+	/* Appended after the first version 1 header: header_size tells
+	 * whether an image has them (older images read as 0). New fields
+	 * go here, at the end. */
+	uint64_t computation_id;	/* the coordinator's id of the
+					   computation; 0: unknown */
+	uint32_t unrestored;		/* string table offset of what a
+					   restart will not restore, one line
+					   each; 0: nothing */
+	uint32_t reserved;
 };
+
+/* The size of the header before fields were appended to it. */
+#define CKPT_HEADER_SIZE_MIN \
+	(offsetof(struct ckpt_image_header, header_hash) + 8)
+
+/* The hash of a header page (the CKPT_HEADER_SIZE bytes at offset 0):
+ * over its first header_size bytes, header_hash counted as 0. */
+static inline uint64_t ckpt_header_hash(const void *page,
+					uint32_t header_size)
+{
+	unsigned char copy[CKPT_HEADER_SIZE];
+
+	if (header_size > CKPT_HEADER_SIZE)
+		header_size = CKPT_HEADER_SIZE;
+	__builtin_memcpy(copy, page, header_size);
+	__builtin_memset(copy + offsetof(struct ckpt_image_header,
+					 header_hash), 0, 8);
+	return ckpt_hash64(copy, header_size, 0);
+}
 
 /* ckpt_region.kind */
 enum ckpt_region_kind {

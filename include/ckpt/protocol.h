@@ -34,6 +34,11 @@ enum ckpt_msg_type {
 					   image is fsync'ed under its
 					   temporary name; waits for
 					   DO_COMMIT or DO_ABORT */
+	CKPT_MSG_UNRESTORED = 7,	/* struct ckpt_msg_unrestored + text:
+					   what a restart of this checkpoint
+					   will not restore (before
+					   SUSPENDED; only to a coordinator
+					   that set CKPT_WELCOME_F_UNRESTORED) */
 
 	/* coordinator -> process */
 	CKPT_MSG_WELCOME = 16,		/* struct ckpt_msg_welcome */
@@ -66,6 +71,9 @@ struct ckpt_msg_header {
 #define CKPT_HELLO_F_RESUME_BARRIER 0x4	/* after WRITTEN, waits for
 					   DO_RESUME (older libckpt resumes
 					   at once) */
+#define CKPT_HELLO_F_IMAGE_GENERATION 0x8 /* restarted: generation is
+					   that of the image it came from
+					   (older libckpt: the one before) */
 
 struct ckpt_msg_hello {
 	int32_t real_pid;
@@ -78,11 +86,24 @@ struct ckpt_msg_hello {
 	char hostname[64];
 	char secret[CKPT_SECRET_LEN + 1]; /* TCP: per-user secret; else "" */
 	char reserved[7];
+	uint64_t computation_id;	/* the computation it belonged to
+					   (restarted: its image's); 0 none */
 };
+
+/* ckpt_msg_welcome.flags (0 from an older coordinator) */
+#define CKPT_WELCOME_F_UNRESTORED 0x1	/* takes CKPT_MSG_UNRESTORED */
 
 struct ckpt_msg_welcome {
 	uint64_t computation_id;
 	uint32_t interval_s;		/* 0: no interval checkpoints */
+	uint32_t flags;			/* CKPT_WELCOME_F_*; was reserved */
+};
+
+/* Followed by text_len bytes: NUL-terminated lines, one per thing a
+ * restart will not bring back ("fd 5: an epoll instance ...: ..."). */
+struct ckpt_msg_unrestored {
+	uint64_t generation;		/* the round being suspended */
+	uint32_t text_len;		/* bytes of text incl. NUL */
 	uint32_t reserved;
 };
 
@@ -116,7 +137,10 @@ struct ckpt_msg_cmd {
 };
 
 /* Followed by `text`, a NUL-terminated message printed by ckpt_command:
- * for CHECKPOINT one image path per line; errors one line each. */
+ * for CHECKPOINT one image path per line; errors one line each. After
+ * text_len bytes, a successful CHECKPOINT may add a second NUL-terminated
+ * text, warnings for stderr: one line per thing a restart will not
+ * restore, naming its process (older ckpt_command reads only text). */
 struct ckpt_msg_cmd_reply {
 	int32_t status;			/* 0 ok, else a positive errno */
 	uint32_t text_len;		/* bytes of text incl. NUL */

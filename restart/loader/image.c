@@ -32,18 +32,29 @@ static void read_exact(const struct loader *l, void *buf, uint64_t len,
 	}
 }
 
-static void check_header(const struct loader *l)
+/* The header page is read whole: the hash covers header_size bytes,
+ * which an older image has fewer of (the rest reads as 0). */
+static void check_header(struct loader *l)
 {
-	struct ckpt_image_header h = l->hdr;
+	static unsigned char page[CKPT_HEADER_SIZE];
+	const struct ckpt_image_header *hp = (const void *)page;
+	struct ckpt_image_header h;
 
+	read_exact(l, page, sizeof(page), 0, "header");
+	h = *hp;
 	if (memcmp(h.magic, CKPT_IMAGE_MAGIC, 8))
 		loader_fail("not a ckpt image (bad magic)");
 	if (h.version != CKPT_IMAGE_VERSION)
 		loader_fail("image version %u, this ckpt reads version %d",
 			    h.version, CKPT_IMAGE_VERSION);
-	h.header_hash = 0;
-	if (ckpt_hash64(&h, sizeof(h), 0) != l->hdr.header_hash)
+	if (h.header_size < CKPT_HEADER_SIZE_MIN ||
+	    h.header_size > CKPT_HEADER_SIZE ||
+	    ckpt_header_hash(page, h.header_size) != h.header_hash)
 		loader_fail("header checksum mismatch: the header is corrupt");
+	if (h.header_size < sizeof(h))
+		memset((char *)&h + h.header_size, 0,
+		       sizeof(h) - h.header_size);
+	l->hdr = h;
 	if (l->hdr.header_hash != l->header_hash)
 		loader_fail("the image changed since ckpt_restart checked it");
 	if (h.arch != ARCH_IMAGE_ARCH)
@@ -72,7 +83,6 @@ void image_read(struct loader *l)
 	const struct ckpt_image_header *h = &l->hdr;
 	unsigned char *meta;
 
-	read_exact(l, &l->hdr, sizeof(l->hdr), 0, "header");
 	check_header(l);
 	if (h->meta_size > l->work_end - l->work_next - l->page_size)
 		loader_fail("metadata block of %lu bytes does not fit the "

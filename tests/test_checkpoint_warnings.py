@@ -1,0 +1,105 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""What a restart will not restore is said when the checkpoint is taken:
+ckpt_command --checkpoint still succeeds (exit 0, image paths on stdout)
+and names on stderr, per process (program, vpid, pid), each descriptor
+its restart would replace by /dev/null and what it is; ckpt_inspect
+shows the same lines from the image. A program with only files and pipes
+gets no such line."""
+
+import re
+
+import pytest
+
+from ckpt_harness import app, numbers
+
+ITER = 300
+DELAY_MS = "30"
+
+
+def checkpoint_with_stderr(s, nimages):
+    r = s.command("--checkpoint")
+    assert r.returncode == 0, "ckpt_command --checkpoint: exit %d: %s" % (
+        r.returncode, r.stderr)
+    images = r.stdout.split()
+    assert len(images) == nimages, r.stdout
+    return images, r.stderr.splitlines()
+
+
+def warning_rx(pid, fd, what):
+    return re.compile(r"^warning: event_fds \(vpid %d, pid \d+, host [^)]*\)"
+                      r": fd %d: %s.*: not restored yet, a restart puts "
+                      r"/dev/null in its place$" % (pid, fd, what))
+
+
+def assert_one_match(lines, rx):
+    found = [l for l in lines if rx.search(l)]
+    assert len(found) == 1, "%d lines match %s in:\n%s" % (
+        len(found), rx.pattern, "\n".join(lines))
+
+
+@pytest.mark.time_limit(300)
+def test_unrestored_fds_are_named_at_checkpoint(session):
+    s = session
+    p = s.launch([app("event_fds"), "events", s.dir, str(ITER), DELAY_MS])
+    fds = p.wait_line(r"^fds epoll (\d+) eventfd (\d+) udp (\d+) udpport "
+                      r"(\d+) tcp (\d+) tcpport (\d+)$")
+    ep, ev, udp, uport, tcp, tport = (int(x) for x in fds.groups())
+    child = p.wait_line(r"^child (\d+) timerfd (\d+)$")
+    cpid, tfd = int(child.group(1)), int(child.group(2))
+    p.wait_line(r"^tick (\d+)$", minimum=5)
+    seen = max(numbers(p.lines(), r"^tick (\d+)$"))
+    images, err = checkpoint_with_stderr(s, 2)
+    for pid in (p.pid, cpid):
+        # ckpt_launch execs the program: its pid is the launcher's
+        assert_one_match(err, warning_rx(pid, ep, re.escape(
+            "an epoll instance (anon_inode:[eventpoll])")))
+        assert_one_match(err, warning_rx(pid, ev, re.escape(
+            "an eventfd (anon_inode:[eventfd])")))
+        assert_one_match(err, warning_rx(pid, udp, re.escape(
+            "a UDP socket on 127.0.0.1:%d" % uport)))
+        assert_one_match(err, warning_rx(pid, tcp, re.escape(
+            "a TCP socket listening on 127.0.0.1:%d" % tport)))
+    assert_one_match(err, warning_rx(cpid, tfd, re.escape(
+        "a timerfd (anon_inode:[timerfd])")))
+    assert not [l for l in err if re.search(r"\(vpid %d, .*: fd %d: " % (
+        p.pid, tfd), l)], err
+    parent_img = [i for i in images if "-%d-" % p.pid in i]
+    assert len(parent_img) == 1, images
+    shown = s.inspect(parent_img[0])
+    assert "not restored by a restart:" in shown, shown
+    assert ("  fd %d: a TCP socket listening on 127.0.0.1:%d: not restored "
+            "yet" % (tcp, tport)) in shown, shown
+
+    # the checkpoint is good: the program goes on after a restart
+    s.kill_all()
+    p.popen.wait(30)
+    before = numbers(p.lines(), r"^tick (\d+)$")
+    r = s.restart(images)
+    rc = r.wait_exit()
+    lines = r.lines()
+    assert rc == 0 and lines[-1] == "OK event_fds", (
+        "exit %d, last lines %r, stderr:\n%s" % (rc, lines[-5:],
+                                                r.stderr_text()))
+    after = numbers(lines, r"^tick (\d+)$")
+    assert seen < after[0] <= before[-1] + 1, (after[:3], seen, before)
+    assert after == list(range(after[0], ITER + 1)), after[:10]
+
+
+@pytest.mark.time_limit(300)
+def test_files_and_pipes_get_no_warning(session):
+    s = session
+    p = s.launch([app("event_fds"), "plain", s.dir, str(ITER), DELAY_MS])
+    p.wait_line(r"^fds file \d+ dir \d+ pipe \d+ \d+$")
+    p.wait_line(r"^tick (\d+)$", minimum=5)
+    seen = max(numbers(p.lines(), r"^tick (\d+)$"))
+    images, err = checkpoint_with_stderr(s, 1)
+    assert err == [], "warnings for files and pipes: %r" % err
+    assert "not restored" not in s.inspect(images[0])
+    s.kill_all()
+    p.popen.wait(30)
+    before = numbers(p.lines(), r"^tick (\d+)$")
+    r = s.restart(images)
+    assert r.wait_exit() == 0, r.stderr_text()
+    after = numbers(r.lines(), r"^tick (\d+)$")
+    assert seen < after[0] <= before[-1] + 1
+    assert after == list(range(after[0], ITER + 1))
