@@ -266,6 +266,8 @@ void vpid_map(pid_t virt, pid_t real);
 void vpid_reset_after_fork(void);
 int vpid_load_plan(int plan_fd);
 int vpid_known(pid_t virt);
+void vpid_begin_restart(pid_t vpid, pid_t real);
+int vpid_restored(pid_t virt);
 /* real is the virtual pid of another process (restored with another
  * real pid): a new child with this real pid must not keep it */
 int vpid_taken_by_another(pid_t real);
