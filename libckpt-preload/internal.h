@@ -72,6 +72,7 @@ struct ckpt_thread {
 	uintptr_t pc, sp;		/* where the thread was interrupted */
 	void *uc;			/* its signal frame (NULL: manager) */
 	uint64_t features_in_use;	/* xsave components live in the frame */
+	char name[16];			/* PR_GET_NAME (/proc/PID/task/TID/comm) */
 	int pid_arg;			/* the pending system call's argument
 					   that names a process, or -1 */
 	pid_t pid_arg_virt;		/* that process's virtual pid */
@@ -167,6 +168,9 @@ void pending_requeue_process(void);
 struct image_writer;
 int memory_scan(struct image_writer *w, char *err, size_t errlen);
 void memory_reprotect(void);
+/* The restart loader kept the kernel's argument area mapped
+ * (CKPT_RESTART_F_ARGS_KEPT): later checkpoints leave it out. */
+void memory_note_args_area_kept(void);
 
 /* memory.c: the shared memory objects the process maps */
 struct shared_region {

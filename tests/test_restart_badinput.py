@@ -30,8 +30,8 @@ MKIMAGE = os.path.join(SELFTEST, "mkimage")
 RESTORED = os.path.join(SELFTEST, "restored.bin")
 TIMEOUT = 30
 
-# struct ckpt_image_header (include/ckpt/image.h), 352 bytes.
-HEADER_FMT = "<8sIIIIQQQQQQQIIIIQQQQQQQQQQQiiQQ64s64sQQ"
+# struct ckpt_image_header (include/ckpt/image.h), 368 bytes.
+HEADER_FMT = "<8sIIIIQQQQQQQIIIIQQQQQQQQQQQiiQQ64s64sQIIIIQ"
 HEADER_FIELDS = (
     "magic version header_size arch page_size cpu_features flags "
     "image_size meta_offset meta_size meta_hash data_offset nregions "
@@ -39,9 +39,9 @@ HEADER_FIELDS = (
     "fds_offset strings_offset strings_size restore_entry "
     "restore_stack_top restore_tls brk_start brk_end vpid vppid "
     "generation ckpt_time_ns program unique_id cpu_features_in_use "
-    "header_hash").split()
+    "cmdline cmdline_size environment environment_size header_hash").split()
 HEADER_SIZE = struct.calcsize(HEADER_FMT)
-assert HEADER_SIZE == 352
+assert HEADER_SIZE == 368
 REGION_FMT = "<QQIIIIQQQQQII"     # struct ckpt_region, 80 bytes
 EXTENT_FMT = "<QQQQ"              # struct ckpt_extent, 32 bytes
 assert struct.calcsize(REGION_FMT) == 80
@@ -189,6 +189,20 @@ def assert_refused(r, image, pattern, status=1):
 
 # --- the self-test image restarts -------------------------------------------
 
+def assert_quiet(stderr, variant):
+    """Nothing on stderr; with --cover-top, whose regions cover the
+    loader's stack and so the program's command line there, at most the
+    note that the restart goes on without it."""
+    if "--cover-top" in variant:
+        assert stderr == "" or re.fullmatch(
+            r"ckpt_restart: \S+: note: the program's command line area "
+            r"[0-9a-f]+-[0-9a-f]+ is needed by region [0-9a-f]+-[0-9a-f]+ "
+            r"\(.*\): /proc/PID/cmdline of the restarted process stays "
+            r"empty\n", stderr), stderr
+    else:
+        assert stderr == ""
+
+
 @pytest.mark.parametrize("variant", [[], ["--cover-top"], ["--no-vdso"]],
                          ids=["plain", "cover-top", "no-vdso"])
 def test_selftest_image_restarts(work, coord, variant):
@@ -200,7 +214,7 @@ def test_selftest_image_restarts(work, coord, variant):
     assert r.returncode == 42, "exit %d, stderr: %r" % (r.returncode,
                                                        r.stderr)
     assert "all checks passed" in r.stdout
-    assert r.stderr == ""
+    assert_quiet(r.stderr, variant)
 
 
 def test_selftest_extra_fds_are_closed(work, coord):

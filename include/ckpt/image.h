@@ -81,6 +81,15 @@ struct ckpt_image_header {
 	uint64_t cpu_features_in_use;	/* x86_64: union of the XSTATE_BV
 					   of every saved thread's signal
 					   frame, plus x87|SSE */
+	/* The program's command line and environment as /proc/PID/cmdline
+	 * and /proc/PID/environ showed them: NUL-separated strings at
+	 * these string table offsets, *_size bytes each (the last NUL
+	 * included); 0, 0 = not saved. ckpt_restart execs the loader with
+	 * them, so the restarted process shows them again. */
+	uint32_t cmdline;
+	uint32_t cmdline_size;
+	uint32_t environment;
+	uint32_t environment_size;
 
 	uint64_t header_hash;		/* ckpt_hash64 of this struct with
 					   header_hash = 0 */
