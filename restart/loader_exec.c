@@ -304,15 +304,24 @@ static char **saved_strings(const struct ckpt_image *img, uint32_t off,
  * limit than the checkpointed process had), the program name alone and
  * our environment.
  */
-static int exec_with_program_args(int fd, const struct ckpt_image *img)
+static int exec_with_program_args(int fd, const struct ckpt_image *img,
+				  const char *image_path)
 {
 	const struct ckpt_image_header *h = &img->hdr;
 	char *name[2] = { (char *)h->program, NULL };
 	char **argv = saved_strings(img, h->cmdline, h->cmdline_size);
 	char **envp = saved_strings(img, h->environment, h->environment_size);
 
-	if (argv && argv[0] && envp)
+	if (argv && argv[0] && envp) {
 		syscall(SYS_execveat, fd, "", argv, envp, AT_EMPTY_PATH);
+		if (errno == E2BIG)
+			fprintf(stderr, "ckpt_restart: %s: note: the saved "
+				"command line and environment (%u bytes) are "
+				"too long for an exec here (a smaller stack "
+				"limit?): the restarted process shows the "
+				"program name only\n", image_path,
+				h->cmdline_size + h->environment_size);
+	}
 	free(argv);
 	free(envp);
 	syscall(SYS_execveat, fd, "", name, environ, AT_EMPTY_PATH);
@@ -372,7 +381,7 @@ int loader_exec(const struct ckpt_image *img, const char *image_path,
 	if (anchor && personality(0xffffffff) != -1)
 		personality(personality(0xffffffff) | ADDR_NO_RANDOMIZE);
 
-	ret = -exec_with_program_args(fd, img);
+	ret = -exec_with_program_args(fd, img, image_path);
 	close(fd);
 	return fail(err, errlen, ret, "executing the restart loader failed: "
 		    "%s", strerror(ret));
