@@ -106,3 +106,31 @@ def test_python_keeps_its_command_line(session):
         f.write(PY_CHECK)
     argv = ["/usr/bin/python3", script, str(N), "0.01", token]
     restart_twice(session, argv, token)
+
+
+def descendants(pid):
+    out = [pid]
+    for child in run(["pgrep", "-P", str(pid)], 30).stdout.split():
+        out += descendants(int(child))
+    return out
+
+
+@pytest.mark.time_limit(300)
+def test_process_tree_keeps_command_lines(session):
+    """Every process of a restarted tree (each exec'd the loader in a
+    forked child of ckpt_restart) shows the command line it had."""
+    argv = [app("proc_tree"), "400", "20"]
+    p = session.launch(argv)
+    p.wait_line(r"^parent (\d+)$", minimum=20)
+    images = session.checkpoint(expect_images=4)
+    session.kill_all()
+    p.popen.wait(30)
+    r = session.restart(images)
+    r.wait_line(r"^parent (\d+)$")
+    pids = descendants(r.pid)
+    assert len(pids) >= 3, "restarted tree: %r" % pids
+    for pid in pids:
+        ps = run(["ps", "-o", "args=", "-p", str(pid)], 30).stdout.strip()
+        assert ps in (" ".join(argv), ""), (   # "": it just exited
+            "process %d shows %r" % (pid, ps))
+    session.kill_all()
