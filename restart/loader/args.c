@@ -40,12 +40,12 @@ static void read_auxv(struct loader *l, const uint64_t *auxv)
  * after the blob's bss. */
 extern char __rw_end[] __attribute__((visibility("hidden")));
 
-static void read_params(const char *argv[LOADER_ARGC])
+static void read_params(const char *param[LOADER_ARGC])
 {
 	const char *p = __rw_end, *end = __rw_end + LOADER_PARAMS_SIZE;
 
 	for (int i = 0; i < LOADER_ARGC; i++) {
-		argv[i] = p;
+		param[i] = p;
 		while (p < end && *p)
 			p++;
 		if (p == end)
@@ -53,7 +53,7 @@ static void read_params(const char *argv[LOADER_ARGC])
 				    "(parameter %d is not terminated)", i);
 		p++;
 	}
-	if (!str_eq(argv[0], LOADER_PARAMS_MAGIC))
+	if (!str_eq(param[0], LOADER_PARAMS_MAGIC))
 		loader_fail("the restart loader was started without its "
 			    "parameters; run it through ckpt_restart");
 }
@@ -81,26 +81,26 @@ void parse_kernel_stack(struct loader *l, const uint64_t *sp)
 {
 	uint64_t argc = sp[0];
 	const uint64_t *p = sp + 1 + argc + 1;
-	const char *argv[LOADER_ARGC];
+	const char *param[LOADER_ARGC];
 	uint64_t fd;
 
-	read_params(argv);
+	read_params(param);
 	copy_arg(l->image_path, sizeof(l->image_path),
-		 argv[LOADER_ARG_IMAGE_PATH], "image path");
+		 param[LOADER_ARG_IMAGE_PATH], "image path");
 	report_set_image(l->image_path);
 	copy_arg(l->coord_addr, sizeof(l->coord_addr),
-		 argv[LOADER_ARG_COORD_ADDR], "coordinator address");
-	copy_arg(l->ckpt_dir, sizeof(l->ckpt_dir), argv[LOADER_ARG_CKPT_DIR],
+		 param[LOADER_ARG_COORD_ADDR], "coordinator address");
+	copy_arg(l->ckpt_dir, sizeof(l->ckpt_dir), param[LOADER_ARG_CKPT_DIR],
 		 "checkpoint directory");
-	fd = number_arg(argv[LOADER_ARG_IMAGE_FD], 10, "image fd");
+	fd = number_arg(param[LOADER_ARG_IMAGE_FD], 10, "image fd");
 	if (fd > 0x7fffffff)
 		loader_fail("loader argument image fd: out of range: %lu", fd);
 	l->image_fd = (int)fd;
-	l->header_hash = number_arg(argv[LOADER_ARG_HEADER_HASH], 16,
+	l->header_hash = number_arg(param[LOADER_ARG_HEADER_HASH], 16,
 				    "header hash");
-	l->work_end = number_arg(argv[LOADER_ARG_RANGE_END], 16, "range end");
-	fd = number_arg(argv[LOADER_ARG_PLAN_FD], 10, "plan fd");
-	l->keep_fd_end = number_arg(argv[LOADER_ARG_KEEP_FD_END], 10,
+	l->work_end = number_arg(param[LOADER_ARG_RANGE_END], 16, "range end");
+	fd = number_arg(param[LOADER_ARG_PLAN_FD], 10, "plan fd");
+	l->keep_fd_end = number_arg(param[LOADER_ARG_KEEP_FD_END], 10,
 				    "kept fds");
 	if (fd > 65535 || l->keep_fd_end > 65536 ||
 	    (fd && (fd < 3 || l->keep_fd_end <= fd)))
