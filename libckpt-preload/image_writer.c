@@ -41,6 +41,8 @@ struct image_writer {
 	struct table regions, extents, threads, fds, strings, blobs;
 	uint64_t brk_start, brk_end;
 	int has_brk;
+	uint32_t cmdline, cmdline_size;		/* in the string table */
+	uint32_t environment, environment_size;
 };
 
 static int table_reserve(struct table *t, size_t more)
@@ -101,6 +103,59 @@ static int add_string(struct image_writer *w, const char *s, uint32_t *off)
 	memcpy(w->strings.base + w->strings.n, s, len);
 	w->strings.n += len;
 	return 0;
+}
+
+/*
+ * The NUL-separated strings of /proc/self/cmdline or environ, as ps shows
+ * them, copied into the string table (at most PROC_STRINGS_MAX bytes, cut
+ * after a whole string). Not fatal: a process without them (the file
+ * unreadable, or empty after a restart that could not keep them) saves
+ * none and is restarted with its program name alone.
+ */
+#define PROC_STRINGS_MAX	(2U << 20)
+
+static int add_proc_strings(struct image_writer *w, const char *path,
+			    uint32_t *off, uint32_t *size)
+{
+	uint32_t unused, len = 0;
+	char *dst;
+	ssize_t n;
+	int fd, r;
+
+	*off = *size = 0;
+	r = add_string(w, "", &unused);		/* offset 0 stays "" */
+	if (r < 0 || table_reserve(&w->strings, PROC_STRINGS_MAX + 1) < 0)
+		return -ENOMEM;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	dst = w->strings.base + w->strings.n;
+	while (len < PROC_STRINGS_MAX &&
+	       (n = read(fd, dst + len, PROC_STRINGS_MAX - len)) > 0)
+		len += n;
+	close(fd);
+	if (len == PROC_STRINGS_MAX)
+		while (len && dst[len - 1])
+			len--;
+	if (!len)
+		return 0;
+	if (dst[len - 1])	/* a program that rewrote its argv area */
+		dst[len++] = 0;
+	*off = w->strings.n;
+	*size = len;
+	w->strings.n += len;
+	return 0;
+}
+
+static int add_command_line(struct image_writer *w)
+{
+	int r = add_proc_strings(w, "/proc/self/cmdline", &w->cmdline,
+				 &w->cmdline_size);
+
+	if (r == 0)
+		r = add_proc_strings(w, "/proc/self/environ", &w->environment,
+				     &w->environment_size);
+	return r;
 }
 
 int writer_add_region(struct image_writer *w, const struct ckpt_region *r,
@@ -405,6 +460,10 @@ static void fill_header(struct ckpt_image_header *h, struct image_writer *w,
 	h->ckpt_time_ns = now.tv_sec * 1000000000ULL + now.tv_nsec;
 	ckpt_fmt(h->program, sizeof(h->program), "%s", ckpt.program);
 	ckpt_fmt(h->unique_id, sizeof(h->unique_id), "%s", ckpt.unique_id);
+	h->cmdline = w->cmdline;
+	h->cmdline_size = w->cmdline_size;
+	h->environment = w->environment;
+	h->environment_size = w->environment_size;
 }
 
 static int write_header(int fd, struct ckpt_image_header *h)
@@ -441,6 +500,12 @@ static int build_tables(struct image_writer *w, char *err, size_t errlen)
 				 ckpt_resources[i]->name, strerror(-r));
 			return r;
 		}
+	}
+	r = add_command_line(w);
+	if (r < 0) {
+		ckpt_fmt(err, errlen, "recording the command line: %s",
+			 strerror(-r));
+		return r;
 	}
 	r = add_threads(w);
 	if (r < 0) {

@@ -74,6 +74,7 @@ struct ckpt_thread {
 	uintptr_t pc, sp;		/* where the thread was interrupted */
 	void *uc;			/* its signal frame (NULL: manager) */
 	uint64_t features_in_use;	/* xsave components live in the frame */
+	char name[16];			/* PR_GET_NAME (/proc/PID/task/TID/comm) */
 	int pid_arg;			/* the pending system call's argument
 					   that names a process, or -1 */
 	pid_t pid_arg_virt;		/* that process's virtual pid */
@@ -179,6 +180,9 @@ void pending_requeue_process(void);
 struct image_writer;
 int memory_scan(struct image_writer *w, char *err, size_t errlen);
 void memory_reprotect(void);
+/* The restart loader kept the kernel's argument area mapped
+ * (CKPT_RESTART_F_ARGS_KEPT): later checkpoints leave it out. */
+void memory_note_args_area_kept(void);
 
 /* memory.c: the shared memory objects the process maps */
 struct shared_region {
@@ -278,6 +282,8 @@ void vpid_map(pid_t virt, pid_t real);
 void vpid_reset_after_fork(void);
 int vpid_load_plan(int plan_fd);
 int vpid_known(pid_t virt);
+void vpid_begin_restart(pid_t vpid, pid_t real);
+int vpid_restored(pid_t virt);
 /* real is the virtual pid of another process (restored with another
  * real pid): a new child with this real pid must not keep it */
 int vpid_taken_by_another(pid_t real);

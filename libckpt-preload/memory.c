@@ -371,6 +371,53 @@ void memory_reprotect(void)
 
 static struct scan scan_state;
 
+/*
+ * The pages that hold /proc/self/cmdline and environ after a restart: the
+ * restart loader kept them from its own initial stack, where the kernel
+ * put the saved command line (restart/loader/args_area.c). They are not
+ * the program's memory (that has its own copy of the strings, in its
+ * saved stack) and would only collide with the next restart's: never
+ * saved. Inherited by fork, gone with exec.
+ */
+static uint64_t args_area_start, args_area_end;
+
+/* Fields first..first+n-1 of /proc/self/stat (numbered as in proc(5)),
+ * after the command name in parentheses, which may hold anything. */
+static int read_stat_fields(int first, unsigned long *out, int n)
+{
+	char buf[1024], *p;
+	int field = 3;
+
+	if (ckpt_read_small_file("/proc/self/stat", buf, sizeof(buf)) < 0)
+		return -EIO;
+	p = strrchr(buf, ')');
+	for (p = p ? p + 2 : NULL; p && *p && n; field++) {
+		if (field >= first) {
+			*out++ = strtoul(p, NULL, 10);
+			n--;
+		}
+		p = strchr(p, ' ');
+		p = p ? p + 1 : NULL;
+	}
+	return n ? -EIO : 0;
+}
+
+void memory_note_args_area_kept(void)
+{
+	unsigned long f[4];	/* arg_start arg_end env_start env_end */
+
+	if (read_stat_fields(48, f, 4) < 0 || !f[0] || f[3] <= f[0])
+		return;
+	args_area_start = f[0] & ~(PAGE - 1);
+	args_area_end = (f[3] + PAGE - 1) & ~(PAGE - 1);
+}
+
+static int is_args_area(const struct map_line *m)
+{
+	return args_area_end && m->start == args_area_start &&
+	       m->end == args_area_end;
+}
+
 /* The MAP_SHARED mappings of anonymous or deleted memory (shared anonymous
  * memory, memfds, deleted /dev/shm files, SysV segments): up to max of
  * them into out. The count, or -errno. */
@@ -439,7 +486,9 @@ int memory_scan(struct image_writer *w, char *err, size_t errlen)
 			next = line + strlen(line);
 		if (parse_map_line(line, &m) < 0)
 			continue;
-		r = save_region(s, &m, err, errlen);
+		/* not saved, but it bounds the reserve of a stack above */
+		if (!is_args_area(&m))
+			r = save_region(s, &m, err, errlen);
 		if (!strcmp(m.name, "[heap]"))
 			writer_set_brk(w, m.start, syscall(SYS_brk, 0));
 		s->prev_end = m.end;

@@ -7,10 +7,11 @@
  * leader's new group, waiting (at most 2 s) until the leader has made it.
  * A process already in the group (a session leader that ckpt_restart
  * made itself, which may not move) has nothing to do. The groups are made
- * in the sessions restored before (session.c); a group led by a process
- * outside the computation is not recreated (the process stays in
- * ckpt_restart's group). Then the group that was in the foreground of
- * the terminal gets it again (session.c).
+ * in the sessions restored before (session.c); a group whose leader is
+ * not restarted (outside the computation) is not recreated and not
+ * waited for: the process stays in ckpt_restart's group, with a note when
+ * the leader was known (the parent of an exec). Then the group that was
+ * in the foreground of the terminal gets it again (session.c).
  */
 #include <errno.h>
 #include <string.h>
@@ -48,6 +49,19 @@ static int join_group(pid_t real)
 	return -ETIMEDOUT;
 }
 
+/* The leader was known but is not restarted: a process outside the
+ * computation (the parent of a program that exec'd, e.g. `timeout`
+ * running a shell shim), or one whose image was not given. It is not
+ * coming back, so its group cannot be joined. */
+static void note_leader_not_restarted(void)
+{
+	ckpt_log("note: process group %d was led by process %d, which is "
+		 "not restarted (outside the computation, or its image was "
+		 "not given); the process stays in ckpt_restart's process "
+		 "group %ld", (int)saved_vpgid, (int)saved_vpgid,
+		 (long)syscall(SYS_getpgid, 0));
+}
+
 static int group_restore(const struct ckpt_restart_args *args)
 {
 	pid_t real;
@@ -56,6 +70,10 @@ static int group_restore(const struct ckpt_restart_args *args)
 	(void)args;
 	if (saved_vpgid <= 0 || !vpid_known(saved_vpgid))
 		return 0;
+	if (!vpid_restored(saved_vpgid)) {
+		note_leader_not_restarted();
+		return 0;
+	}
 	real = saved_vpgid == ckpt.vpid ? 0 : vpid_real_from_virt(saved_vpgid);
 	r = join_group(real);
 	if (r < 0)

@@ -111,10 +111,12 @@ void ckpt_restore_entry(struct ckpt_restart_args *args)
 		restart_args.keep_fd_end = 0;
 	}
 	ckpt_forget_own_fds();
+	if (restart_args.flags & CKPT_RESTART_F_ARGS_KEPT)
+		memory_note_args_area_kept();
 	log_to_restart_stderr();
 	threads_set_current_features(restart_args.current_xcr0);
 	follow_kernel_break_if_above();
-	vpid_map(ckpt.vpid, ckpt_real_getpid());
+	vpid_begin_restart(ckpt.vpid, ckpt_real_getpid());
 	if (restart_args.plan_fd >= 0) {
 		r = vpid_load_plan(restart_args.plan_fd);
 		if (r < 0)

@@ -72,6 +72,8 @@ void threads_capture_self(struct ckpt_thread *t)
 	t->tls = arch_get_tls();
 	t->clear_tid = NULL;
 	prctl(PR_GET_TID_ADDRESS, &t->clear_tid, 0, 0, 0);
+	memset(t->name, 0, sizeof(t->name));
+	prctl(PR_GET_NAME, t->name, 0, 0, 0);
 	syscall(SYS_get_robust_list, 0, &head, &len);
 	t->robust_head = head;
 	t->robust_len = len;
@@ -87,11 +89,14 @@ void threads_capture_self(struct ckpt_thread *t)
 	}
 }
 
-/* Give the kernel back what clone() does not: rseq, robust list and the
- * tid glibc caches in the thread descriptor. */
+/* Give the kernel back what clone() does not: rseq, robust list, the
+ * tid glibc caches in the thread descriptor and the thread's name (a
+ * clone takes its creator's, the main thread has the loader's). */
 static void reregister_self(struct ckpt_thread *t)
 {
 	t->real_tid = ckpt_real_gettid();
+	if (t->name[0])
+		prctl(PR_SET_NAME, t->name, 0, 0, 0);
 	if (t->clear_tid) {
 		*t->clear_tid = t->real_tid;
 		syscall(SYS_set_tid_address, t->clear_tid);

@@ -11,6 +11,23 @@
 #include <time.h>
 #include "image_check.h"
 
+/* The saved command line, its strings joined by spaces (validated:
+ * NUL-terminated inside the string table). */
+static void print_command_line(const struct ckpt_image *img)
+{
+	const char *p = img->strings + img->hdr.cmdline;
+	const char *end = p + img->hdr.cmdline_size;
+
+	if (!img->hdr.cmdline_size) {
+		printf("cmdline     (not saved)\n");
+		return;
+	}
+	printf("cmdline    ");
+	for (; p < end; p += strlen(p) + 1)
+		printf(" %s", p);
+	printf(" (environment %u bytes)\n", img->hdr.environment_size);
+}
+
 static void print_header(const struct ckpt_image *img)
 {
 	const struct ckpt_image_header *h = &img->hdr;
@@ -26,6 +43,7 @@ static void print_header(const struct ckpt_image *img)
 	       (unsigned long long)h->image_size);
 	printf("program     %.*s (vpid %d, vppid %d)\n", CKPT_PROGRAM_MAX,
 	       h->program, h->vpid, h->vppid);
+	print_command_line(img);
 	printf("unique id   %.*s\n", (int)sizeof(h->unique_id), h->unique_id);
 	printf("generation  %llu, taken %s\n",
 	       (unsigned long long)h->generation, when);

@@ -229,6 +229,23 @@ static int read_meta(struct ckpt_image *img)
 	return 0;
 }
 
+/* A run of NUL-separated strings inside the string table, ending in a
+ * NUL (or empty: not saved). */
+static int check_strings_blob(struct ckpt_image *img, uint32_t off,
+			      uint32_t size, const char *what)
+{
+	if (!size)
+		return 0;
+	if (!off || off >= img->strings_size ||
+	    size > img->strings_size - off || img->strings[off + size - 1])
+		return image_fail(img, EINVAL, "the saved %s (%u bytes at "
+				  "string offset %u) is outside the %llu-byte "
+				  "string table or not NUL-terminated: the "
+				  "header is corrupt", what, size, off,
+				  (unsigned long long)img->strings_size);
+	return 0;
+}
+
 static int meta_table(struct ckpt_image *img, uint64_t off, uint64_t count,
 		      uint64_t size, const char *what, const void **out)
 {
@@ -282,7 +299,12 @@ static int find_tables(struct ckpt_image *img)
 	if (img->strings_size && img->strings[img->strings_size - 1])
 		return image_fail(img, EINVAL, "the string table is not "
 				  "NUL-terminated: the metadata is corrupt");
-	return 0;
+	err = check_strings_blob(img, h->cmdline, h->cmdline_size,
+				 "command line");
+	if (!err)
+		err = check_strings_blob(img, h->environment,
+					 h->environment_size, "environment");
+	return err;
 }
 
 static int check_name(struct ckpt_image *img, uint32_t off, const char *what)

@@ -28,8 +28,18 @@ struct loader_blob_header {
 	uint64_t rw_end;		/* page-aligned */
 };
 
-/* argv[i] of the loader, all strings; numbers in hex without 0x except
- * the fd (decimal). */
+/*
+ * The loader's parameters, all strings; numbers in hex without 0x except
+ * the fds (decimal). They are not its argv: ckpt_restart execs the loader
+ * with the program's own argv and environment, so that the kernel's
+ * argument area (/proc/PID/cmdline, environ) holds the program's strings.
+ * Instead they sit in a read-only segment of LOADER_PARAMS_SIZE bytes
+ * right after the blob's bss: LOADER_ARGC NUL-terminated strings in this
+ * order, the first LOADER_PARAMS_MAGIC.
+ */
+#define LOADER_PARAMS_MAGIC	"ckpt_restart_loader"
+#define LOADER_PARAMS_SIZE	(16ULL << 10)
+
 enum loader_arg {
 	LOADER_ARG_IMAGE_FD = 1,	/* open image, not close-on-exec */
 	LOADER_ARG_IMAGE_PATH,
@@ -45,6 +55,7 @@ enum loader_arg {
 /*
  * The free range, from the base address up:
  *   loader blob [base, base + rw_end)
+ *   parameters, LOADER_PARAMS_SIZE
  *   one unmapped page
  *   staging area for the kernel's [vvar]/[vdso] set, LOADER_STAGE_SIZE
  *   one unmapped page
@@ -60,8 +71,8 @@ enum loader_arg {
 /* work_bytes: metadata block + saved vdso code (page multiple). */
 static inline uint64_t loader_range_size(uint64_t rw_end, uint64_t work_bytes)
 {
-	return rw_end + LOADER_PAGE + LOADER_STAGE_SIZE + LOADER_PAGE +
-	       LOADER_WORK_SIZE(work_bytes);
+	return rw_end + LOADER_PARAMS_SIZE + LOADER_PAGE + LOADER_STAGE_SIZE +
+	       LOADER_PAGE + LOADER_WORK_SIZE(work_bytes);
 }
 
 #endif /* CKPT_RESTART_LOADER_ABI_H */

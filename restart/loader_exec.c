@@ -2,9 +2,11 @@
 /*
  * Place and exec the restart loader. The blob (ckpt_restart_loader.bin) is
  * position-independent and relocation-free; we wrap it in a minimal ET_EXEC
- * ELF whose two PT_LOADs sit at a base no image region uses, write that to
- * a memfd and execveat() it. The kernel then maps the loader exactly there,
- * while ASLR still picks the stack and vdso (the loader moves those).
+ * ELF whose PT_LOADs (code, data, the loader's parameters) sit at a base
+ * no image region uses, write that to a memfd and execveat() it with the
+ * program's own argv and environment. The kernel then maps the loader
+ * exactly there, while ASLR still picks the stack and vdso (the loader
+ * moves those).
  */
 #include <elf.h>
 #include <errno.h>
@@ -159,7 +161,8 @@ static uint64_t brk_anchor(const struct ckpt_image *img, uint64_t base,
 	return h->brk_start;
 }
 
-/* ELF header + 4 program headers, padded to one page; then the blob. */
+/* ELF header + up to 5 program headers, padded to one page; then the
+ * blob; then the parameters (restart/loader_abi.h). */
 static void build_elf_header(unsigned char *page, const struct blob *b,
 			     uint64_t base, uint16_t machine, uint64_t anchor)
 {
@@ -179,7 +182,7 @@ static void build_elf_header(unsigned char *page, const struct blob *b,
 	eh->e_phoff = sizeof(*eh);
 	eh->e_ehsize = sizeof(*eh);
 	eh->e_phentsize = sizeof(*ph);
-	eh->e_phnum = anchor ? 4 : 3;
+	eh->e_phnum = anchor ? 5 : 4;
 
 	ph[0] = (Elf64_Phdr){ .p_type = PT_LOAD, .p_flags = PF_R | PF_X,
 		.p_offset = LOADER_PAGE, .p_vaddr = base, .p_paddr = base,
@@ -190,10 +193,15 @@ static void build_elf_header(unsigned char *page, const struct blob *b,
 		.p_vaddr = base + h->rx_end, .p_paddr = base + h->rx_end,
 		.p_filesz = h->data_end - h->rx_end,
 		.p_memsz = h->rw_end - h->rx_end, .p_align = LOADER_PAGE };
-	ph[2] = (Elf64_Phdr){ .p_type = PT_GNU_STACK,
+	ph[2] = (Elf64_Phdr){ .p_type = PT_LOAD, .p_flags = PF_R,
+		.p_offset = LOADER_PAGE + h->rw_end,
+		.p_vaddr = base + h->rw_end, .p_paddr = base + h->rw_end,
+		.p_filesz = LOADER_PARAMS_SIZE, .p_memsz = LOADER_PARAMS_SIZE,
+		.p_align = LOADER_PAGE };
+	ph[3] = (Elf64_Phdr){ .p_type = PT_GNU_STACK,
 		.p_flags = PF_R | PF_W, .p_align = 16 };
 	if (anchor)
-		ph[3] = (Elf64_Phdr){ .p_type = PT_LOAD,
+		ph[4] = (Elf64_Phdr){ .p_type = PT_LOAD,
 			.p_flags = PF_R | PF_W, .p_offset = 0,
 			.p_vaddr = anchor - LOADER_PAGE,
 			.p_paddr = anchor - LOADER_PAGE, .p_filesz = 0,
@@ -217,12 +225,36 @@ static int write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
+/* The parameters as LOADER_ARGC strings, zero-padded to their segment. */
+static int pack_params(char *const params[LOADER_ARGC], char *out,
+		       char *err, size_t errlen)
+{
+	size_t off = 0, len;
+
+	memset(out, 0, LOADER_PARAMS_SIZE);
+	for (int i = 0; i < LOADER_ARGC; i++) {
+		len = strlen(params[i]) + 1;
+		if (len > LOADER_PARAMS_SIZE - off)
+			return fail(err, errlen, ENAMETOOLONG, "the restart "
+				    "loader's parameters exceed %llu bytes",
+				    LOADER_PARAMS_SIZE);
+		memcpy(out + off, params[i], len);
+		off += len;
+	}
+	return 0;
+}
+
 static int make_loader_elf(const struct blob *b, uint64_t base,
-			   uint64_t anchor, char *err, size_t errlen)
+			   uint64_t anchor, char *const params[LOADER_ARGC],
+			   char *err, size_t errlen)
 {
 	unsigned char page[LOADER_PAGE] = { 0 };
+	static char packed[LOADER_PARAMS_SIZE];
 	int fd, ret;
 
+	ret = pack_params(params, packed, err, errlen);
+	if (ret)
+		return ret;
 	/* Ask for an executable memfd explicitly: with vm.memfd_noexec=1
 	 * the default is not executable. */
 	fd = memfd_create("ckpt_restart_loader", MFD_CLOEXEC | MFD_EXEC);
@@ -235,12 +267,65 @@ static int make_loader_elf(const struct blob *b, uint64_t base,
 	ret = write_all(fd, page, sizeof(page));
 	if (!ret)
 		ret = write_all(fd, b->data, b->h.data_end);
+	if (!ret && lseek(fd, LOADER_PAGE + b->h.rw_end, SEEK_SET) < 0)
+		ret = -errno;
+	if (!ret)
+		ret = write_all(fd, packed, sizeof(packed));
 	if (ret) {
 		close(fd);
 		return fail(err, errlen, -ret, "writing the loader memfd "
 			    "failed: %s", strerror(-ret));
 	}
 	return fd;
+}
+
+/* A vector of the NUL-separated strings at off (size bytes) of the
+ * image's string table; NULL when there are none or no memory. */
+static char **saved_strings(const struct ckpt_image *img, uint32_t off,
+			    uint32_t size)
+{
+	const char *p = img->strings + off, *end = p + size;
+	size_t n = 0, i = 0;
+	char **v;
+
+	for (const char *q = p; size && q < end; q += strlen(q) + 1)
+		n++;
+	v = calloc(n + 1, sizeof(*v));
+	for (; v && i < n; p += strlen(p) + 1)
+		v[i++] = (char *)p;
+	return v;
+}
+
+/*
+ * Exec the loader with the program's saved argv and environment, so that
+ * the restarted process shows them (/proc/PID/cmdline, environ; the
+ * loader keeps their pages, restart/loader/args_area.c). Without saved
+ * strings, or when this system refuses them (E2BIG: a smaller stack
+ * limit than the checkpointed process had), the program name alone and
+ * our environment.
+ */
+static int exec_with_program_args(int fd, const struct ckpt_image *img,
+				  const char *image_path)
+{
+	const struct ckpt_image_header *h = &img->hdr;
+	char *name[2] = { (char *)h->program, NULL };
+	char **argv = saved_strings(img, h->cmdline, h->cmdline_size);
+	char **envp = saved_strings(img, h->environment, h->environment_size);
+
+	if (argv && argv[0] && envp) {
+		syscall(SYS_execveat, fd, "", argv, envp, AT_EMPTY_PATH);
+		if (errno == E2BIG)
+			fprintf(stderr, "ckpt_restart: %s: note: the saved "
+				"command line and environment (%u bytes) are "
+				"too long for an exec here (a smaller stack "
+				"limit?): the restarted process shows the "
+				"program name only\n", image_path,
+				h->cmdline_size + h->environment_size);
+	}
+	free(argv);
+	free(envp);
+	syscall(SYS_execveat, fd, "", name, environ, AT_EMPTY_PATH);
+	return -errno;
 }
 
 int loader_exec(const struct ckpt_image *img, const char *image_path,
@@ -265,7 +350,26 @@ int loader_exec(const struct ckpt_image *img, const char *image_path,
 			    LOADER_HIGH_START, LOADER_HIGH_END);
 	}
 	anchor = brk_anchor(img, base, size);
-	fd = make_loader_elf(&b, base, anchor, err, errlen);
+	snprintf(fd_arg, sizeof(fd_arg), "%d", img->fd);
+	snprintf(plan_arg, sizeof(plan_arg), "%d", plan_fd);
+	snprintf(keep_arg, sizeof(keep_arg), "%d", plan_fd ? keep_fd_end : 0);
+	snprintf(hash_arg, sizeof(hash_arg), "%llx",
+		 (unsigned long long)img->hdr.header_hash);
+	snprintf(end_arg, sizeof(end_arg), "%llx",
+		 (unsigned long long)(base + size));
+	char *const params[LOADER_ARGC] = {
+		[0] = LOADER_PARAMS_MAGIC,
+		[LOADER_ARG_IMAGE_FD] = fd_arg,
+		[LOADER_ARG_IMAGE_PATH] = (char *)image_path,
+		[LOADER_ARG_COORD_ADDR] = (char *)coord_addr,
+		[LOADER_ARG_CKPT_DIR] = (char *)ckpt_dir,
+		[LOADER_ARG_HEADER_HASH] = hash_arg,
+		[LOADER_ARG_RANGE_END] = end_arg,
+		[LOADER_ARG_PLAN_FD] = plan_arg,
+		[LOADER_ARG_KEEP_FD_END] = keep_arg,
+	};
+
+	fd = make_loader_elf(&b, base, anchor, params, err, errlen);
 	free(b.data);
 	if (fd < 0)
 		return fd;
@@ -277,28 +381,7 @@ int loader_exec(const struct ckpt_image *img, const char *image_path,
 	if (anchor && personality(0xffffffff) != -1)
 		personality(personality(0xffffffff) | ADDR_NO_RANDOMIZE);
 
-	snprintf(fd_arg, sizeof(fd_arg), "%d", img->fd);
-	snprintf(plan_arg, sizeof(plan_arg), "%d", plan_fd);
-	snprintf(keep_arg, sizeof(keep_arg), "%d", plan_fd ? keep_fd_end : 0);
-	snprintf(hash_arg, sizeof(hash_arg), "%llx",
-		 (unsigned long long)img->hdr.header_hash);
-	snprintf(end_arg, sizeof(end_arg), "%llx",
-		 (unsigned long long)(base + size));
-	char *const argv[LOADER_ARGC + 1] = {
-		[0] = "ckpt_restart_loader",
-		[LOADER_ARG_IMAGE_FD] = fd_arg,
-		[LOADER_ARG_IMAGE_PATH] = (char *)image_path,
-		[LOADER_ARG_COORD_ADDR] = (char *)coord_addr,
-		[LOADER_ARG_CKPT_DIR] = (char *)ckpt_dir,
-		[LOADER_ARG_HEADER_HASH] = hash_arg,
-		[LOADER_ARG_RANGE_END] = end_arg,
-		[LOADER_ARG_PLAN_FD] = plan_arg,
-		[LOADER_ARG_KEEP_FD_END] = keep_arg,
-		[LOADER_ARGC] = NULL,
-	};
-
-	syscall(SYS_execveat, fd, "", argv, environ, AT_EMPTY_PATH);
-	ret = errno;
+	ret = -exec_with_program_args(fd, img, image_path);
 	close(fd);
 	return fail(err, errlen, ret, "executing the restart loader failed: "
 		    "%s", strerror(ret));

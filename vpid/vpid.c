@@ -21,6 +21,7 @@
 
 struct vpid_entry {
 	pid_t virt, real;
+	int restored;		/* brought back by the current restart */
 };
 
 static struct vpid_entry table[VPID_MAX];
@@ -39,6 +40,24 @@ pid_t vpid_self(void)
 	return self_virt;
 }
 
+static struct vpid_entry *find_virt(pid_t virt)
+{
+	int n = __atomic_load_n(&nentries, __ATOMIC_ACQUIRE);
+
+	for (int i = 0; i < n; i++)
+		if (table[i].virt == virt)
+			return &table[i];
+	return NULL;
+}
+
+static void mark_restored(pid_t virt)
+{
+	struct vpid_entry *e = find_virt(virt);
+
+	if (e)
+		e->restored = 1;
+}
+
 void vpid_map(pid_t virt, pid_t real)
 {
 	for (int i = 0; i < nentries; i++)
@@ -49,8 +68,28 @@ void vpid_map(pid_t virt, pid_t real)
 	if (nentries < VPID_MAX) {
 		table[nentries].virt = virt;
 		table[nentries].real = real;
+		table[nentries].restored = 0;
 		__atomic_store_n(&nentries, nentries + 1, __ATOMIC_RELEASE);
 	}
+}
+
+/* A restart begins: the table (restored with our memory) may name
+ * processes that are not coming back, such as the parent outside the
+ * computation that an exec mapped; only this process and the processes
+ * of the restart plan are restored. */
+void vpid_begin_restart(pid_t vpid, pid_t real)
+{
+	for (int i = 0; i < nentries; i++)
+		table[i].restored = 0;
+	vpid_map(vpid, real);
+	mark_restored(vpid);
+}
+
+int vpid_restored(pid_t virt)
+{
+	struct vpid_entry *e = find_virt(virt);
+
+	return e && e->restored;
 }
 
 pid_t vpid_virt_from_real(pid_t real)
@@ -122,8 +161,10 @@ int vpid_load_plan(int plan_fd)
 		    (ssize_t)(n * sizeof(procs[0])))
 			return -EIO;
 		for (uint32_t i = 0; i < n; i++)
-			if (procs[i].vpid > 0 && procs[i].real_pid > 0)
+			if (procs[i].vpid > 0 && procs[i].real_pid > 0) {
 				vpid_map(procs[i].vpid, procs[i].real_pid);
+				mark_restored(procs[i].vpid);
+			}
 	}
 	return 0;
 }

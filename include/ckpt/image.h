@@ -96,6 +96,15 @@ struct ckpt_image_header {
 	uint32_t unrestored;		/* string table offset of what a
 					   restart will not restore, one line
 					   each; 0: nothing */
+	/* The program's command line and environment as /proc/PID/cmdline
+	 * and /proc/PID/environ showed them: NUL-separated strings at
+	 * these string table offsets, *_size bytes each (the last NUL
+	 * included); 0, 0 = not saved. ckpt_restart execs the loader with
+	 * them, so the restarted process shows them again. */
+	uint32_t cmdline;
+	uint32_t cmdline_size;
+	uint32_t environment;
+	uint32_t environment_size;
 	uint32_t reserved;
 };
 

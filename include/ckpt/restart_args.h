@@ -17,6 +17,15 @@
 #define CKPT_RESTART_ARGS_VERSION	2
 #define CKPT_LOADER_MAX_MAPPINGS	8
 
+/* ckpt_restart_args.flags */
+#define CKPT_RESTART_F_ARGS_KEPT	0x1	/* the loader kept the pages of
+						   the kernel's argument area
+						   (/proc/self/stat arg_start
+						   to env_end, page-rounded)
+						   mapped, holding the saved
+						   command line: not part of
+						   the program's memory */
+
 struct ckpt_range {
 	uint64_t start;
 	uint64_t end;
@@ -31,7 +40,7 @@ struct ckpt_restart_args {
 	char ckpt_dir[4096];		/* "" = keep the directory saved */
 	/* The loader's own mappings: libckpt unmaps them when done. */
 	uint32_t nloader_mappings;
-	uint32_t reserved;
+	uint32_t flags;			/* CKPT_RESTART_F_*; was reserved (0) */
 	struct ckpt_range loader_mappings[CKPT_LOADER_MAX_MAPPINGS];
 	uint64_t current_xcr0;		/* x86_64: xgetbv(0) of this CPU */
 	/* Version 2. The restart plan (include/ckpt/restart_plan.h), open

@@ -68,6 +68,11 @@ struct loader {
 	uint64_t header_hash;
 	uint64_t page_size;
 	uint64_t auxv_vdso;		/* AT_SYSINFO_EHDR */
+	/* The kernel's argument area (args_area.c): the strings, then
+	 * page-rounded; a copy while the stack goes; kept or not. */
+	uint64_t args_start, args_end;
+	uint64_t args_copy;
+	int args_kept;
 
 	/* Our free range (main.c): blob, staging area, work area. */
 	uint64_t self_start, self_end;
@@ -105,6 +110,10 @@ int region_is_special(const struct ckpt_region *r);
 /* maps.c */
 void maps_read(struct loader *l);
 
+/* args_area.c */
+void args_area_plan(struct loader *l);
+void args_area_restore(struct loader *l);
+
 /* clear.c */
 void clear_address_space(struct loader *l);
 
@@ -133,6 +142,7 @@ void hand_off(struct loader *l) __attribute__((noreturn));
 void report_set_image(const char *path);
 void loader_fail(const char *fmt, ...)
 	__attribute__((noreturn, format(printf, 1, 2)));
+void loader_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 size_t fmt_v(char *buf, size_t cap, const char *fmt, va_list ap);
 const char *errno_text(long err);
 

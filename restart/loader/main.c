@@ -21,12 +21,12 @@ static void add_own_mapping(struct loader *l, uint64_t start, uint64_t end)
 	l->nown++;
 }
 
-/* Our free range: the blob, a staging area, the work area up to the end
- * ckpt_restart gave us (restart/loader_abi.h). */
+/* Our free range: the blob and its parameters, a staging area, the work
+ * area up to the end ckpt_restart gave us (restart/loader_abi.h). */
 static void locate_self(struct loader *l)
 {
 	l->self_start = (uint64_t)__blob_start;
-	l->self_end = (uint64_t)__rw_end;
+	l->self_end = (uint64_t)__rw_end + LOADER_PARAMS_SIZE;
 	l->stage_start = l->self_end + LOADER_PAGE;
 	l->stage_end = l->stage_start + LOADER_STAGE_SIZE;
 	l->work_next = l->stage_end + LOADER_PAGE;
@@ -69,9 +69,11 @@ void loader_main(const uint64_t *kernel_sp)
 	maps_read(&l);
 	specials_collect(&l);
 	specials_plan(&l);
+	args_area_plan(&l);
 
 	/* Point of no return: the kernel's stack goes away. */
 	clear_address_space(&l);
+	args_area_restore(&l);
 	specials_stage(&l);
 	map_regions(&l);
 	specials_place(&l);

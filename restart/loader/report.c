@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * Error reports: one line "ckpt_restart: IMAGE: what failed: why" on fd 2,
- * then exit 1. Works at any point of the restart, also after the address
+ * then exit 1; notes the same with "note: " and no exit. Works at any point of the restart, also after the address
  * space is half rebuilt: only the loader's own bss is used.
  */
 #include <linux/errno.h>
@@ -142,19 +142,37 @@ size_t fmt_v(char *buf, size_t cap, const char *fmt, va_list ap)
 	return o.len;
 }
 
-void loader_fail(const char *fmt, ...)
+/* "ckpt_restart: IMAGE: " prefix what fmt says, one line on fd 2. */
+static void report_line(const char *prefix, const char *fmt, va_list ap)
 {
 	static char line[8192];
 	struct out o = { line, sizeof(line) - 1, 0 };
-	va_list ap;
 
 	out_str(&o, "ckpt_restart: ");
 	out_str(&o, report_image ? report_image : "loader");
 	out_str(&o, ": ");
-	va_start(ap, fmt);
+	out_str(&o, prefix);
 	o.len += fmt_v(line + o.len, o.cap - o.len, fmt, ap);
-	va_end(ap);
 	line[o.len++] = '\n';
 	sys_write(2, line, o.len);
+}
+
+void loader_fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	report_line("", fmt, ap);
+	va_end(ap);
 	sys_exit_group(1);
+}
+
+/* Something the restart could not do, and goes on without. */
+void loader_note(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	report_line("note: ", fmt, ap);
+	va_end(ap);
 }
