@@ -13,6 +13,9 @@
  *                     re-lock must say EDEADLK, the final unlock 0
  *   robust            a thread holds a robust mutex and exits without
  *                     unlocking it: main's lock must get EOWNERDEAD
+ *   robust-many       the same with 40 robust mutexes: more than the
+ *                     per-thread table holds (the rest are found on the
+ *                     thread's robust list)
  *   pi                main holds a priority-inheritance mutex that a
  *                     second thread waits for; it gets it after the unlock
  *   rwlock            main holds a rwlock for writing, then unlocks it;
@@ -148,6 +151,40 @@ static void mode_robust(void)
 	expect_rc("unlock", pthread_mutex_unlock(&lock), 0);
 }
 
+#define MANY 40
+static pthread_mutex_t many[MANY];
+
+static void *robust_many_holder(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < MANY; i++)
+		expect_rc("robust lock", pthread_mutex_lock(&many[i]), 0);
+	step_loop(NULL);
+	return NULL;	/* exits holding them all */
+}
+
+static void mode_robust_many(void)
+{
+	int dead = 0;
+
+	for (int i = 0; i < MANY; i++) {
+		init_mutex(PTHREAD_MUTEX_NORMAL, PTHREAD_MUTEX_ROBUST,
+			   PTHREAD_PRIO_NONE);
+		many[i] = lock;
+	}
+	run_in_thread(robust_many_holder, NULL);
+	for (int i = 0; i < MANY; i++) {
+		int rc = pthread_mutex_lock(&many[i]);
+
+		if (rc == EOWNERDEAD) {
+			dead++;
+			pthread_mutex_consistent(&many[i]);
+		}
+		expect_rc("unlock", pthread_mutex_unlock(&many[i]), 0);
+	}
+	say("result %d of %d owner-died", dead, MANY);
+}
+
 static void *pi_waiter(void *arg)
 {
 	(void)arg;
@@ -251,6 +288,8 @@ int main(int argc, char **argv)
 		mode_errorcheck();
 	else if (!strcmp(mode, "robust"))
 		mode_robust();
+	else if (!strcmp(mode, "robust-many"))
+		mode_robust_many();
 	else if (!strcmp(mode, "pi"))
 		mode_pi();
 	else if (!strcmp(mode, "rwlock"))
