@@ -22,23 +22,27 @@ def progress_past(proc, regex, minimum):
     return max(numbers(proc.lines(), regex))
 
 
-def checkpoint_kill(session, proc, regex, at):
+def checkpoint_kill(session, proc, regex, at, nproc):
     seen = progress_past(proc, regex, at)
-    images = session.checkpoint()
+    images = session.checkpoint(expect_images=nproc)
     assert proc.alive(), "%s exited during the checkpoint: %s" % (
         proc.name, proc.stderr_text())
-    proc.sigkill()
+    if nproc == 1:
+        proc.sigkill()
+    else:   # SIGKILL of the launched process would leave its child
+        session.kill_all()
+        proc.popen.wait(30)
     return seen, images
 
 
-def two_restarts(session, argv, regex, first_at=20, gap=25):
+def two_restarts(session, argv, regex, first_at=20, gap=25, nproc=1):
     """Launch, then checkpoint -> kill -> restart twice; the second
     checkpoint is taken once the first restart went `gap` steps past the
     first checkpoint. Returns the three processes, the last finished."""
     p = session.launch(argv)
-    seen, images = checkpoint_kill(session, p, regex, first_at)
+    seen, images = checkpoint_kill(session, p, regex, first_at, nproc)
     r1 = session.restart(images)
-    seen, images = checkpoint_kill(session, r1, regex, seen + gap)
+    seen, images = checkpoint_kill(session, r1, regex, seen + gap, nproc)
     r2 = session.restart(images)
     rc = r2.wait_exit(WAIT + 60)
     assert rc == 0, "%s: exit %d, last lines %r, stderr:\n%s" % (
@@ -58,6 +62,8 @@ RESULTS = {
     "recursive-thread": ["result released 1"],
     "errorcheck": ["result unlock 0"],
     "robust": ["result lock after owner died EOWNERDEAD"],
+    # parent and child: the child's process rewrites the shared memory
+    "pshared-robust": ["result lock after owner died EOWNERDEAD"],
     # 32 in the thread's table, the rest found on its robust list
     "robust-many": ["result 40 of 40 owner-died"],
     # the waiter may print before main does
@@ -71,7 +77,8 @@ RESULTS = {
 @pytest.mark.parametrize("mode", sorted(RESULTS))
 def test_lock_held_across_two_restarts(session, mode):
     p, r1, r = two_restarts(session, [app("held_locks"), mode, str(STEPS)],
-                            STEP_RX)
+                            STEP_RX, nproc=2 if mode == "pshared-robust"
+                            else 1)
     if mode == "robust-many":
         for proc in (p, r1):
             assert "holds more than 32 recursive" in proc.stderr_text()

@@ -16,6 +16,9 @@
  *   robust-many       the same with 40 robust mutexes: more than the
  *                     per-thread table holds (the rest are found on the
  *                     thread's robust list)
+ *   pshared-robust    a child process holds a process-shared robust
+ *                     mutex in MAP_SHARED memory and exits without
+ *                     unlocking it: the parent's lock must get EOWNERDEAD
  *   pi                main holds a priority-inheritance mutex that a
  *                     second thread waits for; it gets it after the unlock
  *   rwlock            main holds a rwlock for writing, then unlocks it;
@@ -28,6 +31,8 @@
  */
 #include <link.h>
 #include <pthread.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include "app_util.h"
 
 #define PROG "held_locks"
@@ -185,6 +190,38 @@ static void mode_robust_many(void)
 	say("result %d of %d owner-died", dead, MANY);
 }
 
+static void mode_pshared_robust(void)
+{
+	pthread_mutexattr_t a;
+	pthread_mutex_t *m = mmap(NULL, sizeof(*m), PROT_READ | PROT_WRITE,
+				  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	int rc, status;
+	pid_t child;
+
+	if (m == MAP_FAILED)
+		die(PROG, "mmap: %s", strerror(errno));
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+	pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+	pthread_mutex_init(m, &a);
+	child = fork();
+	if (child < 0)
+		die(PROG, "fork: %s", strerror(errno));
+	if (child == 0) {
+		expect_rc("robust lock in the child", pthread_mutex_lock(m), 0);
+		step_loop(NULL);
+		_exit(0);	/* holding it */
+	}
+	if (waitpid(child, &status, 0) != child || status != 0)
+		die(PROG, "child: waitpid failed or status %d", status);
+	rc = pthread_mutex_lock(m);
+	say("result lock after owner died %s",
+	    rc == EOWNERDEAD ? "EOWNERDEAD" : strerror(rc));
+	if (rc == EOWNERDEAD)
+		pthread_mutex_consistent(m);
+	expect_rc("unlock", pthread_mutex_unlock(m), 0);
+}
+
 static void *pi_waiter(void *arg)
 {
 	(void)arg;
@@ -290,6 +327,8 @@ int main(int argc, char **argv)
 		mode_robust();
 	else if (!strcmp(mode, "robust-many"))
 		mode_robust_many();
+	else if (!strcmp(mode, "pshared-robust"))
+		mode_pshared_robust();
 	else if (!strcmp(mode, "pi"))
 		mode_pi();
 	else if (!strcmp(mode, "rwlock"))
