@@ -1,6 +1,6 @@
 # The benchmark: `make bench` (not part of `make test`).
 
-BENCH_APPS := $(BUILD)/bench/fill_idle
+BENCH_APPS := $(BUILD)/bench/fill_idle $(BUILD)/bench/lock_cost
 
 .PHONY: bench-apps
 all: bench-apps
@@ -9,6 +9,10 @@ bench-apps: $(BENCH_APPS)
 $(BUILD)/bench/fill_idle: bench/fill_idle.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CKPT_CFLAGS) $< -o $@
+
+$(BUILD)/bench/lock_cost: bench/lock_cost.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CKPT_CFLAGS) -pthread $< -o $@
 
 bench: all
 	/usr/bin/python3 bench/bench.py

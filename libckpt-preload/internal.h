@@ -80,6 +80,8 @@ struct ckpt_thread {
 	pid_t pid_arg_virt;		/* that process's virtual pid */
 	struct ckpt_context ctx;
 	struct pending_signals pending;
+	pid_t saved_tid;		/* kernel tid at the checkpoint */
+	struct owned_locks *owned_locks; /* its table (thread_ids.c) */
 };
 
 /* One kind of process resource: the checkpoint sequence calls save while
@@ -168,6 +170,34 @@ void threads_manager_restored(void);
 uint64_t threads_main_tls(void);
 uint64_t threads_features_in_use(void);
 void threads_set_current_features(uint64_t features);
+
+/* thread_ids.c: locks that name their owner's tid, rewritten at restart */
+#define CKPT_OWNED_LOCKS	32	/* per thread */
+struct owned_locks;
+/* glibc's mutex kinds (nptl/pthreadP.h), part of its ABI: the static
+ * initialisers store them in __kind. */
+#define CKPT_MUTEX_KIND_MASK		3
+#define CKPT_MUTEX_RECURSIVE		1
+#define CKPT_MUTEX_ERRORCHECK		2
+#define CKPT_MUTEX_ROBUST		16
+#define CKPT_MUTEX_PRIO_INHERIT		32
+#define CKPT_MUTEX_PRIO_PROTECT		64
+/* the kinds whose lock or unlock compares __owner with the caller's tid */
+static inline int thread_ids_kind_is_owner_checked(int kind)
+{
+	int type = kind & CKPT_MUTEX_KIND_MASK;
+
+	return type == CKPT_MUTEX_RECURSIVE || type == CKPT_MUTEX_ERRORCHECK ||
+	       (kind & (CKPT_MUTEX_ROBUST | CKPT_MUTEX_PRIO_INHERIT |
+			CKPT_MUTEX_PRIO_PROTECT));
+}
+int thread_ids_track(void *obj, int is_rwlock);
+void thread_ids_untrack(void *obj);
+pid_t thread_ids_self(void);
+void thread_ids_after_fork(void);
+void thread_ids_capture(struct ckpt_thread *t);
+void thread_ids_restore(struct ckpt_thread *const *threads, int n,
+			const pid_t *new_tids);
 extern __thread unsigned ckpt_interrupts;
 
 /* pending_signals.c */

@@ -514,6 +514,7 @@ static void after_fork_in_child(void)
 	image_in_flight = 0; /* the parent's image, not ours */
 	ckpt.vppid = ckpt.vpid;
 	vpid_reset_after_fork();
+	thread_ids_after_fork();
 	ckpt.vpid = vpid_self();
 	ckpt.generation = 0;
 	make_identity();

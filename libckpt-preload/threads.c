@@ -87,6 +87,7 @@ void threads_capture_self(struct ckpt_thread *t)
 		t->rseq_registered =
 			((volatile int32_t *)t->rseq)[1] >= 0;
 	}
+	thread_ids_capture(t);
 }
 
 /* Give the kernel back what clone() does not: rseq, robust list, the
@@ -478,9 +479,27 @@ static int clone_restored_thread(struct ckpt_thread *t, char *err,
 	return 0;
 }
 
+/* Locks that name a thread by its tid at the checkpoint now name its new
+ * tid (the main thread's is the leader's). */
+static void rewrite_thread_ids(void)
+{
+	static struct ckpt_thread *all[CKPT_MAX_THREADS + 1];
+	static pid_t new_tids[CKPT_MAX_THREADS + 1];
+	int n = 0;
+
+	for (int i = 0; i <= threads_count(); i++) {
+		struct ckpt_thread *t = i < threads_count() ? &slots[i] :
+							       &manager_slot;
+
+		all[n] = t;
+		new_tids[n++] = t->is_main ? ckpt_real_gettid() : t->real_tid;
+	}
+	thread_ids_restore(all, n, new_tids);
+}
+
 /* In the restarted process, on the leader: recreate every thread but the
- * main one (the leader becomes it) and wait until all have re-registered
- * their per-thread kernel state. */
+ * main one (the leader becomes it), wait until all have re-registered
+ * their per-thread kernel state, and rewrite the tids in their locks. */
 int threads_restore_all(char *err, size_t errlen)
 {
 	struct timespec slice = { 0, 50 * 1000 * 1000 };
@@ -504,7 +523,7 @@ int threads_restore_all(char *err, size_t errlen)
 		int have = __atomic_load_n(&restored_count, __ATOMIC_ACQUIRE);
 
 		if (have >= expected)
-			return 0;
+			break;
 		if (waited_ms > CKPT_SUSPEND_TIMEOUT_MS) {
 			ckpt_fmt(err, errlen,
 				 "only %d of %d restored threads came back",
@@ -514,6 +533,8 @@ int threads_restore_all(char *err, size_t errlen)
 		futex(&restored_count, FUTEX_WAIT_PRIVATE, have, &slice);
 		waited_ms += 50;
 	}
+	rewrite_thread_ids();
+	return 0;
 }
 
 /* Let the restored threads go, then turn the leader into the main thread
