@@ -11,6 +11,7 @@ import pytest
 
 from realprogs.driver import Program, check_program, require
 from realprogs.test_xz_pipeline import GENERATOR
+from test_multiprocessing import SCRIPT as POOL_SCRIPT
 
 PYTHON = "/usr/bin/python3"
 
@@ -128,25 +129,6 @@ class Sqlite3Cli(Program):
 
     def finished(self, run):
         return len(run.stdout_lines()) >= 35
-
-
-POOL_SCRIPT = r"""
-import hashlib, multiprocessing as mp, sys, time
-def work(i):
-    h = str(i).encode()
-    for _ in range(20000):
-        h = hashlib.sha256(h).digest()
-    time.sleep(0.02)
-    return h.hex()[:8]
-if __name__ == "__main__":
-    mp.set_start_method("fork")
-    out = []
-    with mp.Pool(2) as pool:
-        for k, r in enumerate(pool.imap(work, range(int(sys.argv[1])))):
-            out.append(r)
-            print("item", k, r, flush=True)
-    print("final", hashlib.sha256("".join(out).encode()).hexdigest())
-"""
 
 
 class PythonPool(Program):
