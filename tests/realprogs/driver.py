@@ -61,7 +61,9 @@ class Program:
     name = None
     # progress values (fractions of the native run's final progress) at
     # which the first (original process) and second (restarted process)
-    # checkpoints are taken
+    # checkpoints are taken; with progress_kind "time" each counts from
+    # the start of its own run segment (kept small: the restarted run may
+    # go faster than the native one did on a busy machine)
     marks = (0.25, 0.55)
     native_timeout = FINISH_TIMEOUT
     # "time": progress is the time (s) since the current segment started

@@ -46,7 +46,7 @@ exit 3;
 class Bc(Program):
     name = "bc"
     progress_kind = "time"
-    marks = (0.25, 0.3)
+    marks = (0.2, 0.2)
 
     def setup(self, work):
         with open("%s/work.bc" % work, "w") as f:

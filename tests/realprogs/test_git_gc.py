@@ -55,7 +55,7 @@ def git(work, *args, **kw):
 class GitGc(Program):
     name = "git-gc"
     progress_kind = "time"
-    marks = (0.25, 0.3)
+    marks = (0.2, 0.2)
 
     def setup(self, work):
         r = git(work, "init", "-q", "-b", "master", ".")

@@ -52,7 +52,7 @@ class GzipZstd(Program):
 class TarXz(Program):
     name = "tar-J"
     progress_kind = "time"
-    marks = (0.25, 0.3)
+    marks = (0.2, 0.2)
 
     def setup(self, work):
         write_generator(work)
@@ -82,7 +82,7 @@ END { for (w in n) printf "%s %d %d %d\n", w, n[w], s[w], max[w] | "sort"
 class Mawk(Program):
     name = "mawk"
     progress_kind = "time"
-    marks = (0.25, 0.3)
+    marks = (0.2, 0.2)
 
     def setup(self, work):
         write_generator(work)
@@ -115,7 +115,7 @@ select k, count(*), sum(v) from t group by k order by k limit 5;
 class Sqlite3Cli(Program):
     name = "sqlite3-cli"
     progress_kind = "time"
-    marks = (0.25, 0.3)
+    marks = (0.2, 0.2)
 
     def setup(self, work):
         with open(os.path.join(work, "script.sql"), "w") as f:
