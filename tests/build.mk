@@ -3,7 +3,7 @@
 TEST_APP_SRCS := $(wildcard tests/apps/*.c)
 TEST_APPS := $(patsubst tests/apps/%.c,$(BUILD)/tests/apps/%,$(TEST_APP_SRCS))
 
-.PHONY: test-apps
+.PHONY: test-apps realprogs
 all: test-apps
 test-apps: $(TEST_APPS)
 
@@ -19,3 +19,8 @@ PYTEST_TIMEOUT_ARGS := $(shell /usr/bin/python3 -c 'import pytest_timeout' \
 
 test: all
 	/usr/bin/python3 -m pytest -v $(PYTEST_TIMEOUT_ARGS) tests
+
+# Only the real-program suite (docs/architecture.md, "Real programs");
+# `make test` runs it too.
+realprogs: all
+	/usr/bin/python3 -m pytest -v $(PYTEST_TIMEOUT_ARGS) tests/realprogs
