@@ -7,17 +7,17 @@ a word (git resets every signal before an exec); nothing is said on
 stderr."""
 
 import os
-import re
 import shutil
 import subprocess
 
 import pytest
 
-from ckpt_harness import (app, checkpoint_and_kill, numbers,
-                          reference_output, run, tail_after_progress)
+from ckpt_harness import app, numbers, reference_output, tail_after_progress
 
 ITER = 240
 ITER_RX = r"^iter (\d+)$"
+JAVA_SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "java",
+                        "NioLoop.java")
 
 
 def assert_quiet(proc):
@@ -26,27 +26,34 @@ def assert_quiet(proc):
         "%s said on stderr:\n%s" % (proc.name, err))
 
 
-def two_cycles(session, argv, progress, last, gap=25):
+def checkpoint_kill(session, proc, progress, at, nimages):
+    """Checkpoint once progress reaches `at`, kill the computation; the
+    images and the last progress number printed before the kill."""
+    proc.wait_line(progress, minimum=at)
+    seen = max(numbers(proc.lines(), progress))
+    images = session.checkpoint(expect_images=nimages)
+    session.kill_all()
+    proc.popen.wait(30)
+    assert_quiet(proc)
+    return images, seen, max(numbers(proc.lines(), progress))
+
+
+def two_cycles(session, argv, progress, last, nimages=1, gap=25):
     """Run argv under ckpt, checkpoint -> kill -> restart twice; return
-    the last restarted process, finished, and the progress it printed."""
+    the last restarted process, finished."""
     p = session.launch(argv)
-    images, seen, before = checkpoint_and_kill(session, p, progress, gap)
-    assert_quiet(p)
+    images, seen, _ = checkpoint_kill(session, p, progress, gap, nimages)
     r = session.restart(images)
-    r.wait_line(progress, minimum=seen + 2 * gap)
-    images, seen2, before2 = checkpoint_and_kill(session, r, progress,
-                                                 seen + 2 * gap)
-    assert_quiet(r)
-    assert before2[-1] < last, "the first restart ran to the end: %r" % (
-        before2[-3:])
+    images, seen, killed_at = checkpoint_kill(session, r, progress,
+                                              seen + 2 * gap, nimages)
+    assert killed_at < last, "the first restart ran to the end"
     r2 = session.restart(images)
     rc = r2.wait_exit()
     assert rc == 0, "%s: exit %d, last lines %r, stderr:\n%s" % (
         r2.name, rc, r2.lines()[-5:], r2.stderr_text())
     assert_quiet(r2)
     after = numbers(r2.lines(), progress)
-    assert after and seen2 < after[0] <= before2[-1] + 1, (after[:3],
-                                                          seen2)
+    assert after and seen < after[0] <= killed_at + 1, (after[:3], seen)
     assert after == list(range(after[0], last + 1)), after[:5]
     return r2
 
@@ -63,3 +70,39 @@ def test_program_takes_the_signals_ckpt_wanted(session):
     r = two_cycles(session, argv, ITER_RX, ITER)
     assert tail_after_progress(r.lines(), ITER_RX) == \
         tail_after_progress(want, ITER_RX), r.lines()[-4:]
+
+
+@pytest.mark.time_limit(300)
+def test_reset_every_signal_then_exec(session):
+    """git's run-command resets signals 1..64 to SIG_DFL in the child
+    before exec: no word about the checkpoint signal, and the program it
+    execs still checkpoints and restarts (twice)."""
+    argv = [app("reset_signals_exec"), app("counter"), "300", "20"]
+    want = reference_output(argv)
+    r = two_cycles(session, argv, r"^count (\d+) ", 300, nimages=2)
+    assert r.lines()[-2:] == want[-2:], (r.lines()[-3:], want[-2:])
+
+
+@pytest.mark.time_limit(600)
+@pytest.mark.skipif(not (shutil.which("java") and shutil.which("javac")),
+                    reason="java and javac not installed (Debian package "
+                    "openjdk-17-jdk-headless)")
+def test_java_nio_file_io(session):
+    """The JDK interrupts threads blocked in NIO with SIGRTMAX-2; with
+    ckpt holding that signal Files.write threw at once. Files.write and a
+    FileChannel in a loop, restarted twice, end as a run without ckpt."""
+    classes = session.path("classes")
+    os.mkdir(classes)
+    r = subprocess.run(["javac", "-d", classes, JAVA_SRC], timeout=300,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, "javac: %s" % r.stderr
+    native_dir, ckpt_dir = session.path("native"), session.path("ckpt-run")
+    os.mkdir(native_dir)
+    os.mkdir(ckpt_dir)
+    steps = 400
+    java = ["java", "-cp", classes, "NioLoop", str(steps)]
+    want = reference_output(java + [native_dir])
+    r = two_cycles(session, java + [ckpt_dir], r"^step (\d+) ", steps,
+                   gap=40)
+    assert "Exception" not in r.stderr_text(), r.stderr_text()
+    assert r.lines()[-1] == want[-1], (r.lines()[-3:], want[-1])
