@@ -106,3 +106,26 @@ def test_java_nio_file_io(session):
                    gap=40)
     assert "Exception" not in r.stderr_text(), r.stderr_text()
     assert r.lines()[-1] == want[-1], (r.lines()[-3:], want[-1])
+
+
+@pytest.mark.time_limit(300)
+def test_checkpoints_while_the_signal_moves(session):
+    """The program claims the checkpoint signal every third iteration (a
+    move each time, up to iteration 66) while checkpoints are requested
+    back to back: no
+    checkpoint is lost or fails, no signal of the program goes astray,
+    and a restart from the last one ends as a run without ckpt."""
+    argv = [app("signal_claims"), "200", "3"]
+    want = reference_output(argv)
+    p = session.launch(argv)
+    p.wait_line(ITER_RX, minimum=2)
+    moves_left = numbers(p.lines(), ITER_RX)[-1] < 60
+    for _ in range(6):
+        session.checkpoint()
+    assert moves_left, "the program ran past its moves before a checkpoint"
+    images, seen, killed_at = checkpoint_kill(session, p, ITER_RX, 1, 1)
+    r = session.restart(images)
+    assert r.wait_exit() == 0, r.stderr_text()
+    assert_quiet(r)
+    assert tail_after_progress(r.lines(), ITER_RX) == \
+        tail_after_progress(want, ITER_RX), r.lines()[-4:]

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * signal_claims ITER: a program that wants the real-time signals a
+ * signal_claims ITER [EVERY]: a program that wants the real-time signals a
  * checkpointer would like to keep for itself, as the JDK (SIGRTMAX-2)
  * and other runtimes do.
  *
@@ -10,7 +10,8 @@
  * and SIG_DFL on every real-time signal and reads them back, then
  * installs handlers on the top six (SIGRTMAX-2, SIGRTMAX, SIGRTMAX-1,
  * ...), one of which any checkpointer choosing from the top holds.
- * Every 20 iterations it claims one more, downwards. Each iteration sends
+ * Every EVERY (20) iterations it claims one more, downwards, while
+ * free ones are left. Each iteration sends
  * every claimed signal to the process with sigqueue (checking its value)
  * and raise, blocks one, raises it, finds it in sigpending, unblocks it,
  * and takes another with sigwaitinfo; each must reach the program at
@@ -22,7 +23,7 @@
 #include "app_util.h"
 
 #define PROG "signal_claims"
-#define MAX_CLAIMS 20
+#define MAX_CLAIMS 28
 
 static int claimed[MAX_CLAIMS], nclaimed;
 static volatile sig_atomic_t delivered[65], bad_value;
@@ -159,19 +160,21 @@ static int wait_for(int sig)
 int main(int argc, char **argv)
 {
 	static const int top[] = { 2, 0, 1, 3, 4, 5 };
-	unsigned long iter;
+	unsigned long iter, every = 20;
 	pthread_t th;
 	int waited = 0, next = SIGRTMAX - 6;
 
-	if (argc != 2)
-		die(PROG, "usage: signal_claims ITER");
+	if (argc != 2 && argc != 3)
+		die(PROG, "usage: signal_claims ITER [EVERY]");
 	iter = parse_ulong(PROG, "ITER", argv[1], 1, 100000);
+	if (argc == 3)
+		every = parse_ulong(PROG, "EVERY", argv[2], 1, 100000);
 	pthread_create(&th, NULL, worker, NULL);
 	reset_every_signal();
 	for (size_t i = 0; i < sizeof(top) / sizeof(top[0]); i++)
 		claim(SIGRTMAX - top[i]);
 	for (unsigned long k = 1; k <= iter; k++) {
-		if (k % 20 == 0 && nclaimed < MAX_CLAIMS && next > SIGRTMIN)
+		if (k % every == 0 && nclaimed < MAX_CLAIMS && next > SIGRTMIN)
 			claim(next--);
 		send_each();
 		block_pending_unblock(claimed[k % nclaimed]);
