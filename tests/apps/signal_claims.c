@@ -15,11 +15,15 @@
  * every claimed signal to the process with sigqueue (checking its value)
  * and raise, blocks one, raises it, finds it in sigpending, unblocks it,
  * and takes another with sigwaitinfo; each must reach the program at
- * once. "iter K" per iteration; at the end one "counts" line with every
- * signal's deliveries, "worker N" and "OK".
+ * once. "iter K" per iteration. At the end a forked child takes every
+ * real-time signal but SIGRTMIN and the parent sends it each one (the
+ * parent's checkpoint signal among them: another process's own signal):
+ * "child got N". Then one "counts" line with every signal's deliveries,
+ * "worker ran" and "OK".
  */
 #include <pthread.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include "app_util.h"
 
 #define PROG "signal_claims"
@@ -157,6 +161,57 @@ static int wait_for(int sig)
 	return 1;
 }
 
+static volatile sig_atomic_t child_got;
+
+static void on_child_signal(int sig)
+{
+	(void)sig;
+	child_got++;
+}
+
+static void child_takes_every_signal(int ready)
+{
+	struct sigaction sa;
+	int want = SIGRTMAX - SIGRTMIN;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_child_signal;
+	for (int sig = SIGRTMIN + 1; sig <= SIGRTMAX; sig++)
+		if (sigaction(sig, &sa, NULL) < 0)
+			_exit(100);
+	if (write(ready, "r", 1) != 1)
+		_exit(101);
+	for (int i = 0; i < 5000 && child_got < want; i++)
+		sleep_ms(1);
+	_exit(child_got);
+}
+
+/* Returns how many signals the child got. */
+static int signal_a_child(void)
+{
+	int pipefd[2], status;
+	char c;
+	pid_t pid;
+
+	if (pipe(pipefd) < 0)
+		die(PROG, "pipe: %s", strerror(errno));
+	pid = fork();
+	if (pid < 0)
+		die(PROG, "fork: %s", strerror(errno));
+	if (pid == 0)
+		child_takes_every_signal(pipefd[1]);
+	if (read(pipefd[0], &c, 1) != 1)
+		die(PROG, "the child did not start");
+	for (int sig = SIGRTMIN + 1; sig <= SIGRTMAX; sig++)
+		expect_eq("kill child", "kill", kill(pid, sig), 0);
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			die(PROG, "waitpid: %s", strerror(errno));
+	close(pipefd[0]);
+	close(pipefd[1]);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 int main(int argc, char **argv)
 {
 	static const int top[] = { 2, 0, 1, 3, 4, 5 };
@@ -184,6 +239,7 @@ int main(int argc, char **argv)
 		say("iter %lu", k);
 		sleep_ms(20);
 	}
+	say("child got %d", signal_a_child());
 	printf("counts");
 	for (int i = 0; i < nclaimed; i++)
 		printf(" %d:%d", claimed[i], (int)delivered[claimed[i]]);
