@@ -243,6 +243,40 @@ void ckpt_signal_swap_frame_mask(void *ucontext, int from, int to)
 	memcpy(&uc->uc_sigmask, &mask, sizeof(mask));
 }
 
+static unsigned moves;
+
+/* How many moves were made: a signal handler of the program compares. */
+unsigned ckpt_signal_moves(void)
+{
+	return __atomic_load_n(&moves, __ATOMIC_ACQUIRE);
+}
+
+/* The mask a signal frame restores, in the program's terms. */
+uint64_t ckpt_signal_frame_program_mask(const void *ucontext)
+{
+	const ucontext_t *uc = ucontext;
+	uint64_t mask;
+
+	memcpy(&mask, &uc->uc_sigmask, sizeof(mask));
+	return ckpt_signal_program_mask(mask);
+}
+
+/* The frame restores `program` (the program's terms) with the checkpoint
+ * signal of now; called with every signal blocked. */
+void ckpt_signal_set_frame_mask(void *ucontext, uint64_t program)
+{
+	ucontext_t *uc = ucontext;
+	uint64_t mask = ckpt_signal_kernel_mask(program);
+
+	memcpy(&uc->uc_sigmask, &mask, sizeof(mask));
+}
+
+/* The wish of a mask the program had (its terms) applies again. */
+void ckpt_signal_restore_wish(uint64_t program)
+{
+	wish_blocked = !!(program & bit(ckpt.signal));
+}
+
 /* The manager thread never takes the program's signals. */
 void ckpt_signal_block_in_this_thread(void)
 {
@@ -300,6 +334,7 @@ int ckpt_signal_move(int (*install)(void *arg), void *arg,
 		ckpt_fmt(err, errlen, "%s", strerror(-r));
 		goto fail;
 	}
+	__atomic_add_fetch(&moves, 1, __ATOMIC_RELEASE);
 	threads_release_from_move(from, to);
 	ckpt_signal_swap_mask(own_mask, from, to);
 	return 0;

@@ -46,9 +46,13 @@ __attribute__((constructor)) static void resolve_next_signal(void)
 }
 
 typedef void (*siginfo_handler)(int, siginfo_t *, void *);
+typedef void (*plain_handler)(int);
 
-/* The program's SA_SIGINFO handler of each signal the trampoline serves. */
-static siginfo_handler program_handlers[_NSIG];
+/* The program's handler of each signal, called through the trampoline:
+ * its address, with bit 63 set when it takes SA_SIGINFO arguments (one
+ * word, so a handler running meanwhile never reads half of a change). */
+#define TAKES_SIGINFO (1ULL << 63)
+static uint64_t program_handlers[_NSIG];
 
 /* Does si_pid name a process? (kill/sigqueue/tgkill/mq_notify senders,
  * and SIGCHLD's child; not timers, async I/O or SIGIO.) */
@@ -60,37 +64,61 @@ static int names_a_sender(int sig, const siginfo_t *si)
 	       si->si_code == SI_TKILL || si->si_code == SI_MESGQ;
 }
 
-static void translate_sender(int sig, siginfo_t *si, void *uc)
+/* Every handler of the program runs through here: the sender's pid is
+ * made virtual, and the mask the frame restores follows a move of the
+ * checkpoint signal made while the handler ran (the move rewrote only
+ * the innermost frame); the thread's wish for the checkpoint signal
+ * returns to what it was before the handler, as its mask does. */
+static void run_program_handler(int sig, siginfo_t *si, void *uc)
 {
-	siginfo_handler handler = sig > 0 && sig < _NSIG ?
-		__atomic_load_n(&program_handlers[sig], __ATOMIC_ACQUIRE) : NULL;
+	uint64_t h = sig > 0 && sig < _NSIG ?
+		__atomic_load_n(&program_handlers[sig], __ATOMIC_ACQUIRE) : 0;
+	unsigned moves = ckpt_signal_moves();
+	uint64_t outer = ckpt_signal_frame_program_mask(uc), blocked;
 
 	if (si && si->si_pid > 0 && names_a_sender(sig, si))
 		si->si_pid = vpid_virt_from_real(si->si_pid);
-	if (handler)
-		handler(sig, si, uc);
+	if (h & TAKES_SIGINFO)
+		((siginfo_handler)(uintptr_t)(h & ~TAKES_SIGINFO))(sig, si, uc);
+	else if (h)
+		((plain_handler)(uintptr_t)h)(sig);
+	if (!ckpt.signal)
+		return;
+	/* no move between this check and the return: sigreturn sets the
+	 * mask from the frame */
+	threads_block_all(&blocked);
+	if (ckpt_signal_moves() != moves)
+		ckpt_signal_set_frame_mask(uc, outer);
+	else
+		ckpt_signal_restore_wish(outer);
 }
 
-static int wants_siginfo_handler(const struct sigaction *act)
+static uint64_t packed_handler(const struct sigaction *act)
 {
-	return (act->sa_flags & SA_SIGINFO) && act->sa_handler != SIG_DFL &&
-	       act->sa_handler != SIG_IGN;
+	return (uint64_t)(uintptr_t)act->sa_handler |
+	       (act->sa_flags & SA_SIGINFO ? TAKES_SIGINFO : 0);
 }
 
-/* sigaction with the trampoline in place of a SA_SIGINFO handler; old
- * tells the program's handler. */
+static int wants_handler(const struct sigaction *act)
+{
+	return act->sa_handler != SIG_DFL && act->sa_handler != SIG_IGN;
+}
+
+/* sigaction with the trampoline in place of the program's handler; old
+ * tells the program's handler and flags. */
 static int sigaction_translated(int sig, const struct sigaction *act,
 				struct sigaction *old)
 {
-	siginfo_handler before = program_handlers[sig];
+	uint64_t before = program_handlers[sig];
 	struct sigaction copy;
 	int r;
 
-	if (act && wants_siginfo_handler(act)) {
+	if (act && wants_handler(act)) {
 		copy = *act;
-		__atomic_store_n(&program_handlers[sig], act->sa_sigaction,
+		__atomic_store_n(&program_handlers[sig], packed_handler(act),
 				 __ATOMIC_RELEASE);
-		copy.sa_sigaction = translate_sender;
+		copy.sa_sigaction = run_program_handler;
+		copy.sa_flags |= SA_SIGINFO;
 		act = &copy;
 	}
 	r = NEXT_FN(sigaction)(sig, act, old);
@@ -98,8 +126,12 @@ static int sigaction_translated(int sig, const struct sigaction *act,
 		__atomic_store_n(&program_handlers[sig], before,
 				 __ATOMIC_RELEASE);
 	if (r == 0 && old && (old->sa_flags & SA_SIGINFO) &&
-	    old->sa_sigaction == translate_sender)
-		old->sa_sigaction = before;
+	    old->sa_sigaction == run_program_handler) {
+		old->sa_handler = (sighandler_t)(uintptr_t)
+				  (before & ~TAKES_SIGINFO);
+		if (!(before & TAKES_SIGINFO))
+			old->sa_flags &= ~SA_SIGINFO;
+	}
 	return r;
 }
 
@@ -198,11 +230,6 @@ out:
 		warn_cannot_move_once(sig, err);
 	errno = ph.refused ? -r : EINVAL;
 	return -1;
-}
-
-static int wants_handler(const struct sigaction *act)
-{
-	return act->sa_handler != SIG_DFL && act->sa_handler != SIG_IGN;
 }
 
 /* A vfork child shares its parent's memory, not its signal actions, and

@@ -5,7 +5,9 @@
  * and other runtimes do.
  *
  * At start a worker thread blocks every signal and keeps checking that
- * its mask reads back as it set it. The main thread resets every signal
+ * its mask reads back as it set it; a second one blocks every signal but
+ * SIGUSR1 and is inside its SIGUSR1 handler (a 300 ms sleep) while the
+ * first claims are made, so ckpt moves while it runs a handler. The main thread resets every signal
  * to SIG_DFL (as git's run-command does before an exec), sets SIG_IGN
  * and SIG_DFL on every real-time signal and reads them back, then
  * installs handlers on the top six (SIGRTMAX-2, SIGRTMAX, SIGRTMAX-1,
@@ -32,6 +34,7 @@
 static int claimed[MAX_CLAIMS], nclaimed;
 static volatile sig_atomic_t delivered[65], bad_value;
 static volatile int worker_loops, worker_failed;
+static volatile int in_usr1, usr1_done;
 
 static void on_signal(int sig, siginfo_t *si, void *uc)
 {
@@ -68,6 +71,33 @@ static void *worker(void *arg)
 		if (!mask_is_full(&now))
 			worker_failed = 1;
 		__atomic_add_fetch(&worker_loops, 1, __ATOMIC_RELAXED);
+		sleep_ms(2);
+	}
+	return NULL;
+}
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	in_usr1 = 1;
+	sleep_ms(300);
+	usr1_done = 1;
+}
+
+/* Blocks every signal but SIGUSR1, in whose handler it sleeps. */
+static void *handler_worker(void *arg)
+{
+	sigset_t all, now;
+
+	(void)arg;
+	sigfillset(&all);
+	sigdelset(&all, SIGUSR1);
+	pthread_sigmask(SIG_SETMASK, &all, NULL);
+	for (;;) {
+		pthread_sigmask(SIG_BLOCK, NULL, &now);
+		if (!sigismember(&now, SIGRTMAX) || !sigismember(&now, SIGRTMIN)
+		    || sigismember(&now, SIGUSR1))
+			worker_failed = 2;
 		sleep_ms(2);
 	}
 	return NULL;
@@ -216,7 +246,7 @@ int main(int argc, char **argv)
 {
 	static const int top[] = { 2, 0, 1, 3, 4, 5 };
 	unsigned long iter, every = 20;
-	pthread_t th;
+	pthread_t th, th2;
 	int waited = 0, next = SIGRTMAX - 6;
 
 	if (argc != 2 && argc != 3)
@@ -226,8 +256,17 @@ int main(int argc, char **argv)
 		every = parse_ulong(PROG, "EVERY", argv[2], 1, 100000);
 	pthread_create(&th, NULL, worker, NULL);
 	reset_every_signal();
+	signal(SIGUSR1, on_usr1);
+	pthread_create(&th2, NULL, handler_worker, NULL);
+	sleep_ms(20);
+	pthread_kill(th2, SIGUSR1);
+	for (int i = 0; i < 5000 && !in_usr1; i++)
+		sleep_ms(1);
 	for (size_t i = 0; i < sizeof(top) / sizeof(top[0]); i++)
 		claim(SIGRTMAX - top[i]);
+	expect_eq("handler worker", "still in its handler", usr1_done, 0);
+	for (int i = 0; i < 5000 && !usr1_done; i++)
+		sleep_ms(1);
 	for (unsigned long k = 1; k <= iter; k++) {
 		if (k % every == 0 && nclaimed < MAX_CLAIMS && next > SIGRTMIN)
 			claim(next--);
