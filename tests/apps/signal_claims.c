@@ -7,7 +7,9 @@
  * At start a worker thread blocks every signal and keeps checking that
  * its mask reads back as it set it; a second one blocks every signal but
  * SIGUSR1 and is inside its SIGUSR1 handler (a 300 ms sleep) while the
- * first claims are made, so ckpt moves while it runs a handler. The main thread resets every signal
+ * first claims are made, so ckpt moves while it runs a handler; a third
+ * does the same with SIGUSR2, whose handler leaves with siglongjmp to a
+ * sigsetjmp made before the moves. The main thread resets every signal
  * to SIG_DFL (as git's run-command does before an exec), sets SIG_IGN
  * and SIG_DFL on every real-time signal and reads them back, then
  * installs handlers on the top six (SIGRTMAX-2, SIGRTMAX, SIGRTMAX-1,
@@ -24,6 +26,7 @@
  * "worker ran" and "OK".
  */
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include "app_util.h"
@@ -34,7 +37,8 @@
 static int claimed[MAX_CLAIMS], nclaimed;
 static volatile sig_atomic_t delivered[65], bad_value;
 static volatile int worker_loops, worker_failed;
-static volatile int in_usr1, usr1_done;
+static volatile int in_usr1, usr1_done, in_usr2, usr2_done;
+static sigjmp_buf before_moves;
 
 static void on_signal(int sig, siginfo_t *si, void *uc)
 {
@@ -100,6 +104,31 @@ static void *handler_worker(void *arg)
 			worker_failed = 2;
 		sleep_ms(2);
 	}
+	return NULL;
+}
+
+static void on_usr2(int sig)
+{
+	(void)sig;
+	in_usr2 = 1;
+	sleep_ms(300);
+	siglongjmp(before_moves, 1);
+}
+
+/* Blocks every signal but SIGUSR2, whose handler jumps back here; then
+ * only sleeps (a mask call of its own would set its mask right again). */
+static void *jumping_worker(void *arg)
+{
+	sigset_t all;
+
+	(void)arg;
+	sigfillset(&all);
+	sigdelset(&all, SIGUSR2);
+	pthread_sigmask(SIG_SETMASK, &all, NULL);
+	if (sigsetjmp(before_moves, 1))
+		usr2_done = 1;
+	for (;;)
+		sleep_ms(50);
 	return NULL;
 }
 
@@ -246,7 +275,7 @@ int main(int argc, char **argv)
 {
 	static const int top[] = { 2, 0, 1, 3, 4, 5 };
 	unsigned long iter, every = 20;
-	pthread_t th, th2;
+	pthread_t th, th2, th3;
 	int waited = 0, next = SIGRTMAX - 6;
 
 	if (argc != 2 && argc != 3)
@@ -257,15 +286,19 @@ int main(int argc, char **argv)
 	pthread_create(&th, NULL, worker, NULL);
 	reset_every_signal();
 	signal(SIGUSR1, on_usr1);
+	signal(SIGUSR2, on_usr2);
 	pthread_create(&th2, NULL, handler_worker, NULL);
+	pthread_create(&th3, NULL, jumping_worker, NULL);
 	sleep_ms(20);
 	pthread_kill(th2, SIGUSR1);
-	for (int i = 0; i < 5000 && !in_usr1; i++)
+	pthread_kill(th3, SIGUSR2);
+	for (int i = 0; i < 5000 && !(in_usr1 && in_usr2); i++)
 		sleep_ms(1);
 	for (size_t i = 0; i < sizeof(top) / sizeof(top[0]); i++)
 		claim(SIGRTMAX - top[i]);
-	expect_eq("handler worker", "still in its handler", usr1_done, 0);
-	for (int i = 0; i < 5000 && !usr1_done; i++)
+	expect_eq("handler workers", "still in their handlers",
+		  usr1_done || usr2_done, 0);
+	for (int i = 0; i < 5000 && !(usr1_done && usr2_done); i++)
 		sleep_ms(1);
 	for (unsigned long k = 1; k <= iter; k++) {
 		if (k % every == 0 && nclaimed < MAX_CLAIMS && next > SIGRTMIN)
