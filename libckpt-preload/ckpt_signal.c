@@ -283,20 +283,6 @@ void ckpt_signal_block_in_this_thread(void)
 	wish_blocked = 1;
 }
 
-/* Choose where to move from `from` (the program wants it); 0 and one
- * warning when no real-time signal is free. */
-int ckpt_signal_next(int from)
-{
-	static int warned;
-	int to = choose_free_signal(from);
-
-	if (!to && !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
-		ckpt_log("every real-time signal has a handler: the program "
-			 "cannot have signal %d, which stops its threads for "
-			 "checkpoints", from);
-	return to;
-}
-
 /* The program installs a handler on the checkpoint signal: move ckpt to
  * a free one, then install(arg) gives the program its signal. Called with
  * the signal lock held and every signal blocked in this thread; own_mask:
@@ -311,9 +297,10 @@ int ckpt_signal_move(int (*install)(void *arg), void *arg,
 	if (r < 0)
 		goto fail;
 	r = -EAGAIN;
-	to = ckpt_signal_next(from);
+	to = choose_free_signal(from);
 	if (!to) {
-		ckpt_fmt(err, errlen, "no free real-time signal");
+		ckpt_fmt(err, errlen, "every other real-time signal has a "
+			 "handler");
 		goto fail;
 	}
 	threads_checkpoint_action(&handler);
