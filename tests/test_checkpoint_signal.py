@@ -6,8 +6,10 @@ checkpoints and restarts; SIG_DFL and SIG_IGN on it are accepted without
 a word (git resets every signal before an exec); nothing is said on
 stderr."""
 
+import errno
 import os
 import shutil
+import signal
 import subprocess
 
 import pytest
@@ -26,7 +28,7 @@ def assert_quiet(proc):
         "%s said on stderr:\n%s" % (proc.name, err))
 
 
-def checkpoint_kill(session, proc, progress, at, nimages):
+def checkpoint_kill(session, proc, progress, at, nimages, quiet=True):
     """Checkpoint once progress reaches `at`, kill the computation; the
     images and the last progress number printed before the kill."""
     proc.wait_line(progress, minimum=at)
@@ -34,7 +36,8 @@ def checkpoint_kill(session, proc, progress, at, nimages):
     images = session.checkpoint(expect_images=nimages)
     session.kill_all()
     proc.popen.wait(30)
-    assert_quiet(proc)
+    if quiet:
+        assert_quiet(proc)
     return images, seen, max(numbers(proc.lines(), progress))
 
 
@@ -129,3 +132,25 @@ def test_checkpoints_while_the_signal_moves(session):
     assert_quiet(r)
     assert tail_after_progress(r.lines(), ITER_RX) == \
         tail_after_progress(want, ITER_RX), r.lines()[-4:]
+
+
+@pytest.mark.time_limit(300)
+def test_no_signal_left(session):
+    """A program that wants every real-time signal: all but the last one
+    it asks for are its own, that one is refused with EINVAL and one
+    warning, and the program still checkpoints and restarts."""
+    n = "150"
+    p = session.launch([app("claim_every_signal"), n])
+    images, seen, _ = checkpoint_kill(session, p, ITER_RX, 20, 1, quiet=False)
+    last = "%d:%s" % (signal.SIGRTMIN, os.strerror(errno.EINVAL))
+    assert p.lines()[0] == "claimed %d refused %s" % (
+        signal.SIGRTMAX - signal.SIGRTMIN, last), p.lines()[0]
+    warnings = p.stderr_text().splitlines()
+    assert len(warnings) == 1 and "every other real-time signal has a " \
+        "handler" in warnings[0], warnings
+    r = session.restart(images)
+    assert r.wait_exit() == 0, r.stderr_text()
+    after = numbers(r.lines(), ITER_RX)
+    assert after and after[0] <= seen + 1 and after[-1] == int(n), after[:3]
+    assert r.lines()[-1] == "delivered %d" % (
+        int(n) * (signal.SIGRTMAX - signal.SIGRTMIN)), r.lines()[-1]
