@@ -6,7 +6,9 @@ import java.nio.file.Paths;
 import java.nio.file.StandardOpenOption;
 
 /* NioLoop N DIR: write a file with Files.write and read it back through a
- * FileChannel, N times; "step K SUM" after each, "done SUM" at the end. */
+ * FileChannel, N times; "step K SUM" after each, "done SUM" at the end.
+ * Each of the 4 files always gets the same content: a process killed
+ * after a checkpoint may have written them again meanwhile. */
 public class NioLoop {
     public static void main(String[] args) throws Exception {
         int n = Integer.parseInt(args[0]);
@@ -14,13 +16,14 @@ public class NioLoop {
         long sum = 0;
         for (int i = 1; i <= n; i++) {
             Path p = dir.resolve("f" + (i % 4));
-            byte[] data = ("line " + i + "\n").repeat(i % 50 + 1).getBytes();
+            byte[] data = ("line " + (i % 4) + "\n").repeat(i % 4 * 10 + 1)
+                .getBytes();
             Files.write(p, data);
             try (FileChannel ch = FileChannel.open(p, StandardOpenOption.READ)) {
                 ByteBuffer b = ByteBuffer.allocate(data.length + 1);
                 while (ch.read(b) > 0) {
                 }
-                sum = sum * 31 + b.position();
+                sum = sum * 31 + b.position() + i;
             }
             System.out.println("step " + i + " " + sum);
             Thread.sleep(20);
