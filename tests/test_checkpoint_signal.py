@@ -154,3 +154,25 @@ def test_no_signal_left(session):
     assert after and after[0] <= seen + 1 and after[-1] == int(n), after[:3]
     assert r.lines()[-1] == "delivered %d" % (
         int(n) * (signal.SIGRTMAX - signal.SIGRTMIN)), r.lines()[-1]
+
+
+@pytest.mark.time_limit(300)
+def test_ckpt_signal_pins(session):
+    """CKPT_SIGNAL=N pins the checkpoint signal: a handler for N is
+    refused with EINVAL and one message naming CKPT_SIGNAL, every other
+    signal is the program's, and checkpoints go on with N."""
+    n = "120"
+    session.env["CKPT_SIGNAL"] = str(signal.SIGRTMAX)
+    p = session.launch([app("claim_every_signal"), n])
+    images, seen, _ = checkpoint_kill(session, p, ITER_RX, 20, 1, quiet=False)
+    assert p.lines()[0] == "claimed %d refused %d:%s" % (
+        signal.SIGRTMAX - signal.SIGRTMIN, signal.SIGRTMAX,
+        os.strerror(errno.EINVAL)), p.lines()[0]
+    warnings = p.stderr_text().splitlines()
+    assert len(warnings) == 1 and "CKPT_SIGNAL=%d pins it" % (
+        signal.SIGRTMAX) in warnings[0], warnings
+    del session.env["CKPT_SIGNAL"]
+    r = session.restart(images)
+    assert r.wait_exit() == 0, r.stderr_text()
+    assert r.lines()[-1] == "delivered %d" % (
+        int(n) * (signal.SIGRTMAX - signal.SIGRTMIN)), r.lines()[-1]
