@@ -277,6 +277,28 @@ void ckpt_signal_restore_wish(uint64_t program)
 	wish_blocked = !!(program & bit(ckpt.signal));
 }
 
+/* The checkpoint signal when the program wants it blocked in this
+ * thread, else 0. */
+int ckpt_signal_blocked_here(void)
+{
+	return wish_blocked ? ckpt.signal : 0;
+}
+
+/* In a new thread whose creator wanted `sig`, then the checkpoint signal,
+ * blocked: the same. A move since made `sig` the program's; the thread,
+ * moved with the wish of a new thread, has it unblocked: block it. */
+void ckpt_signal_inherit_blocked(int sig)
+{
+	uint64_t mask;
+
+	threads_block_all(&mask);
+	if (sig == ckpt.signal)
+		wish_blocked = 1;
+	else
+		mask |= bit(sig);
+	threads_set_mask(mask);
+}
+
 /* The manager thread never takes the program's signals. */
 void ckpt_signal_block_in_this_thread(void)
 {

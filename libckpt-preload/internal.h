@@ -184,6 +184,8 @@ unsigned ckpt_signal_moves(void);
 uint64_t ckpt_signal_frame_program_mask(const void *ucontext);
 void ckpt_signal_set_frame_mask(void *ucontext, uint64_t program);
 void ckpt_signal_restore_wish(uint64_t program);
+int ckpt_signal_blocked_here(void);
+void ckpt_signal_inherit_blocked(int sig);
 int ckpt_signal_move(int (*install)(void *arg), void *arg,
 		     uint64_t *own_mask, char *err, size_t errlen);
 

@@ -5,7 +5,8 @@
  * and other runtimes do.
  *
  * At start a worker thread blocks every signal and keeps checking that
- * its mask reads back as it set it; a second one blocks every signal but
+ * its mask reads back as it set it, and so does one created while the
+ * main thread blocked every signal; a second one blocks every signal but
  * SIGUSR1 and is inside its SIGUSR1 handler (a 300 ms sleep) while the
  * first claims are made, so ckpt moves while it runs a handler; a third
  * does the same with SIGUSR2, whose handler leaves with siglongjmp to a
@@ -63,13 +64,14 @@ static int mask_is_full(const sigset_t *set)
 	return 1;
 }
 
+/* arg NULL: blocks every signal itself; else was created so */
 static void *worker(void *arg)
 {
 	sigset_t all, now;
 
-	(void)arg;
 	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, NULL);
+	if (!arg)
+		pthread_sigmask(SIG_SETMASK, &all, NULL);
 	for (;;) {
 		pthread_sigmask(SIG_BLOCK, NULL, &now);
 		if (!mask_is_full(&now))
@@ -275,7 +277,8 @@ int main(int argc, char **argv)
 {
 	static const int top[] = { 2, 0, 1, 3, 4, 5 };
 	unsigned long iter, every = 20;
-	pthread_t th, th2, th3;
+	pthread_t th, th2, th3, th4;
+	sigset_t all, old;
 	int waited = 0, next = SIGRTMAX - 6;
 
 	if (argc != 2 && argc != 3)
@@ -284,6 +287,10 @@ int main(int argc, char **argv)
 	if (argc == 3)
 		every = parse_ulong(PROG, "EVERY", argv[2], 1, 100000);
 	pthread_create(&th, NULL, worker, NULL);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_create(&th4, NULL, worker, &all);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	reset_every_signal();
 	signal(SIGUSR1, on_usr1);
 	signal(SIGUSR2, on_usr2);
