@@ -24,7 +24,6 @@ long ckpt_syscall(long nr, ...);
 long ckpt_syscall_error(long err);
 #define syscall ckpt_syscall
 
-#define CKPT_SIGNAL_DEFAULT	62	/* reserved; CKPT_SIGNAL=N moves it */
 #define CKPT_MAX_THREADS	4096
 #define CKPT_MAX_FDS		4096
 /* files on temporary storage: content saved up to this size (files.c) */
@@ -37,7 +36,7 @@ long ckpt_syscall_error(long err);
 
 struct ckpt_state {
 	int coord_fd;			/* -1 when not connected */
-	int signal;			/* the reserved checkpoint signal */
+	int signal;			/* the checkpoint signal (ckpt_signal.c) */
 	pid_t vpid, vppid;
 	uint64_t generation;		/* last generation written */
 	uint64_t computation_id;	/* the coordinator's, from WELCOME */
@@ -157,7 +156,15 @@ void ckpt_dir_close(struct ckpt_dir_iter *it);
 
 /* threads.c */
 int threads_install_handler(void);
+void threads_checkpoint_action(struct sigaction *sa);
 void threads_mask_ckpt_signal(int how, sigset_t *old);
+void threads_lock_signal(uint64_t *old);
+void threads_unlock_signal(void);
+void threads_block_all(uint64_t *old);
+void threads_set_mask(uint64_t mask);
+void threads_reset_after_fork(void);
+int threads_park_for_move(char *err, size_t errlen);
+void threads_release_from_move(int from, int to);
 int threads_suspend_all(char *err, size_t errlen);
 void threads_resume_all(void);
 int threads_count(void);
@@ -199,6 +206,31 @@ void thread_ids_capture(struct ckpt_thread *t);
 void thread_ids_restore(struct ckpt_thread *const *threads, int n,
 			const pid_t *new_tids);
 extern __thread unsigned ckpt_interrupts;
+
+/* ckpt_signal.c: the choice of the checkpoint signal and its moves */
+void ckpt_signal_choose(void);
+int ckpt_signal_pinned(void);
+void ckpt_signal_env(char *buf, size_t len);
+int ckpt_signal_take(int sig, const struct sigaction *handler);
+void ckpt_signal_record_action(const struct sigaction *act,
+			       struct sigaction *old);
+const struct sigaction *ckpt_signal_program_action(int sig);
+int ckpt_signal_handler_masks(int sig);
+void ckpt_signal_set_handler_masks(int sig, int masks);
+void ckpt_signal_move_handler_masks(int from, int to);
+uint64_t ckpt_signal_program_mask(uint64_t kernel);
+uint64_t ckpt_signal_kernel_mask(uint64_t program);
+void ckpt_signal_swap_mask(uint64_t *mask, int from, int to);
+void ckpt_signal_swap_frame_mask(void *ucontext, int from, int to);
+void ckpt_signal_block_in_this_thread(void);
+unsigned ckpt_signal_moves(void);
+uint64_t ckpt_signal_frame_program_mask(const void *ucontext);
+void ckpt_signal_set_frame_mask(void *ucontext, uint64_t program);
+void ckpt_signal_restore_wish(uint64_t program);
+int ckpt_signal_blocked_here(void);
+void ckpt_signal_inherit_blocked(int sig);
+int ckpt_signal_move(int (*install)(void *arg), void *arg,
+		     uint64_t *own_mask, char *err, size_t errlen);
 
 /* pending_signals.c */
 void pending_capture_thread(struct pending_signals *ps);

@@ -22,7 +22,7 @@
 #include "ckpt/coord_client.h"
 #include "internal.h"
 
-struct ckpt_state ckpt = { .coord_fd = -1, .signal = CKPT_SIGNAL_DEFAULT };
+struct ckpt_state ckpt = { .coord_fd = -1 };
 
 #define HELLO_TIMEOUT_MS 5000
 #define CONNECT_TIMEOUT_MS 5000
@@ -78,12 +78,9 @@ static void make_identity(void)
 
 static void read_settings(void)
 {
-	const char *sig = getenv("CKPT_SIGNAL"), *dir = getenv("CKPT_DIR");
-	const char *coord = getenv("CKPT_COORD");
+	const char *dir = getenv("CKPT_DIR"), *coord = getenv("CKPT_COORD");
 
-	if (sig && atoi(sig) >= 32 && atoi(sig) <= 64 && atoi(sig) != 32 &&
-	    atoi(sig) != 33)
-		ckpt.signal = atoi(sig);
+	ckpt_signal_choose();
 	if (dir && dir[0])
 		ckpt_fmt(ckpt.ckpt_dir, sizeof(ckpt.ckpt_dir), "%s", dir);
 	else if (!getcwd(ckpt.ckpt_dir, sizeof(ckpt.ckpt_dir)))
@@ -404,6 +401,9 @@ int manager_stack_overlaps(uint64_t addr, uint64_t len)
 	return addr < manager_stack_hi && addr + len > manager_stack_lo;
 }
 
+/* futex: the manager thread has taken its part in the program's masks */
+static int manager_started;
+
 static void *manager_main(void *arg)
 {
 	union manager_msg msg;
@@ -411,6 +411,10 @@ static void *manager_main(void *arg)
 	int r;
 
 	(void)arg;
+	ckpt_signal_block_in_this_thread();
+	__atomic_store_n(&manager_started, 1, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &manager_started, FUTEX_WAKE_PRIVATE, 1, NULL,
+		NULL, 0);
 	note_manager_stack();
 	while (ckpt.coord_fd >= 0) {
 		r = ckpt_msg_recv(ckpt.coord_fd, &msg, sizeof(msg), &len, -1);
@@ -440,6 +444,7 @@ static void *manager_main(void *arg)
 
 int manager_start(void)
 {
+	struct timespec slice = { 0, 50 * 1000 * 1000 };
 	pthread_attr_t attr;
 	pthread_t tid;
 	sigset_t all, old;
@@ -451,9 +456,16 @@ int manager_start(void)
 	/* The manager must never take the program's signals. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
+	manager_started = 0;
 	r = pthread_create(&tid, &attr, manager_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
+	/* before the program can move the checkpoint signal */
+	for (int i = 0; !r && i < 100 &&
+			!__atomic_load_n(&manager_started, __ATOMIC_ACQUIRE);
+	     i++)
+		syscall(SYS_futex, &manager_started, FUTEX_WAIT_PRIVATE, 0,
+			&slice, NULL, 0);
 	return -r;
 }
 
@@ -466,6 +478,9 @@ void manager_after_restart(uint64_t image_generation)
 	int r;
 
 	threads_manager_restored();
+	/* restored with every signal blocked: a move of the checkpoint
+	 * signal (ckpt_signal.c) must reach this thread too */
+	threads_mask_ckpt_signal(SIG_UNBLOCK, NULL);
 	/* the image was in flight when memory was captured */
 	image_settled();
 	ckpt_accel_open(); /* the kernel may be another one now */
@@ -512,6 +527,7 @@ static void after_fork_in_child(void)
 		ckpt.coord_fd = -1;
 	}
 	image_in_flight = 0; /* the parent's image, not ours */
+	threads_reset_after_fork();
 	ckpt.vppid = ckpt.vpid;
 	vpid_reset_after_fork();
 	thread_ids_after_fork();
@@ -566,6 +582,11 @@ __attribute__((constructor)) static void ckpt_init(void)
 	read_settings();
 	make_identity();
 	remember_library_path();
+	if (!ckpt.signal) {
+		ckpt_log("every real-time signal has a handler: running "
+			 "without checkpoints");
+		return;
+	}
 	if (threads_install_handler() < 0) {
 		ckpt_log("cannot install the handler of signal %d: %s; "
 			 "running without checkpoints", ckpt.signal,

@@ -44,6 +44,14 @@ static int round_active;	/* the handler only parks during a round */
 static int restored_count;	/* futex: threads back after a restart */
 static int restart_go;		/* futex: restored threads may continue */
 static int slot_overflow;
+/* Moving the checkpoint signal (ckpt_signal.c): the threads park like for
+ * a checkpoint, then swap the old and new signals in their masks. */
+static int move_active;
+static int move_parked;		/* futex: threads parked for the move */
+static int move_word;		/* futex: bumped to release them */
+static int move_from, move_to;	/* the move done, 0: none */
+/* futex: held while threads are signaled, for a checkpoint or a move */
+static int signal_lock;
 
 static long futex(int *addr, int op, int val, const struct timespec *ts)
 {
@@ -174,6 +182,26 @@ void threads_manager_restored(void)
 	restored_barrier(&manager_slot);
 }
 
+static int sent_by_this_process(const siginfo_t *si)
+{
+	return si->si_code == SI_TKILL && si->si_pid == ckpt_real_getpid();
+}
+
+/* Park until the move is done, then take the new signal in the mask the
+ * frame restores. */
+static void park_for_move(void *uc)
+{
+	int gen = __atomic_load_n(&move_word, __ATOMIC_ACQUIRE);
+
+	__atomic_add_fetch(&move_parked, 1, __ATOMIC_RELEASE);
+	futex_wake_all(&move_parked);
+	wait_while_equal(&move_word, gen);
+	if (move_from && move_to)
+		ckpt_signal_swap_frame_mask(uc, move_from, move_to);
+	__atomic_sub_fetch(&move_parked, 1, __ATOMIC_RELEASE);
+	futex_wake_all(&move_parked);
+}
+
 static void suspend_handler(int sig, siginfo_t *si, void *uc)
 {
 	int saved_errno = errno, gen, idx;
@@ -181,8 +209,13 @@ static void suspend_handler(int sig, siginfo_t *si, void *uc)
 
 	(void)sig;
 	ckpt_interrupts++;
+	if (__atomic_load_n(&move_active, __ATOMIC_ACQUIRE) &&
+	    sent_by_this_process(si)) {
+		park_for_move(uc);
+		goto out;
+	}
 	if (!__atomic_load_n(&round_active, __ATOMIC_ACQUIRE) ||
-	    si->si_code != SI_TKILL || si->si_pid != ckpt_real_getpid())
+	    !sent_by_this_process(si))
 		goto out;
 	idx = __atomic_fetch_add(&nslots, 1, __ATOMIC_ACQ_REL);
 	gen = __atomic_load_n(&resume_word, __ATOMIC_ACQUIRE);
@@ -225,22 +258,69 @@ void threads_mask_ckpt_signal(int how, sigset_t *old)
 	syscall(SYS_rt_sigprocmask, how, &one, old, _NSIG / 8);
 }
 
+/* The action of the checkpoint signal. */
+void threads_checkpoint_action(struct sigaction *sa)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sa_sigaction = suspend_handler;
+	sa->sa_flags = SA_SIGINFO | SA_RESTART;
+	sigfillset(&sa->sa_mask);
+}
+
 int threads_install_handler(void)
 {
-	/* past libckpt's own sigaction wrapper, which hides this signal */
-	int (*real_sigaction)(int, const struct sigaction *,
-			      struct sigaction *) =
-		(int (*)(int, const struct sigaction *, struct sigaction *))
-			dlsym(RTLD_NEXT, "sigaction");
 	struct sigaction sa;
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = suspend_handler;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
-	sigfillset(&sa.sa_mask);
-	if (!real_sigaction)
-		return -ENOSYS;
-	return real_sigaction(ckpt.signal, &sa, NULL) < 0 ? -errno : 0;
+	threads_checkpoint_action(&sa);
+	return ckpt_signal_take(ckpt.signal, &sa);
+}
+
+static uint64_t all_signals = ~0ULL;
+
+static void block_all_signals(uint64_t *old)
+{
+	syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all_signals, old, 8);
+}
+
+void threads_set_mask(uint64_t mask)
+{
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &mask, NULL, 8);
+}
+
+/* Take the signal lock, returning with every signal blocked in this
+ * thread (old: the mask before). It waits with the mask it had, so a
+ * checkpoint round can stop this thread meanwhile. */
+void threads_lock_signal(uint64_t *old)
+{
+	struct timespec slice = { 0, 50 * 1000 * 1000 };
+
+	for (;;) {
+		block_all_signals(old);
+		if (!__atomic_exchange_n(&signal_lock, 1, __ATOMIC_ACQUIRE))
+			return;
+		threads_set_mask(*old);
+		futex(&signal_lock, FUTEX_WAIT_PRIVATE, 1, &slice);
+	}
+}
+
+void threads_unlock_signal(void)
+{
+	__atomic_store_n(&signal_lock, 0, __ATOMIC_RELEASE);
+	futex(&signal_lock, FUTEX_WAKE_PRIVATE, 1, NULL);
+}
+
+/* Every signal blocked here: the checkpoint signal cannot move until
+ * threads_unblock (no move parks this thread meanwhile). */
+void threads_block_all(uint64_t *old)
+{
+	block_all_signals(old);
+}
+
+/* In a forked child: the lock another thread of the parent held. */
+void threads_reset_after_fork(void)
+{
+	signal_lock = 0;
+	move_active = 0;
 }
 
 /* A zombie leader (main called pthread_exit) cannot take a signal. */
@@ -340,18 +420,18 @@ static const char *first_unparked_hint(char *buf, size_t len)
 	return "a thread";
 }
 
-static int wait_parked(char *err, size_t errlen)
+static int wait_parked_on(int *count, char *err, size_t errlen)
 {
 	struct timespec start, now, slice = { 0, 50 * 1000 * 1000 };
 	char who[32];
 
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (;;) {
-		int have = __atomic_load_n(&suspended_count, __ATOMIC_ACQUIRE);
+		int have = __atomic_load_n(count, __ATOMIC_ACQUIRE);
 
 		if (have >= nsignaled || have >= count_live_signaled())
 			return 0;
-		futex(&suspended_count, FUTEX_WAIT_PRIVATE, have, &slice);
+		futex(count, FUTEX_WAIT_PRIVATE, have, &slice);
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		if ((now.tv_sec - start.tv_sec) * 1000 +
 		    (now.tv_nsec - start.tv_nsec) / 1000000 >
@@ -366,7 +446,57 @@ static int wait_parked(char *err, size_t errlen)
 	return -ETIMEDOUT;
 }
 
-int threads_suspend_all(char *err, size_t errlen)
+/* Signal every thread and wait until each parked (count), repeating
+ * until a pass finds no new thread: a thread may be in the middle of
+ * clone() when the first pass runs. */
+static int park_every_thread(int *count, char *err, size_t errlen)
+{
+	int r;
+
+	do {
+		r = signal_new_threads(err, errlen);
+		if (r < 0 || (r = wait_parked_on(count, err, errlen)) < 0)
+			return r;
+	} while ((r = signal_new_threads(err, errlen)) > 0 &&
+		 (r = wait_parked_on(count, err, errlen)) == 0);
+	return r < 0 ? r : 0;
+}
+
+/* Park every other thread in the checkpoint handler for a move; the
+ * caller holds the signal lock. */
+int threads_park_for_move(char *err, size_t errlen)
+{
+	nsignaled = 0;
+	move_from = move_to = 0;
+	__atomic_store_n(&move_parked, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&move_active, 1, __ATOMIC_RELEASE);
+	return park_every_thread(&move_parked, err, errlen);
+}
+
+/* Let the parked threads go; from, to: the move done (0, 0: none).
+ * Returns once each has read it (the next move may change it). */
+void threads_release_from_move(int from, int to)
+{
+	struct timespec slice = { 0, 50 * 1000 * 1000 };
+	int left;
+
+	move_from = from;
+	move_to = to;
+	__atomic_store_n(&move_active, 0, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&move_word, 1, __ATOMIC_RELEASE);
+	futex_wake_all(&move_word);
+	for (int i = 0; i < CKPT_SUSPEND_TIMEOUT_MS / 50; i++) {
+		left = __atomic_load_n(&move_parked, __ATOMIC_ACQUIRE);
+		if (left <= 0)
+			return;
+		futex(&move_parked, FUTEX_WAIT_PRIVATE, left, &slice);
+	}
+	ckpt_log("moving the checkpoint signal from %d to %d: %d thread(s) "
+		 "did not take the move within %d s", from, to, left,
+		 CKPT_SUSPEND_TIMEOUT_MS / 1000);
+}
+
+static int suspend_all_locked(char *err, size_t errlen)
 {
 	int r;
 
@@ -377,14 +507,7 @@ int threads_suspend_all(char *err, size_t errlen)
 	restart_go = 0;
 	__atomic_store_n(&suspended_count, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&round_active, 1, __ATOMIC_RELEASE);
-	/* Repeat until a pass finds no new thread: a thread may be in the
-	 * middle of clone() when the first pass runs. */
-	do {
-		r = signal_new_threads(err, errlen);
-		if (r < 0 || (r = wait_parked(err, errlen)) < 0)
-			goto fail;
-	} while ((r = signal_new_threads(err, errlen)) > 0 &&
-		 (r = wait_parked(err, errlen)) == 0);
+	r = park_every_thread(&suspended_count, err, errlen);
 	if (r < 0)
 		goto fail;
 	if (slot_overflow) {
@@ -395,6 +518,18 @@ int threads_suspend_all(char *err, size_t errlen)
 	return 0;
 fail:
 	threads_resume_all();
+	return r;
+}
+
+int threads_suspend_all(char *err, size_t errlen)
+{
+	uint64_t mask;
+	int r;
+
+	threads_lock_signal(&mask);
+	r = suspend_all_locked(err, errlen);
+	threads_unlock_signal();
+	threads_set_mask(mask);
 	return r;
 }
 

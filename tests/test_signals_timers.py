@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """Signal state across checkpoints and restarts: pending signals with their
-values, the alarm timer's remaining time, the reserved signal hidden from
-the program, and no EINTR from a checkpoint in calls the kernel does not
+values, the alarm timer's remaining time, the checkpoint signal hidden
+from the program, and no EINTR from a checkpoint in calls the kernel does not
 restart by itself."""
 
 import re
@@ -43,7 +43,7 @@ def test_signal_state_survives_restart(session):
     # left at the checkpoint, so it fires near tick 30, not at once and
     # not never. The margin covers a loaded machine.
     assert 24 <= alarm_tick <= 45, "alarm fired at tick %d" % alarm_tick
-    assert reserved_ok == 1, "signal 62 was visible to the program"
+    assert reserved_ok == 1, "the checkpoint signal was visible to the program"
 
 
 @pytest.mark.time_limit(300)

@@ -57,7 +57,6 @@ void exec_remember_environment(const char *libckpt_path)
 	ckpt_fmt(env_coord, sizeof(env_coord), "CKPT_COORD=%s",
 		 ckpt.coord_addr);
 	ckpt_fmt(env_dir, sizeof(env_dir), "CKPT_DIR=%s", ckpt.ckpt_dir);
-	ckpt_fmt(env_signal, sizeof(env_signal), "CKPT_SIGNAL=%d", ckpt.signal);
 	n = readlink("/proc/self/exe", exe_path, sizeof(exe_path) - 1);
 	exe_path[n > 0 ? n : 0] = 0;
 }
@@ -121,6 +120,7 @@ static int is_ours(const char *entry)
 	       names_var(entry, "CKPT_COORD") ||
 	       names_var(entry, "CKPT_DIR") ||
 	       names_var(entry, "CKPT_SIGNAL") ||
+	       names_var(entry, "CKPT_SIGNAL_INHERITED") ||
 	       names_var(entry, "CKPT_VPID") ||
 	       names_var(entry, "CKPT_OUTSIDE");
 }
@@ -155,6 +155,8 @@ static void build_env(char *const envp[], const char **out, char *vpid_var,
 	out[n++] = preload;
 	out[n++] = env_coord;
 	out[n++] = env_dir;
+	/* the signal blocked for the exec: stable until it is done */
+	ckpt_signal_env(env_signal, sizeof(env_signal));
 	out[n++] = env_signal;
 	out[n++] = vpid_var;
 	out[n++] = pipes_outside_env;

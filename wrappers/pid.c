@@ -38,9 +38,22 @@ static pid_t real_target(pid_t pid)
 	return pid;
 }
 
-static int reserved_signal(int sig)
+/* Would kill(real, ...) reach this process? (kill(-1) spares the
+ * caller.) */
+static int kill_reaches_self(pid_t real)
 {
-	if (sig != ckpt.signal)
+	pid_t self = ckpt_real_getpid();
+
+	return real == 0 || real == self ||
+	       (real < -1 && -real == ckpt_syscall(SYS_getpgid, 0));
+}
+
+/* The checkpoint signal sent to this very process (which has no handler
+ * for it, or ckpt would have moved): refused. Other processes choose
+ * their own checkpoint signal; to them it is an ordinary signal. */
+static int reserved_signal(int sig, int reaches_self)
+{
+	if (sig != ckpt.signal || !reaches_self)
 		return 0;
 	errno = EINVAL;
 	return 1;
@@ -48,17 +61,20 @@ static int reserved_signal(int sig)
 
 CKPT_WRAPPER int kill(pid_t pid, int sig)
 {
-	if (reserved_signal(sig))
+	pid_t real = real_target(pid);
+
+	if (reserved_signal(sig, kill_reaches_self(real)))
 		return -1;
-	return ckpt_syscall(SYS_kill, real_target(pid), sig);
+	return ckpt_syscall(SYS_kill, real, sig);
 }
 
 CKPT_WRAPPER int tgkill(pid_t tgid, pid_t tid, int sig)
 {
-	if (reserved_signal(sig))
+	pid_t real = vpid_real_from_virt(tgid);
+
+	if (reserved_signal(sig, real == ckpt_real_getpid()))
 		return -1;
-	return ckpt_syscall(SYS_tgkill, vpid_real_from_virt(tgid),
-		       vpid_real_from_virt(tid), sig);
+	return ckpt_syscall(SYS_tgkill, real, vpid_real_from_virt(tid), sig);
 }
 
 static pid_t virtual_id(pid_t r)
@@ -108,7 +124,7 @@ CKPT_WRAPPER int sigqueue(pid_t pid, int sig, const union sigval value)
 {
 	siginfo_t si = { 0 };
 
-	if (reserved_signal(sig))
+	if (reserved_signal(sig, kill_reaches_self(real_target(pid))))
 		return -1;
 	si.si_signo = sig;
 	si.si_code = SI_QUEUE;
@@ -194,9 +210,11 @@ CKPT_WRAPPER long syscall(long nr, ...)
 	case SYS_wait4:
 		return wait4(a[0], (int *)a[1], a[2], (struct rusage *)a[3]);
 	case SYS_tkill:
-		if (reserved_signal(a[1]))
-			return -1;
 		a[0] = vpid_real_from_virt(a[0]);
+		/* a thread of this process? */
+		if (reserved_signal(a[1], ckpt_syscall(SYS_tgkill,
+				ckpt_real_getpid(), a[0], 0) == 0))
+			return -1;
 		break;
 	}
 	return ckpt_syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Keep the checkpoint signal invisible: the program cannot install a
- * handler for it, block it, or see it in its masks. A program that tries
- * gets EINVAL and one message telling how to move the signal elsewhere.
+ * Keep the checkpoint signal invisible (libckpt-preload/ckpt_signal.c):
+ * a handler the program installs for it moves ckpt to another signal and
+ * the program gets its own; SIG_DFL and SIG_IGN on it are recorded and
+ * read back; its bit in the program's masks is the program's wish, kept
+ * per thread, while the kernel's stays clear. Each wrapper runs with
+ * every signal blocked, so no move happens in its middle.
  *
  * A handler installed with SA_SIGINFO is called through a trampoline that
  * gives it the sender's virtual pid in si_pid (kill, sigqueue, tgkill,
@@ -15,6 +18,7 @@
  */
 #include <signal.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <time.h>
 #include "wrappers.h"
 
@@ -26,6 +30,7 @@ DEFINE_NEXT(sigpending);
 DEFINE_NEXT(sigsuspend);
 DEFINE_NEXT(sigwaitinfo);
 DEFINE_NEXT(sigtimedwait);
+DEFINE_NEXT(signalfd);
 
 __attribute__((constructor)) static void resolve_next_signal(void)
 {
@@ -37,22 +42,17 @@ __attribute__((constructor)) static void resolve_next_signal(void)
 	RESOLVE_NEXT(sigsuspend);
 	RESOLVE_NEXT(sigwaitinfo);
 	RESOLVE_NEXT(sigtimedwait);
-}
-
-static void warn_reserved_once(const char *call)
-{
-	static int warned;
-
-	if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
-		ckpt_log("%s: signal %d is reserved by the checkpointer; "
-			 "set CKPT_SIGNAL to another real-time signal for this "
-			 "program", call, ckpt.signal);
+	RESOLVE_NEXT(signalfd);
 }
 
 typedef void (*siginfo_handler)(int, siginfo_t *, void *);
+typedef void (*plain_handler)(int);
 
-/* The program's SA_SIGINFO handler of each signal the trampoline serves. */
-static siginfo_handler program_handlers[_NSIG];
+/* The program's handler of each signal, called through the trampoline:
+ * its address, with bit 63 set when it takes SA_SIGINFO arguments (one
+ * word, so a handler running meanwhile never reads half of a change). */
+#define TAKES_SIGINFO (1ULL << 63)
+static uint64_t program_handlers[_NSIG];
 
 /* Does si_pid name a process? (kill/sigqueue/tgkill/mq_notify senders,
  * and SIGCHLD's child; not timers, async I/O or SIGIO.) */
@@ -64,37 +64,61 @@ static int names_a_sender(int sig, const siginfo_t *si)
 	       si->si_code == SI_TKILL || si->si_code == SI_MESGQ;
 }
 
-static void translate_sender(int sig, siginfo_t *si, void *uc)
+/* Every handler of the program runs through here: the sender's pid is
+ * made virtual, and the mask the frame restores follows a move of the
+ * checkpoint signal made while the handler ran (the move rewrote only
+ * the innermost frame); the thread's wish for the checkpoint signal
+ * returns to what it was before the handler, as its mask does. */
+static void run_program_handler(int sig, siginfo_t *si, void *uc)
 {
-	siginfo_handler handler = sig > 0 && sig < _NSIG ?
-		__atomic_load_n(&program_handlers[sig], __ATOMIC_ACQUIRE) : NULL;
+	uint64_t h = sig > 0 && sig < _NSIG ?
+		__atomic_load_n(&program_handlers[sig], __ATOMIC_ACQUIRE) : 0;
+	unsigned moves = ckpt_signal_moves();
+	uint64_t outer = ckpt_signal_frame_program_mask(uc), blocked;
 
 	if (si && si->si_pid > 0 && names_a_sender(sig, si))
 		si->si_pid = vpid_virt_from_real(si->si_pid);
-	if (handler)
-		handler(sig, si, uc);
+	if (h & TAKES_SIGINFO)
+		((siginfo_handler)(uintptr_t)(h & ~TAKES_SIGINFO))(sig, si, uc);
+	else if (h)
+		((plain_handler)(uintptr_t)h)(sig);
+	if (!ckpt.signal)
+		return;
+	/* no move between this check and the return: sigreturn sets the
+	 * mask from the frame */
+	threads_block_all(&blocked);
+	if (ckpt_signal_moves() != moves)
+		ckpt_signal_set_frame_mask(uc, outer);
+	else
+		ckpt_signal_restore_wish(outer);
 }
 
-static int wants_siginfo_handler(const struct sigaction *act)
+static uint64_t packed_handler(const struct sigaction *act)
 {
-	return (act->sa_flags & SA_SIGINFO) && act->sa_handler != SIG_DFL &&
-	       act->sa_handler != SIG_IGN;
+	return (uint64_t)(uintptr_t)act->sa_handler |
+	       (act->sa_flags & SA_SIGINFO ? TAKES_SIGINFO : 0);
 }
 
-/* sigaction with the trampoline in place of a SA_SIGINFO handler; old
- * tells the program's handler. */
+static int wants_handler(const struct sigaction *act)
+{
+	return act->sa_handler != SIG_DFL && act->sa_handler != SIG_IGN;
+}
+
+/* sigaction with the trampoline in place of the program's handler; old
+ * tells the program's handler and flags. */
 static int sigaction_translated(int sig, const struct sigaction *act,
 				struct sigaction *old)
 {
-	siginfo_handler before = program_handlers[sig];
+	uint64_t before = program_handlers[sig];
 	struct sigaction copy;
 	int r;
 
-	if (act && wants_siginfo_handler(act)) {
+	if (act && wants_handler(act)) {
 		copy = *act;
-		__atomic_store_n(&program_handlers[sig], act->sa_sigaction,
+		__atomic_store_n(&program_handlers[sig], packed_handler(act),
 				 __ATOMIC_RELEASE);
-		copy.sa_sigaction = translate_sender;
+		copy.sa_sigaction = run_program_handler;
+		copy.sa_flags |= SA_SIGINFO;
 		act = &copy;
 	}
 	r = NEXT_FN(sigaction)(sig, act, old);
@@ -102,8 +126,12 @@ static int sigaction_translated(int sig, const struct sigaction *act,
 		__atomic_store_n(&program_handlers[sig], before,
 				 __ATOMIC_RELEASE);
 	if (r == 0 && old && (old->sa_flags & SA_SIGINFO) &&
-	    old->sa_sigaction == translate_sender)
-		old->sa_sigaction = before;
+	    old->sa_sigaction == run_program_handler) {
+		old->sa_handler = (sighandler_t)(uintptr_t)
+				  (before & ~TAKES_SIGINFO);
+		if (!(before & TAKES_SIGINFO))
+			old->sa_flags &= ~SA_SIGINFO;
+	}
 	return r;
 }
 
@@ -116,62 +144,274 @@ static const sigset_t *without_reserved(const sigset_t *set, sigset_t *copy)
 	return copy;
 }
 
-CKPT_WRAPPER int sigaction(int sig, const struct sigaction *act,
-			   struct sigaction *old)
+/* sigaction of a signal that is not the checkpoint signal: its handler
+ * masks the checkpoint signal only in the program's view. */
+static int program_sigaction(int sig, const struct sigaction *act,
+			     struct sigaction *old)
 {
+	int masked_before = ckpt_signal_handler_masks(sig), r;
 	struct sigaction copy;
 
-	if (sig == ckpt.signal) {
-		if (act) {
-			warn_reserved_once("sigaction");
-			errno = EINVAL;
-			return -1;
-		}
-		if (old) {
-			memset(old, 0, sizeof(*old));
-			old->sa_handler = SIG_DFL;
-		}
-		return 0;
-	}
 	if (act) {
 		copy = *act;
+		ckpt_signal_set_handler_masks(sig, sigismember(&copy.sa_mask,
+							      ckpt.signal) == 1);
 		sigdelset(&copy.sa_mask, ckpt.signal);
 		act = &copy;
 	}
-	if (sig <= 0 || sig >= _NSIG)
-		return NEXT_FN(sigaction)(sig, act, old);
-	return sigaction_translated(sig, act, old);
+	r = sig > 0 && sig < _NSIG ? sigaction_translated(sig, act, old) :
+	    NEXT_FN(sigaction)(sig, act, old);
+	if (r < 0)
+		ckpt_signal_set_handler_masks(sig, masked_before);
+	else if (old && masked_before)
+		sigaddset(&old->sa_mask, ckpt.signal);
+	return r;
 }
 
-CKPT_WRAPPER sighandler_t signal(int sig, sighandler_t handler)
+struct program_handler {
+	int sig;
+	const struct sigaction *act;
+	int refused;		/* the kernel refused the program's action */
+};
+
+static int install_program_handler(void *arg)
 {
-	if (sig == ckpt.signal) {
-		warn_reserved_once("signal");
+	struct program_handler *ph = arg;
+
+	if (program_sigaction(ph->sig, ph->act, NULL) == 0)
+		return 0;
+	ph->refused = 1;
+	return -errno;
+}
+
+static void warn_cannot_move_once(int sig, const char *why)
+{
+	static int warned;
+
+	if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+		ckpt_log("sigaction: the program cannot have signal %d, which "
+			 "stops its threads for checkpoints: %s", sig, why);
+}
+
+/* The program installs a handler on the checkpoint signal: ckpt moves. */
+static int move_for_program(int sig, const struct sigaction *act,
+			    struct sigaction *old)
+{
+	struct program_handler ph = { .sig = sig, .act = act };
+	struct sigaction before;
+	char err[256] = "";
+	uint64_t mask;
+	int r;
+
+	threads_lock_signal(&mask);
+	if (sig != ckpt.signal) {
+		/* another thread moved it while this one waited */
+		r = program_sigaction(sig, act, old) < 0 ? -errno : 0;
+		ph.refused = 1;
+		goto out;
+	}
+	before = *ckpt_signal_program_action(sig);
+	if (ckpt_signal_pinned()) {
+		r = -EINVAL;
+		ckpt_fmt(err, sizeof(err), "CKPT_SIGNAL=%d pins it; unset "
+			 "CKPT_SIGNAL to let ckpt choose", sig);
+	} else {
+		r = ckpt_signal_move(install_program_handler, &ph, &mask, err,
+				     sizeof(err));
+	}
+	if (r == 0 && old)
+		*old = before;
+out:
+	threads_unlock_signal();
+	threads_set_mask(mask);
+	if (r == 0)
+		return 0;
+	if (!ph.refused)
+		warn_cannot_move_once(sig, err);
+	errno = ph.refused ? -r : EINVAL;
+	return -1;
+}
+
+/* A vfork child shares its parent's memory, not its signal actions, and
+ * the parent cannot stop until the child execs: no move there. */
+static int in_vfork_child(void)
+{
+	return ckpt_real_getpid() != vpid_real_from_virt(ckpt.vpid);
+}
+
+CKPT_WRAPPER int sigaction(int sig, const struct sigaction *act,
+			   struct sigaction *old)
+{
+	uint64_t mask;
+	int r, e;
+
+	if (sig <= 0 || sig >= _NSIG)
+		return NEXT_FN(sigaction)(sig, act, old);
+	threads_block_all(&mask);
+	if (sig != ckpt.signal) {
+		r = program_sigaction(sig, act, old);
+	} else if (in_vfork_child()) {
+		r = NEXT_FN(sigaction)(sig, act, old);
+	} else if (!act || !wants_handler(act)) {
+		/* SIG_DFL or SIG_IGN (git resets every signal before an
+		 * exec): not a use of the signal, only recorded */
+		ckpt_signal_record_action(act, old);
+		r = 0;
+	} else {
+		threads_set_mask(mask);
+		return move_for_program(sig, act, old);
+	}
+	e = errno;
+	threads_set_mask(mask);
+	errno = e;
+	return r;
+}
+
+/* siginterrupt's choice, for signal() (glibc keeps its own privately) */
+static uint64_t interrupting;
+
+static sighandler_t set_handler(int sig, sighandler_t handler, int flags,
+				int mask_self)
+{
+	struct sigaction act, old;
+
+	if (handler == SIG_ERR || sig <= 0 || sig >= _NSIG) {
 		errno = EINVAL;
 		return SIG_ERR;
 	}
-	return NEXT_FN(signal)(sig, handler);
+	memset(&act, 0, sizeof(act));
+	act.sa_handler = handler;
+	sigemptyset(&act.sa_mask);
+	if (mask_self)
+		sigaddset(&act.sa_mask, sig);
+	act.sa_flags = flags;
+	if (sigaction(sig, &act, &old) < 0)
+		return SIG_ERR;
+	return old.sa_handler;
+}
+
+static int restarts(int sig)
+{
+	return sig <= 64 && (interrupting >> (sig - 1)) & 1 ? 0 : SA_RESTART;
+}
+
+/* glibc's signal() and its relatives call its sigaction internally,
+ * past the wrapper above: done here instead. */
+CKPT_WRAPPER sighandler_t signal(int sig, sighandler_t handler)
+{
+	return set_handler(sig, handler, restarts(sig), 1);
+}
+
+CKPT_WRAPPER sighandler_t bsd_signal(int sig, sighandler_t handler)
+{
+	return set_handler(sig, handler, restarts(sig), 1);
+}
+
+CKPT_WRAPPER sighandler_t sysv_signal(int sig, sighandler_t handler)
+{
+	return set_handler(sig, handler, SA_RESETHAND | SA_NODEFER, 0);
+}
+
+CKPT_WRAPPER int sigignore(int sig)
+{
+	return set_handler(sig, SIG_IGN, 0, 0) == SIG_ERR ? -1 : 0;
+}
+
+CKPT_WRAPPER int siginterrupt(int sig, int flag)
+{
+	struct sigaction act;
+
+	if (sig <= 0 || sig >= _NSIG || sigaction(sig, NULL, &act) < 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (sig <= 64 && flag)
+		interrupting |= 1ULL << (sig - 1);
+	else if (sig <= 64)
+		interrupting &= ~(1ULL << (sig - 1));
+	if (flag)
+		act.sa_flags &= ~SA_RESTART;
+	else
+		act.sa_flags |= SA_RESTART;
+	return sigaction(sig, &act, NULL);
+}
+
+CKPT_WRAPPER sighandler_t sigset(int sig, sighandler_t disp)
+{
+	sigset_t one, before;
+	struct sigaction act, old;
+
+	sigemptyset(&one);
+	if (sigaddset(&one, sig) < 0)
+		return SIG_ERR;
+	if (disp == SIG_HOLD) {
+		if (sigprocmask(SIG_BLOCK, &one, &before) < 0 ||
+		    sigaction(sig, NULL, &old) < 0)
+			return SIG_ERR;
+	} else {
+		memset(&act, 0, sizeof(act));
+		act.sa_handler = disp;
+		sigemptyset(&act.sa_mask);
+		if (sigaction(sig, &act, &old) < 0 ||
+		    sigprocmask(SIG_UNBLOCK, &one, &before) < 0)
+			return SIG_ERR;
+	}
+	return sigismember(&before, sig) ? SIG_HOLD : old.sa_handler;
+}
+
+static uint64_t word_of(const sigset_t *set)
+{
+	uint64_t w;
+
+	memcpy(&w, set, sizeof(w));
+	return w;
+}
+
+static void set_of(sigset_t *set, uint64_t w)
+{
+	sigemptyset(set);
+	memcpy(set, &w, sizeof(w));
+}
+
+/* The thread's mask in the program's terms: the checkpoint signal's bit
+ * is its wish, the kernel's is clear. glibc's own 32 and 33 are never
+ * blocked. Returns 0 or an errno value. */
+static int change_mask(int how, const sigset_t *set, sigset_t *old)
+{
+	uint64_t internal = (1ULL << 31) | (1ULL << 32);
+	uint64_t kernel, program, want;
+
+	threads_block_all(&kernel);
+	program = want = ckpt_signal_program_mask(kernel);
+	if (set && how == SIG_BLOCK)
+		want |= word_of(set) & ~internal;
+	else if (set && how == SIG_UNBLOCK)
+		want &= ~word_of(set);
+	else if (set && how == SIG_SETMASK)
+		want = word_of(set) & ~internal;
+	else if (set) {
+		threads_set_mask(kernel);
+		return EINVAL;
+	}
+	threads_set_mask(ckpt_signal_kernel_mask(want));
+	if (old)
+		set_of(old, program);
+	return 0;
 }
 
 CKPT_WRAPPER int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 {
-	sigset_t copy;
-	int r = NEXT_FN(sigprocmask)(how, without_reserved(set, &copy), old);
+	int r = change_mask(how, set, old);
 
-	if (r == 0 && old)
-		sigdelset(old, ckpt.signal);
-	return r;
+	if (!r)
+		return 0;
+	errno = r;
+	return -1;
 }
 
 CKPT_WRAPPER int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 {
-	sigset_t copy;
-	int r = NEXT_FN(pthread_sigmask)(how, without_reserved(set, &copy),
-					 old);
-
-	if (r == 0 && old)
-		sigdelset(old, ckpt.signal);
-	return r;
+	return change_mask(how, set, old);
 }
 
 CKPT_WRAPPER int sigpending(sigset_t *set)
@@ -183,13 +423,37 @@ CKPT_WRAPPER int sigpending(sigset_t *set)
 	return r;
 }
 
-/* sigsuspend returns only for the program's own signals. */
-CKPT_WRAPPER int sigsuspend(const sigset_t *mask)
+/* A signalfd never takes the checkpoint signal. */
+CKPT_WRAPPER int signalfd(int fd, const sigset_t *mask, int flags)
 {
 	sigset_t copy;
 
-	return RETRY_IF_CHECKPOINTED(
-		NEXT_FN(sigsuspend)(without_reserved(mask, &copy)));
+	return NEXT_FN(signalfd)(fd, without_reserved(mask, &copy), flags);
+}
+
+/* With every signal blocked until the kernel takes the mask, no move
+ * comes between reading the checkpoint signal and waiting. A move while
+ * waiting rewrites the mask it returns to: set again from the program's
+ * view. */
+static int suspend_once(const sigset_t *mask)
+{
+	uint64_t kernel, program;
+	sigset_t copy;
+	int r, e;
+
+	threads_block_all(&kernel);
+	program = ckpt_signal_program_mask(kernel);
+	r = NEXT_FN(sigsuspend)(without_reserved(mask, &copy));
+	e = errno;
+	threads_set_mask(ckpt_signal_kernel_mask(program));
+	errno = e;
+	return r;
+}
+
+/* sigsuspend returns only for the program's own signals. */
+CKPT_WRAPPER int sigsuspend(const sigset_t *mask)
+{
+	return RETRY_IF_CHECKPOINTED(suspend_once(mask));
 }
 
 static int with_virtual_sender(int sig, siginfo_t *si)

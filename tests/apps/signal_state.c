@@ -3,9 +3,9 @@
  * signal_state TICKS ALARM_S: signal state that must survive a restart.
  * At start: handlers for SIGUSR1 and SIGRTMIN+1, both blocked; SIGUSR1
  * raised (thread-directed), SIGRTMIN+1 queued with value 4242
- * (process-directed); alarm(ALARM_S) armed. It also checks that the
- * checkpointer's reserved signal (62) cannot be taken and never shows in
- * a mask. Then "tick K" every 100 ms; the tick at which SIGALRM arrived is
+ * (process-directed); alarm(ALARM_S) armed. It also checks that no
+ * real-time signal shows a checkpointer's handler, that SIG_IGN on each
+ * reads back, and that a full mask reads back full. Then "tick K" every 100 ms; the tick at which SIGALRM arrived is
  * recorded. At the end the blocked signals are unblocked and delivered:
  * "result usr1 1 rt 1 value 4242 alarm_tick K reserved_ok 1".
  */
@@ -13,7 +13,6 @@
 #include "app_util.h"
 
 #define PROG "signal_state"
-#define RESERVED 62
 
 static volatile sig_atomic_t got_usr1, got_rt, rt_value, alarm_tick = -1;
 static volatile sig_atomic_t tick;
@@ -33,17 +32,30 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 
 static int reserved_signal_hidden(void)
 {
-	struct sigaction sa;
+	struct sigaction sa, back;
 	sigset_t all, old;
 
 	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = SIG_IGN;
-	if (sigaction(RESERVED, &sa, NULL) == 0 || errno != EINVAL)
-		return 0;
+	for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++) {
+		if (sig == SIGRTMIN + 1)
+			continue;
+		sa.sa_handler = SIG_IGN;
+		if (sigaction(sig, &sa, &back) != 0 ||
+		    back.sa_handler != SIG_DFL)
+			return 0;
+		sa.sa_handler = SIG_DFL;
+		if (sigaction(sig, &sa, &back) != 0 ||
+		    back.sa_handler != SIG_IGN)
+			return 0;
+	}
 	sigfillset(&all);
 	sigprocmask(SIG_BLOCK, &all, &old);
 	sigprocmask(SIG_SETMASK, &old, &all);
-	return !sigismember(&all, RESERVED);
+	for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
+		if (!sigismember(&all, sig) ||
+		    sigismember(&old, sig) != (sig == SIGRTMIN + 1))
+			return 0;
+	return 1;
 }
 
 int main(int argc, char **argv)
