@@ -30,8 +30,8 @@ MKIMAGE = os.path.join(SELFTEST, "mkimage")
 RESTORED = os.path.join(SELFTEST, "restored.bin")
 TIMEOUT = 30
 
-# struct ckpt_image_header (include/ckpt/image.h), 352 bytes.
-HEADER_FMT = "<8sIIIIQQQQQQQIIIIQQQQQQQQQQQiiQQ64s64sQQ"
+# struct ckpt_image_header (include/ckpt/image.h), 368 bytes.
+HEADER_FMT = "<8sIIIIQQQQQQQIIIIQQQQQQQQQQQiiQQ64s64sQIIQQ"
 HEADER_FIELDS = (
     "magic version header_size arch page_size cpu_features flags "
     "image_size meta_offset meta_size meta_hash data_offset nregions "
@@ -39,9 +39,9 @@ HEADER_FIELDS = (
     "fds_offset strings_offset strings_size restore_entry "
     "restore_stack_top restore_tls brk_start brk_end vpid vppid "
     "generation ckpt_time_ns program unique_id cpu_features_in_use "
-    "header_hash").split()
+    "nfiles reserved files_offset header_hash").split()
 HEADER_SIZE = struct.calcsize(HEADER_FMT)
-assert HEADER_SIZE == 352
+assert HEADER_SIZE == 368
 REGION_FMT = "<QQIIIIQQQQQII"     # struct ckpt_region, 80 bytes
 EXTENT_FMT = "<QQQQ"              # struct ckpt_extent, 32 bytes
 assert struct.calcsize(REGION_FMT) == 80
@@ -290,11 +290,22 @@ def test_wrong_magic(work, coord):
 
 def test_wrong_version(work, coord):
     im = Image(work())
-    im.set_header(version=2)
+    im.set_header(version=3)
     im.rehash()
     img = im.write(str(work.dir / "version.img"))
     assert_refused(restart(img, coord), img,
-                   r"image version 2, this ckpt reads version 1")
+                   r"image version 3, this ckpt reads version 2")
+
+
+def test_older_version_refused_clearly(work, coord):
+    """A version 1 image (before file records) is refused, naming why."""
+    im = Image(work())
+    im.set_header(version=1)
+    im.rehash()
+    img = im.write(str(work.dir / "version1.img"))
+    assert_refused(restart(img, coord), img,
+                   r"image version 1, made by an older ckpt; this ckpt "
+                   r"reads version 2 only")
 
 
 def test_wrong_arch(work, coord):
