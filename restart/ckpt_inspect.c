@@ -196,7 +196,9 @@ static void print_files(const struct ckpt_image *img)
 		       (unsigned long long)f->size, f->mode, when,
 		       (unsigned long long)(f->mtime_ns % 1000000000ULL));
 		if (f->flags & CKPT_FILE_F_CONTENT)
-			printf(", content saved here");
+			printf(", content saved here (offset %llu, hash "
+			       "%016llx)", (unsigned long long)f->data_offset,
+			       (unsigned long long)f->data_hash);
 		else if (f->flags & CKPT_FILE_F_SAVED)
 			printf(", content saved in another image");
 		else if (f->flags & CKPT_FILE_F_TOO_LARGE)

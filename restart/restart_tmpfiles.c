@@ -107,17 +107,29 @@ static int changed_since(const struct ckpt_file_record *f,
 	return (uint64_t)st->st_size != f->size || mtime_ns(st) != f->mtime_ns;
 }
 
-/* An unlinked file in dir with the saved content (checksum verified),
- * mode and mtime. */
-static int write_content(struct ckpt_image *img,
-			 const struct ckpt_file_record *f, const char *dir,
-			 mode_t mode)
+/* The saved content into fd (at its position), with the checkpoint's
+ * mtime. */
+static int copy_content(struct ckpt_image *img,
+			const struct ckpt_file_record *f, int fd)
 {
 	struct timespec times[2] = {
 		{ .tv_nsec = UTIME_OMIT },
 		{ .tv_sec = f->mtime_ns / 1000000000ULL,
 		  .tv_nsec = f->mtime_ns % 1000000000ULL },
 	};
+	int r = ckpt_copy_range(img->fd, f->data_offset, f->size, fd);
+
+	if (r == 0 && futimens(fd, times) < 0)
+		r = -errno;
+	return r;
+}
+
+/* An unlinked file in dir with the saved content (checksum verified),
+ * mode and mtime. */
+static int write_content(struct ckpt_image *img,
+			 const struct ckpt_file_record *f, const char *dir,
+			 mode_t mode)
+{
 	char *buf = malloc(CKPT_FILE_HASH_CHUNK);
 	uint64_t hash;
 	int tmp, r;
@@ -136,14 +148,34 @@ static int write_content(struct ckpt_image *img,
 	tmp = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	if (tmp < 0)
 		return -errno;
-	r = ckpt_copy_range(img->fd, f->data_offset, f->size, tmp);
-	if (r == 0 && (fchmod(tmp, mode) < 0 || futimens(tmp, times) < 0))
+	r = copy_content(img, f, tmp);
+	if (r == 0 && fchmod(tmp, mode) < 0)
 		r = -errno;
 	if (r < 0) {
 		close(tmp);
 		return r;
 	}
 	return tmp;
+}
+
+/* Where no file can be made beside it (a directory we may not write, no
+ * O_TMPFILE support): rewrite the existing file in place. */
+static int put_back_in_place(struct ckpt_image *img,
+			     const struct ckpt_file_record *f, const char *path)
+{
+	int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC), r;
+
+	if (fd < 0)
+		return -errno;
+	r = copy_content(img, f, fd);
+	close(fd);
+	return r;
+}
+
+static int cannot_write_beside(int r)
+{
+	return r == -EACCES || r == -EPERM || r == -EOPNOTSUPP ||
+	       r == -EISDIR;
 }
 
 static int link_tmpfile(int tmp, const char *path)
@@ -196,12 +228,16 @@ static int put_back_one(struct ckpt_image *img,
 	if (r < 0)
 		return r;
 	tmp = write_content(img, f, dir, missing ? f->mode : st.st_mode & 07777);
-	if (tmp < 0)
-		return tmp;
-	r = missing ? link_tmpfile(tmp, path) : replace_with(tmp, path, dir);
-	close(tmp);
+	r = tmp;
+	if (tmp >= 0) {
+		r = missing ? link_tmpfile(tmp, path) :
+			      replace_with(tmp, path, dir);
+		close(tmp);
+	}
 	if (missing && r == -EEXIST)
 		return 0;	/* made meanwhile: left as it is */
+	if (!missing && cannot_write_beside(r))
+		r = put_back_in_place(img, f, path);
 	if (r < 0)
 		return r;
 	if (missing)

@@ -12,7 +12,7 @@ import tempfile
 
 import pytest
 
-from ckpt_harness import ROOT, app, numbers, reference_output
+from ckpt_harness import ROOT, app, numbers, reference_output, run
 
 LINES, PAUSE_MS = 80, 25
 LINE = r"^line (\d+)$"
@@ -143,3 +143,31 @@ def test_mapped_file_put_back_with_save_files(session, datadir):
         assert rc == 0 and digest == ref, (
             "restart %d: exit %d, digest %r, native %r; stderr:\n%s" % (
                 attempt, rc, digest, ref, r.stderr_text()))
+
+
+def test_corrupt_saved_content_refused(session, datadir):
+    """The saved content is checksummed: a flipped byte makes ckpt_inspect
+    and ckpt_restart refuse the image, and the file is left alone."""
+    log = os.path.join(datadir, "app.log")
+    p = session.launch([app("log_appender"), log, str(LINES),
+                        str(PAUSE_MS)], extra=["--save-files", log])
+    images, seen = checkpoint_then_more_then_kill(session, p, 10)
+    m = re.search(r"content saved here \(offset (\d+),",
+                  session.inspect(images[0]))
+    assert m, session.inspect(images[0])
+    with open(images[0], "r+b") as f:
+        f.seek(int(m.group(1)) + 3)
+        b = f.read(1)
+        f.seek(int(m.group(1)) + 3)
+        f.write(bytes([b[0] ^ 0x20]))
+    before = read(log)
+    r = run([session.tool("ckpt_inspect"), images[0]], 30)
+    assert r.returncode == 1
+    assert re.search(r"file %s: checksum mismatch" % re.escape(log),
+                     r.stderr), r.stderr
+    rs = session.restart(images)
+    assert rs.wait_exit() == 1
+    assert re.search(r"putting back %s from the image failed: checksum "
+                     r"mismatch" % re.escape(log), rs.stderr_text()), \
+        rs.stderr_text()
+    assert read(log) == before
