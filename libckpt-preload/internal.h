@@ -108,6 +108,10 @@ struct stat;
 void saved_files_read_settings(void);
 int saved_files_note_fd(int fd, const char *path, const struct stat *st,
 			int fl_flags);
+/* For exec (wrappers/exec.c): put the CKPT_SAVE_FILES and
+ * CKPT_TMP_FILE_MAX settings that are in use into out (room for 2);
+ * returns how many. */
+int saved_files_env(const char **out);
 extern const size_t ckpt_nresources;
 
 /* manager.c: an exec or exit waits (bounded) until the image being

@@ -46,6 +46,8 @@ struct noted_file {
 static uint64_t tmp_file_max = CKPT_TMP_FILE_SAVE_MAX;
 static char save_globs[GLOBS_MAX];	/* "GLOB:GLOB:..." */
 
+static char env_globs[GLOBS_MAX + 32], env_tmp_max[64];
+
 static struct noted_file *noted;	/* MAX_NOTED, mmap'd once */
 static int nnoted;
 
@@ -66,6 +68,21 @@ void saved_files_read_settings(void)
 	else if (globs)
 		ckpt_log("CKPT_SAVE_FILES is longer than %d bytes: ignored",
 			 GLOBS_MAX - 1);
+	ckpt_fmt(env_globs, sizeof(env_globs), "CKPT_SAVE_FILES=%s",
+		 save_globs);
+	ckpt_fmt(env_tmp_max, sizeof(env_tmp_max), "CKPT_TMP_FILE_MAX=%llu",
+		 (unsigned long long)tmp_file_max);
+}
+
+int saved_files_env(const char **out)
+{
+	int n = 0;
+
+	if (save_globs[0])
+		out[n++] = env_globs;
+	if (tmp_file_max != CKPT_TMP_FILE_SAVE_MAX)
+		out[n++] = env_tmp_max;
+	return n;
 }
 
 static int matches_save_globs(const char *path)

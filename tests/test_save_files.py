@@ -171,3 +171,17 @@ def test_corrupt_saved_content_refused(session, datadir):
                      r"mismatch" % re.escape(log), rs.stderr_text()), \
         rs.stderr_text()
     assert read(log) == before
+
+
+@pytest.mark.time_limit(600)
+def test_save_files_survives_exec_with_empty_environment(session, datadir):
+    """`env -i PROGRAM` drops the environment: the exec'd program still
+    gets --save-files (and the rollback works)."""
+    ref = native_log(datadir)
+    log = os.path.join(datadir, "app.log")
+    p = session.launch(["/usr/bin/env", "-i", app("log_appender"), log,
+                        str(LINES), str(PAUSE_MS)],
+                       extra=["--save-files", os.path.join(datadir, "*")])
+    images, seen = checkpoint_then_more_then_kill(session, p, 20)
+    restart_to_done(session, images)
+    assert read(log) == ref, "lines doubled:\n%s" % read(log)
