@@ -11,7 +11,7 @@ import pytest
 from ckpt_harness import app, numbers, reference_output
 
 STEPS, PAUSE_MS = 90, 30
-STEP = r"^step (\d+)$"
+STEP = r"^step (\d+)"
 DIGEST = r"^digest ([0-9a-f]{16})$"
 
 
@@ -23,11 +23,11 @@ def native_digest(path, unlink_at=None):
     return [l for l in out if re.match(DIGEST, l)]
 
 
-def checkpoint_kill(s, proc, at):
+def checkpoint_kill(s, proc, at, nimages=2):
     """Checkpoint both processes once step `at` is reached, then kill."""
     proc.wait_line(STEP, minimum=at)
     seen = max(numbers(proc.lines(), STEP))
-    images = s.checkpoint(expect_images=2)
+    images = s.checkpoint(expect_images=nimages)
     assert proc.alive(), "%s exited during the checkpoint: %s" % (
         proc.name, proc.stderr_text())
     s.kill_all()
@@ -134,3 +134,46 @@ def test_inspect_decodes_saved_mapping(session):
     assert re.search(r"%s: written,mapped-shared,temporary, 65536 bytes.*"
                      r"content saved here" % re.escape(path), text), text
     assert "content saved in another image" in text, text
+
+
+JAVA_COUNT = """
+public class Count {
+    public static void main(String[] a) throws Exception {
+        long sum = 0;
+        for (int i = 1; i <= 60; i++) {
+            sum += (long) i * i;
+            System.out.println("step " + i + " sum " + sum);
+            Thread.sleep(50);
+        }
+    }
+}
+"""
+
+
+@pytest.mark.time_limit(600)
+def test_java_hsperfdata_gone_at_restart(session):
+    """The reported case: a JVM maps /tmp/hsperfdata_<user>/<pid> and
+    deletes it at exit (or a reboot does): the image still restarts."""
+    import shutil
+    import subprocess
+    if not shutil.which("java") or not shutil.which("javac"):
+        pytest.skip("java/javac not installed (Debian: default-jdk)")
+    src = session.path("Count.java")
+    with open(src, "w") as f:
+        f.write(JAVA_COUNT)
+    subprocess.run(["javac", "-d", session.dir, src], check=True,
+                   timeout=120)
+    p = session.launch(["java", "-cp", session.dir, "Count"])
+    images, seen = checkpoint_kill(session, p, 10, nimages=1)
+    m = re.search(r"^  (/\S*/hsperfdata_[^/]+/\d+): \S*mapped-shared\S*, "
+                  r".*content saved here", session.inspect(images[0]), re.M)
+    assert m, session.inspect(images[0])
+    if os.path.exists(m.group(1)):
+        os.unlink(m.group(1))
+    r = session.restart(images)
+    assert r.wait_exit() == 0, r.stderr_text()
+    steps = numbers(r.lines(), STEP)
+    assert steps and steps[0] <= seen + 1 and steps[-1] == 60, (
+        steps, seen, r.stderr_text())
+    assert r.lines()[-1] == "step 60 sum 73810"
+    assert "was gone; recreated" in r.stderr_text()
