@@ -7,9 +7,10 @@
  *    linked into place once written, so a file that appeared meanwhile is
  *    never overwritten and no process sees it half written; missing
  *    directories on its path are made (mode 0700);
- *  - a file matching --save-files, or mapped MAP_SHARED (its content is
- *    the process's memory), is put back as it was at the checkpoint even
- *    if it exists: written beside it, then renamed over it.
+ *  - a file matching --save-files is put back as it was at the checkpoint
+ *    even if it exists: written beside it, then renamed over it;
+ *  - a file mapped MAP_SHARED (its content is the process's memory) is
+ *    put back in place, so it stays the same inode.
  * Other files on temporary storage that exist are left as they are. Then
  * every file a process had open for writing that changed since the
  * checkpoint (size or mtime) and was not put back is named in a warning.
@@ -107,32 +108,33 @@ static int changed_since(const struct ckpt_file_record *f,
 	return (uint64_t)st->st_size != f->size || mtime_ns(st) != f->mtime_ns;
 }
 
-/* The saved content into fd (at its position), with the checkpoint's
- * mtime. */
-static int copy_content(struct ckpt_image *img,
-			const struct ckpt_file_record *f, int fd)
+static int copy_mtime(const struct ckpt_file_record *f, int fd)
 {
 	struct timespec times[2] = {
 		{ .tv_nsec = UTIME_OMIT },
 		{ .tv_sec = f->mtime_ns / 1000000000ULL,
 		  .tv_nsec = f->mtime_ns % 1000000000ULL },
 	};
-	int r = ckpt_copy_range(img->fd, f->data_offset, f->size, fd);
 
-	if (r == 0 && futimens(fd, times) < 0)
-		r = -errno;
-	return r;
+	return futimens(fd, times) < 0 ? -errno : 0;
 }
 
-/* An unlinked file in dir with the saved content (checksum verified),
- * mode and mtime. */
-static int write_content(struct ckpt_image *img,
-			 const struct ckpt_file_record *f, const char *dir,
-			 mode_t mode)
+/* The saved content into fd (at its position), with the checkpoint's
+ * mtime. */
+static int copy_content(struct ckpt_image *img,
+			const struct ckpt_file_record *f, int fd)
+{
+	int r = ckpt_copy_range(img->fd, f->data_offset, f->size, fd);
+
+	return r < 0 ? r : copy_mtime(f, fd);
+}
+
+static int verify_content(struct ckpt_image *img,
+			  const struct ckpt_file_record *f)
 {
 	char *buf = malloc(CKPT_FILE_HASH_CHUNK);
 	uint64_t hash;
-	int tmp, r;
+	int r;
 
 	if (!buf)
 		return -ENOMEM;
@@ -145,7 +147,16 @@ static int write_content(struct ckpt_image *img,
 			 "saved content is corrupt");
 		return -EBADMSG;
 	}
-	tmp = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	return 0;
+}
+
+/* An unlinked file in dir with the saved content, mode and mtime. */
+static int write_content(struct ckpt_image *img,
+			 const struct ckpt_file_record *f, const char *dir,
+			 mode_t mode)
+{
+	int tmp = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600), r;
+
 	if (tmp < 0)
 		return -errno;
 	r = copy_content(img, f, tmp);
@@ -158,16 +169,21 @@ static int write_content(struct ckpt_image *img,
 	return tmp;
 }
 
-/* Where no file can be made beside it (a directory we may not write, no
- * O_TMPFILE support): rewrite the existing file in place. */
+/* The same inode rewritten: processes outside the computation that map
+ * it keep sharing it (no truncation to zero on the way, which would fault
+ * their mappings). Also where nothing can be made beside the file. */
 static int put_back_in_place(struct ckpt_image *img,
 			     const struct ckpt_file_record *f, const char *path)
 {
-	int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC), r;
+	int fd = open(path, O_WRONLY | O_CLOEXEC), r;
 
 	if (fd < 0)
 		return -errno;
 	r = copy_content(img, f, fd);
+	if (r == 0 && ftruncate(fd, f->size) < 0)
+		r = -errno;
+	if (r == 0)
+		r = copy_mtime(f, fd);
 	close(fd);
 	return r;
 }
@@ -224,9 +240,16 @@ static int put_back_one(struct ckpt_image *img,
 	parent_dir(path, dir, sizeof(dir));
 	if (!dir[0])
 		return -EINVAL;
-	r = missing ? make_parents(dir) : 0;
+	r = verify_content(img, f);
+	if (r == 0 && missing)
+		r = make_parents(dir);
 	if (r < 0)
 		return r;
+	if (!missing && !(f->flags & CKPT_FILE_F_SAVE_FILES)) {
+		/* mapped shared only: keep the inode */
+		r = put_back_in_place(img, f, path);
+		goto done;
+	}
 	tmp = write_content(img, f, dir, missing ? f->mode : st.st_mode & 07777);
 	r = tmp;
 	if (tmp >= 0) {
@@ -238,6 +261,7 @@ static int put_back_one(struct ckpt_image *img,
 		return 0;	/* made meanwhile: left as it is */
 	if (!missing && cannot_write_beside(r))
 		r = put_back_in_place(img, f, path);
+done:
 	if (r < 0)
 		return r;
 	if (missing)
