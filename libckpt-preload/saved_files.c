@@ -140,7 +140,7 @@ static int note_file(const char *path, const struct stat *st, int fd,
 		flags |= CKPT_FILE_F_SAVE_FILES;
 	if (!(flags & (CKPT_FILE_F_WRITTEN | CKPT_FILE_F_TEMPORARY |
 		       CKPT_FILE_F_SAVE_FILES)))
-		return 0;
+		return 0;	/* read-only, by reference */
 	if (!n) {
 		if (nnoted == MAX_NOTED)
 			return -E2BIG;
@@ -175,10 +175,10 @@ static int note_mapping(const char *path, const struct stat *st,
 {
 	uint32_t flags = CKPT_FILE_F_MAPPED_SHARED;
 
+	/* written through the mapping: a restart warns if it changed (the
+	 * mapping itself is by reference unless its content is saved) */
 	if (prot & PROT_WRITE)
 		flags |= CKPT_FILE_F_WRITTEN;
-	if (!on_temporary_storage(path) && !matches_save_globs(path))
-		flags = 0;	/* by reference: ckpt_restart checks its size */
 	return note_file(path, st, -1, flags);
 }
 

@@ -327,19 +327,22 @@ static void warn_if_changed(const struct ckpt_image *img,
 	const char *path = image_string(img, f->path);
 	struct stat st;
 
+	const char *how = f->flags & CKPT_FILE_F_MAPPED_SHARED ?
+			  "mapped for writing" : "open for writing";
+
 	if (stat(path, &st) < 0) {
-		fprintf(stderr, "ckpt_restart: warning: %s, open for writing by "
-			"%s (pid %d), is gone since the checkpoint: %s\n", path,
+		fprintf(stderr, "ckpt_restart: warning: %s, %s by %s (pid %d), "
+			"is gone since the checkpoint: %s\n", path, how,
 			img->hdr.program, img->hdr.vpid, strerror(errno));
 		return;
 	}
 	if (!changed_since(f, &st))
 		return;
-	fprintf(stderr, "ckpt_restart: warning: %s, open for writing by %s "
-		"(pid %d), changed since the checkpoint (%llu bytes then, %llu "
-		"now%s); the process resumes against the changed file "
-		"(ckpt_launch --save-files GLOB saves such a file and puts it "
-		"back)\n", path, img->hdr.program, img->hdr.vpid,
+	fprintf(stderr, "ckpt_restart: warning: %s, %s by %s (pid %d), "
+		"changed since the checkpoint (%llu bytes then, %llu now%s); "
+		"the process resumes against the changed file (ckpt_launch "
+		"--save-files GLOB saves such a file and puts it back)\n",
+		path, how, img->hdr.program, img->hdr.vpid,
 		(unsigned long long)f->size, (unsigned long long)st.st_size,
 		mtime_ns(&st) != f->mtime_ns ? ", modified since" : "");
 }

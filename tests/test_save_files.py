@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 
 import pytest
 
@@ -185,3 +186,36 @@ def test_save_files_survives_exec_with_empty_environment(session, datadir):
     images, seen = checkpoint_then_more_then_kill(session, p, 20)
     restart_to_done(session, images)
     assert read(log) == ref, "lines doubled:\n%s" % read(log)
+
+
+@pytest.mark.time_limit(600)
+def test_changed_shared_mapping_warns_without_save_files(session, datadir):
+    """A file written through a writable MAP_SHARED mapping and changed
+    after the checkpoint (here by a first restart of the same images) is
+    named at the next restart."""
+    path = os.path.join(datadir, "shared.map")
+    p = session.launch([app("tmp_mapping"), path, "90", "30"])
+    p.wait_line(r"^step (\d+)$", minimum=20)
+    images = session.checkpoint(expect_images=2)
+    session.kill_all()
+    p.wait_exit(30)
+    saved = {img: open(img, "rb").read() for img in images}
+    r = session.restart(images)
+    assert r.wait_exit() == 0, r.stderr_text()
+    for img, data in saved.items():
+        with open(img, "wb") as f:
+            f.write(data)
+    r = session.restart(images)
+    rx = re.compile(r"ckpt_restart: warning: %s, mapped for writing by "
+                    r"tmp_mapping \(pid \d+\), changed since the checkpoint"
+                    % re.escape(path))
+    r.err.wait_for(lambda lines: any(rx.search(l) for l in lines), 60,
+                   "the warning")
+    # The restored pair runs against the changed file (and stops after
+    # 60 s: its turns are out of step); kill it once both joined.
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and session.command(
+            "--list").stdout.count("tmp_mapping") < 2:
+        time.sleep(0.1)
+    session.kill_all()
+    r.wait_exit(90)
