@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Open file descriptors. Regular files come back by path, flags and
- * offset (what is known of their content: saved_files.c); files deleted while open come back with their content (saved in
- * the image) in a new unlinked file; character devices are reopened;
+ * offset (their size, mtime and some contents: saved_files.c); files
+ * deleted while open come back with their content (saved in the image)
+ * in a new unlinked file; character devices are reopened;
  * terminals and pipes/sockets on 0-2 are taken from the restarting side
  * (ckpt_restart's stdio). Pipes inside the computation are drained at
  * the checkpoint and handed over by ckpt_restart (pipes.c). Descriptors
@@ -138,10 +139,8 @@ static int save_one_fd(int fd, pid_t pid)
 		s->kind = CKPT_FD_UNIX_STREAM;
 	s->size = s->kind == CKPT_FD_FILE_DELETED ? (uint64_t)st.st_size : 0;
 	/* size, mtime and maybe content (saved_files.c) */
-	if (s->kind == CKPT_FD_FILE && !regenerated &&
-	    saved_files_note_fd(fd, path, &st, s->flags) < 0)
-		ckpt_log("fd %d (%s): too many files to record; a restart "
-			 "will not check it", fd, path);
+	if (s->kind == CKPT_FD_FILE && !regenerated)
+		saved_files_note_fd(fd, path, &st, s->flags);
 	s->has_termios = s->kind == CKPT_FD_TTY &&
 			 ioctl(fd, TCGETS, &s->termios) == 0;
 	if (s->kind == CKPT_FD_PIPE || s->kind == CKPT_FD_FIFO)

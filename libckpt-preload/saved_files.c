@@ -18,7 +18,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <linux/magic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +48,7 @@ static char save_globs[GLOBS_MAX];	/* "GLOB:GLOB:..." */
 static char env_globs[GLOBS_MAX + 32], env_tmp_max[64];
 
 static struct noted_file *noted;	/* MAX_NOTED, mmap'd once */
-static int nnoted;
+static int nnoted, told_too_many;
 
 void saved_files_read_settings(void)
 {
@@ -85,6 +84,71 @@ int saved_files_env(const char **out)
 	return n;
 }
 
+/* The end of a [...] class at p (after '['), or NULL if unterminated;
+ * *hit says whether c is in it. */
+static const char *match_class(const char *p, unsigned char c, int *hit)
+{
+	int negate = *p == '!' || *p == '^';
+
+	*hit = 0;
+	if (negate)
+		p++;
+	do {
+		unsigned char lo = *p, hi = lo;
+
+		if (!*p)
+			return NULL;
+		if (p[1] == '-' && p[2] && p[2] != ']') {
+			hi = p[2];
+			p += 2;
+		}
+		if (c >= lo && c <= hi)
+			*hit = 1;
+		p++;
+	} while (*p != ']');
+	*hit ^= negate;
+	return p + 1;
+}
+
+/* Shell pattern match, bytewise ('*' also matches '/'): fnmatch(3) may
+ * allocate in a multibyte locale, which is not safe while the threads
+ * are stopped. */
+static int glob_match(const char *p, const char *s)
+{
+	const char *star_p = NULL, *star_s = NULL, *next;
+	int hit;
+
+	while (*s) {
+		if (*p == '*') {
+			star_p = ++p;
+			star_s = s;
+			continue;
+		}
+		if (*p == '[' && (next = match_class(p + 1, *s, &hit))) {
+			if (hit) {
+				p = next;
+				s++;
+				continue;
+			}
+		} else if (*p == '\\' && p[1] && p[1] == *s) {
+			p += 2;
+			s++;
+			continue;
+		} else if (*p && (*p == '?' || *p == *s)) {
+			p++;
+			s++;
+			continue;
+		}
+		if (!star_p)
+			return 0;
+		p = star_p;
+		s = ++star_s;
+	}
+	while (*p == '*')
+		p++;
+	return !*p;
+}
+
 static int matches_save_globs(const char *path)
 {
 	char glob[GLOBS_MAX];
@@ -95,7 +159,7 @@ static int matches_save_globs(const char *path)
 		if (!end)
 			end = p + strlen(p);
 		ckpt_fmt(glob, sizeof(glob), "%.*s", (int)(end - p), p);
-		if (glob[0] && fnmatch(glob, path, 0) == 0)
+		if (glob[0] && glob_match(glob, path))
 			return 1;
 		p = *end ? end + 1 : end;
 	}
@@ -142,8 +206,13 @@ static int note_file(const char *path, const struct stat *st, int fd,
 		       CKPT_FILE_F_SAVE_FILES)))
 		return 0;	/* read-only, by reference */
 	if (!n) {
-		if (nnoted == MAX_NOTED)
+		if (nnoted == MAX_NOTED) {
+			if (!told_too_many++)
+				ckpt_log("more than %d files to record: %s and "
+					 "later ones are left out (not checked "
+					 "nor saved)", MAX_NOTED, path);
 			return -E2BIG;
+		}
 		n = &noted[nnoted++];
 		memset(n, 0, offsetof(struct noted_file, path));
 		n->fd = -1;
@@ -179,7 +248,8 @@ static int note_mapping(const char *path, const struct stat *st,
 	 * mapping itself is by reference unless its content is saved) */
 	if (prot & PROT_WRITE)
 		flags |= CKPT_FILE_F_WRITTEN;
-	return note_file(path, st, -1, flags);
+	note_file(path, st, -1, flags);	/* too many: said, left out */
+	return 0;
 }
 
 /* At DO_SUSPEND, before files.c notes the open files. */
@@ -195,6 +265,7 @@ static int saved_files_save(void)
 		}
 	}
 	nnoted = 0;
+	told_too_many = 0;
 	return memory_shared_file_maps(note_mapping);
 }
 

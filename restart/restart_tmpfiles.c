@@ -221,58 +221,80 @@ static int replace_with(int tmp, const char *path, const char *dir)
 	return r;
 }
 
+/* A file that is gone: linked into place once written (1), unless one
+ * was made meanwhile (0, left as it is). */
+static int recreate_missing(struct ckpt_image *img,
+			    const struct ckpt_file_record *f, const char *path,
+			    char *dir)
+{
+	int tmp, r = make_parents(dir);
+
+	if (r < 0)
+		return r;
+	tmp = write_content(img, f, dir, f->mode);
+	if (tmp < 0)
+		return tmp;
+	r = link_tmpfile(tmp, path);
+	close(tmp);
+	if (r == -EEXIST)
+		return 0;
+	if (r < 0)
+		return r;
+	fprintf(stderr, "ckpt_restart: %s was gone; recreated from %s (%llu "
+		"bytes)\n", path, img->path, (unsigned long long)f->size);
+	return 1;
+}
+
+/* A --save-files file is replaced (renamed over, so no process ever sees
+ * it half written); a shared-mapped one is rewritten in place. */
+static int put_back_existing(struct ckpt_image *img,
+			     const struct ckpt_file_record *f,
+			     const char *path, const char *dir,
+			     const struct stat *st)
+{
+	int tmp, r = -EOPNOTSUPP;
+
+	if (f->flags & CKPT_FILE_F_SAVE_FILES) {
+		tmp = r = write_content(img, f, dir, st->st_mode & 07777);
+		if (tmp >= 0) {
+			r = replace_with(tmp, path, dir);
+			close(tmp);
+		}
+	}
+	if (cannot_write_beside(r))
+		r = put_back_in_place(img, f, path);
+	if (r < 0)
+		return r;
+	if (changed_since(f, st))
+		fprintf(stderr, "ckpt_restart: %s changed since the checkpoint;"
+			" put back as it was then, from %s (%llu bytes)\n",
+			path, img->path, (unsigned long long)f->size);
+	return 1;
+}
+
 /* 1 if put back, 0 if left as it is, -errno. */
 static int put_back_one(struct ckpt_image *img,
 			const struct ckpt_file_record *f)
 {
 	const char *path = image_string(img, f->path);
-	int missing, always = f->flags & (CKPT_FILE_F_SAVE_FILES |
-					  CKPT_FILE_F_MAPPED_SHARED);
+	int always = f->flags & (CKPT_FILE_F_SAVE_FILES |
+				 CKPT_FILE_F_MAPPED_SHARED);
 	char dir[PATH_MAX];
 	struct stat st;
-	int tmp, r;
+	int missing = lstat(path, &st) < 0, r;
 
-	missing = lstat(path, &st) < 0;
 	if (missing && errno != ENOENT)
 		return -errno;
 	if (!missing && !always)
-		return 0;
+		return 0;	/* a temporary file that is still there */
 	parent_dir(path, dir, sizeof(dir));
 	if (!dir[0])
 		return -EINVAL;
 	r = verify_content(img, f);
-	if (r == 0 && missing)
-		r = make_parents(dir);
 	if (r < 0)
 		return r;
-	if (!missing && !(f->flags & CKPT_FILE_F_SAVE_FILES)) {
-		/* mapped shared only: keep the inode */
-		r = put_back_in_place(img, f, path);
-		goto done;
-	}
-	tmp = write_content(img, f, dir, missing ? f->mode : st.st_mode & 07777);
-	r = tmp;
-	if (tmp >= 0) {
-		r = missing ? link_tmpfile(tmp, path) :
-			      replace_with(tmp, path, dir);
-		close(tmp);
-	}
-	if (missing && r == -EEXIST)
-		return 0;	/* made meanwhile: left as it is */
-	if (!missing && cannot_write_beside(r))
-		r = put_back_in_place(img, f, path);
-done:
-	if (r < 0)
-		return r;
-	if (missing)
-		fprintf(stderr, "ckpt_restart: %s was gone; recreated from %s "
-			"(%llu bytes)\n", path, img->path,
-			(unsigned long long)f->size);
-	else if (changed_since(f, &st))
-		fprintf(stderr, "ckpt_restart: %s changed since the checkpoint;"
-			" put back as it was then, from %s (%llu bytes)\n",
-			path, img->path, (unsigned long long)f->size);
-	return 1;
+	return missing ? recreate_missing(img, f, path, dir) :
+			 put_back_existing(img, f, path, dir, &st);
 }
 
 static int put_back_all(struct ckpt_image *imgs, int n,

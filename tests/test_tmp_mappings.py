@@ -33,16 +33,22 @@ def checkpoint_kill(s, proc, at, nimages=2):
     s.kill_all()
     proc.wait_exit(30)
     assert proc.out.wait_closed(15), "%s: stdout stayed open" % proc.name
-    return images, seen
+    return images, (seen, max(numbers(proc.lines(), STEP)))
 
 
 def assert_continues(proc, seen):
+    """The restart resumes after the step seen before the checkpoint was
+    asked for, and at most one after the last one printed before the
+    kill; then every step follows."""
+    first_possible, last_printed = seen
     steps = numbers(proc.lines(), STEP)
     assert steps, "%s printed no step; stderr:\n%s" % (
         proc.name, proc.stderr_text())
-    assert steps[0] <= seen + 2, (
-        "%s resumed at step %d, but the checkpoint came after step %d" % (
-            proc.name, steps[0], seen))
+    assert first_possible < steps[0] <= last_printed + 1, (
+        "%s resumed at step %d; the checkpoint came after step %d, the "
+        "kill after step %d" % (proc.name, steps[0], first_possible,
+                                last_printed))
+    assert steps == list(range(steps[0], steps[-1] + 1)), steps
 
 
 def run_to_end(s, images, seen):
@@ -65,9 +71,9 @@ def mapped_twice_cycle(s, path, unlink_at=None, unlink_between=True):
     if unlink_between and os.path.exists(path):
         os.unlink(path)      # gone, as after the JVM's exit or a reboot
     r1 = s.restart(images)
-    r1.wait_line(STEP, minimum=seen + 15)
+    r1.wait_line(STEP, minimum=seen[1] + 15)
     assert_continues(r1, seen)
-    images, seen = checkpoint_kill(s, r1, seen + 15)
+    images, seen = checkpoint_kill(s, r1, seen[1] + 15)
     if unlink_between and os.path.exists(path):
         os.unlink(path)
     r2, digest = run_to_end(s, images, seen)
@@ -172,8 +178,6 @@ def test_java_hsperfdata_gone_at_restart(session):
         os.unlink(m.group(1))
     r = session.restart(images)
     assert r.wait_exit() == 0, r.stderr_text()
-    steps = numbers(r.lines(), STEP)
-    assert steps and steps[0] <= seen + 1 and steps[-1] == 60, (
-        steps, seen, r.stderr_text())
+    assert_continues(r, seen)
     assert r.lines()[-1] == "step 60 sum 73810"
     assert "was gone; recreated" in r.stderr_text()
