@@ -32,6 +32,8 @@ void ckpt_cc_str_add_u64(struct ckpt_cc_str *s, uint64_t v);
 void ckpt_cc_str_add_i64(struct ckpt_cc_str *s, int64_t v);
 
 size_t ckpt_cc_strlcpy(char *dst, const char *src, size_t cap);
+/* A size "N", "NK", "NM" or "NG" (1024-based) in bytes: 0 or -EINVAL. */
+int ckpt_cc_parse_size(const char *s, uint64_t *out);
 
 /* Milliseconds of CLOCK_MONOTONIC. */
 int64_t ckpt_cc_now_ms(void);

@@ -236,3 +236,29 @@ int ckpt_cc_path_join(const char *dir, const char *rel, char *out,
 	}
 	return append_path(out, &pos, len, rel);
 }
+
+/* "N", "NK", "NM", "NG" (powers of 1024) into bytes; -EINVAL otherwise. */
+int ckpt_cc_parse_size(const char *s, uint64_t *out)
+{
+	uint64_t v = 0, mult = 1;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	for (; *s >= '0' && *s <= '9'; s++) {
+		if (v > (UINT64_MAX - 9) / 10)
+			return -EINVAL;
+		v = v * 10 + (uint64_t)(*s - '0');
+	}
+	if (*s == 'K' || *s == 'k')
+		mult = 1ULL << 10;
+	else if (*s == 'M' || *s == 'm')
+		mult = 1ULL << 20;
+	else if (*s == 'G' || *s == 'g')
+		mult = 1ULL << 30;
+	if (mult != 1)
+		s++;
+	if (*s || v > UINT64_MAX / mult)
+		return -EINVAL;
+	*out = v * mult;
+	return 0;
+}

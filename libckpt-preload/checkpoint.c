@@ -30,6 +30,7 @@ const struct ckpt_resource_ops *const ckpt_resources[] = {
 	&process_group_resource_ops,
 	&signal_resource_ops,
 	&shared_memory_resource_ops,	/* before files moves the handed fds */
+	&saved_files_resource_ops,	/* before files notes its fds */
 	&file_resource_ops,
 	&zombie_resource_ops,
 };

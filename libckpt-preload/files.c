@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Open file descriptors. Regular files come back by path, flags and
- * offset; files deleted while open come back with their content (saved in
- * the image) in a new unlinked file; character devices are reopened;
+ * offset (their size, mtime and some contents: saved_files.c); files
+ * deleted while open come back with their content (saved in the image)
+ * in a new unlinked file; character devices are reopened;
  * terminals and pipes/sockets on 0-2 are taken from the restarting side
  * (ckpt_restart's stdio). Pipes inside the computation are drained at
  * the checkpoint and handed over by ckpt_restart (pipes.c). Descriptors
@@ -17,9 +18,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <linux/magic.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <termios.h>
 #include <unistd.h>
@@ -34,9 +33,7 @@ struct saved_fd {
 	int flags, fd_flags;
 	int dup_of;		/* index of an earlier fd sharing the file */
 	int64_t offset;
-	uint64_t size;		/* deleted and temporary files: bytes of
-				   content */
-	int temporary;		/* on temporary storage: content saved */
+	uint64_t size;		/* deleted files: bytes of content */
 	uint64_t dev, ino;
 	uint32_t path;		/* offset in path_pool */
 	int has_termios;	/* a terminal: its settings */
@@ -95,35 +92,6 @@ static int fd_kind(int fd, const struct stat *st, const char *path)
 	return CKPT_FD_UNSUPPORTED;
 }
 
-/* Files on temporary storage (tmpfs, ramfs, /tmp, /var/tmp) may be gone
- * when the image is restarted: after a reboot, or because a process of
- * the computation that outlived the checkpoint cleaned them up (a
- * compiler driver removes its /tmp/cc*.s when its cc1 is killed). Their
- * content goes into the image, up to CKPT_TMP_FILE_SAVE_MAX bytes each;
- * ckpt_restart recreates the ones that are missing. */
-static int on_temporary_storage(int fd, const char *path)
-{
-	struct statfs sf;
-
-	if (!strncmp(path, "/tmp/", 5) || !strncmp(path, "/var/tmp/", 9))
-		return 1;
-	/* a memfd standing for a /proc file (proc_paths.c) is on tmpfs
-	 * too, but it is made again from its path */
-	if (path[0] != '/' || !strncmp(path, "/proc/", 6) ||
-	    !strncmp(path, "/sys/", 5))
-		return 0;
-	return fstatfs(fd, &sf) == 0 &&
-	       (sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC);
-}
-
-static int is_temporary_file(int fd, int kind, const struct stat *st,
-			     const char *path)
-{
-	return kind == CKPT_FD_FILE &&
-	       (uint64_t)st->st_size <= CKPT_TMP_FILE_SAVE_MAX &&
-	       on_temporary_storage(fd, path);
-}
-
 static int same_description(pid_t pid, int a, int b)
 {
 	return syscall(SYS_kcmp, pid, pid, KCMP_FILE, a, b) == 0;
@@ -169,9 +137,10 @@ static int save_one_fd(int fd, pid_t pid)
 	if (S_ISSOCK(st.st_mode) &&
 	    sockets_unix_stream_peer(fd, st.st_ino, &s->peer_ino) == 1)
 		s->kind = CKPT_FD_UNIX_STREAM;
-	s->temporary = is_temporary_file(fd, s->kind, &st, path);
-	s->size = s->kind == CKPT_FD_FILE_DELETED || s->temporary ?
-		  (uint64_t)st.st_size : 0;
+	s->size = s->kind == CKPT_FD_FILE_DELETED ? (uint64_t)st.st_size : 0;
+	/* size, mtime and maybe content (saved_files.c) */
+	if (s->kind == CKPT_FD_FILE && !regenerated)
+		saved_files_note_fd(fd, path, &st, s->flags);
 	s->has_termios = s->kind == CKPT_FD_TTY &&
 			 ioctl(fd, TCGETS, &s->termios) == 0;
 	if (s->kind == CKPT_FD_PIPE || s->kind == CKPT_FD_FIFO)
@@ -262,14 +231,6 @@ static int content_of(const struct saved_fd *s, uint64_t *size)
 		return -1;
 	if (s->kind == CKPT_FD_FILE_DELETED)
 		return readable_copy(s);
-	if (s->kind == CKPT_FD_FILE) {
-		/* one image per round holds a file's content */
-		r = s->temporary ? round_claim(&(struct round_key){
-			"file", s->dev, s->ino }) : 0;
-		if (r <= 0)
-			*size = 0;
-		return r < 0 ? r : r ? readable_copy(s) : -1;
-	}
 	if (s->kind == CKPT_FD_UNIX_STREAM) {
 		r = sockets_save_queue(s->fd, s->ino, &memfd, size);
 		if (r < 0) {
@@ -349,8 +310,6 @@ static int files_write(struct image_writer *w)
 			fi.peer_ino = s->peer_ino;
 		else
 			fi.share = sharing(s);
-		if (s->kind == CKPT_FD_FILE && content >= 0)
-			fi.fd_flags |= CKPT_FDF_CONTENT_SAVED;
 		r = writer_add_fd(w, &fi, saved_path(s),
 				  content >= 0 && size ? content : -1, size);
 		if (r < 0)

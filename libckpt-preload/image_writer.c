@@ -34,11 +34,12 @@ struct table {
 struct blob {
 	int fd;			/* the process's own descriptor */
 	uint64_t size;
-	uint32_t fd_index;	/* which ckpt_fd_info gets the offset */
+	uint32_t index;		/* which record gets the offset */
+	int is_file;		/* a ckpt_file_record, else a ckpt_fd_info */
 };
 
 struct image_writer {
-	struct table regions, extents, threads, fds, strings, blobs;
+	struct table regions, extents, threads, fds, files, strings, blobs;
 	uint64_t brk_start, brk_end;
 	int has_brk;
 	uint32_t cmdline, cmdline_size;		/* in the string table */
@@ -214,7 +215,33 @@ int writer_add_fd(struct image_writer *w, const struct ckpt_fd_info *fi,
 			return -ENOMEM;
 		b->fd = content_fd;
 		b->size = content_size;
-		b->fd_index = w->fds.n - 1;
+		b->index = w->fds.n - 1;
+		b->is_file = 0;
+	}
+	return add_string(w, path, &slot->path);
+}
+
+/* A file record; with content_fd >= 0, f->size bytes of content read
+ * from it (CKPT_FILE_F_CONTENT). */
+int writer_add_file(struct image_writer *w, const struct ckpt_file_record *f,
+		    const char *path, int content_fd)
+{
+	struct ckpt_file_record *slot = table_push(&w->files);
+	struct blob *b;
+
+	if (!slot)
+		return -ENOMEM;
+	*slot = *f;
+	slot->data_offset = 0;
+	slot->data_hash = 0;
+	if (content_fd >= 0) {
+		b = table_push(&w->blobs);
+		if (!b)
+			return -ENOMEM;
+		b->fd = content_fd;
+		b->size = f->size;
+		b->index = w->files.n - 1;
+		b->is_file = 1;
 	}
 	return add_string(w, path, &slot->path);
 }
@@ -283,6 +310,7 @@ static uint64_t lay_out(struct image_writer *w, struct ckpt_image_header *h)
 	struct ckpt_extent *e = (struct ckpt_extent *)w->extents.base;
 	struct blob *b = (struct blob *)w->blobs.base;
 	struct ckpt_fd_info *fi = (struct ckpt_fd_info *)w->fds.base;
+	struct ckpt_file_record *fr = (struct ckpt_file_record *)w->files.base;
 
 	h->meta_offset = off;
 	h->regions_offset = off;
@@ -293,6 +321,8 @@ static uint64_t lay_out(struct image_writer *w, struct ckpt_image_header *h)
 	off += w->threads.n * sizeof(struct ckpt_thread_info);
 	h->fds_offset = off;
 	off += w->fds.n * sizeof(struct ckpt_fd_info);
+	h->files_offset = off;
+	off += w->files.n * sizeof(struct ckpt_file_record);
 	h->strings_offset = off;
 	h->strings_size = w->strings.n;
 	off += w->strings.n;
@@ -304,8 +334,12 @@ static uint64_t lay_out(struct image_writer *w, struct ckpt_image_header *h)
 		off += e[i].len;
 	}
 	for (size_t i = 0; i < w->blobs.n; i++) {
-		fi[b[i].fd_index].data_offset = off;
-		fi[b[i].fd_index].data_size = b[i].size;
+		if (b[i].is_file) {
+			fr[b[i].index].data_offset = off;
+		} else {
+			fi[b[i].index].data_offset = off;
+			fi[b[i].index].data_size = b[i].size;
+		}
 		off = page_align(off + b[i].size);
 	}
 	return off;
@@ -350,20 +384,45 @@ static int write_extents(struct image_writer *w, int fd, char *err,
 	return r;
 }
 
-static int copy_blob(int out, const struct blob *b, uint64_t off,
-		     char *buf, size_t buflen)
+/* Fill buf with up to want bytes from fd at off; short only at EOF. */
+static ssize_t read_chunk(int fd, char *buf, size_t want, uint64_t off)
 {
-	uint64_t done = 0;
+	size_t got = 0;
 
-	while (done < b->size) {
-		size_t want = b->size - done < buflen ? b->size - done : buflen;
-		ssize_t n = pread(b->fd, buf, want, done);
-		int r;
+	while (got < want) {
+		ssize_t n = pread(fd, buf + got, want - got, off + got);
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		got += n;
+	}
+	return got;
+}
+
+/* Copy a blob in CKPT_FILE_HASH_CHUNK pieces (buf holds one), hashing
+ * them as ckpt_file_record.data_hash says. A file that shrank since its
+ * size was taken fails the checkpoint (-EIO). */
+static int copy_blob(int out, const struct blob *b, uint64_t off,
+		     char *buf, uint64_t *hash)
+{
+	uint64_t done = 0;
+
+	*hash = 0;
+	while (done < b->size) {
+		size_t want = b->size - done < CKPT_FILE_HASH_CHUNK ?
+			      b->size - done : CKPT_FILE_HASH_CHUNK;
+		ssize_t n = read_chunk(b->fd, buf, want, done);
+		int r;
+
+		if (n < 0)
+			return n;
+		if ((size_t)n < want)
+			return -EIO;
+		*hash = ckpt_hash64(buf, n, *hash);
 		r = write_all(out, buf, n, off + done);
 		if (r < 0)
 			return r;
@@ -372,30 +431,47 @@ static int copy_blob(int out, const struct blob *b, uint64_t off,
 	return 0;
 }
 
+static void blob_error(struct image_writer *w, const struct blob *b,
+		       int r, char *err, size_t errlen)
+{
+	const struct ckpt_fd_info *fi = (const struct ckpt_fd_info *)w->fds.base;
+	const struct ckpt_file_record *fr =
+		(const struct ckpt_file_record *)w->files.base;
+
+	if (b->is_file)
+		ckpt_fmt(err, errlen, "saving the content of %s: %s",
+			 w->strings.base + fr[b->index].path, strerror(-r));
+	else
+		ckpt_fmt(err, errlen, "saving the content saved with fd %d: %s",
+			 fi[b->index].fd, strerror(-r));
+}
+
 static int write_blobs(struct image_writer *w, int fd, char *err,
 		       size_t errlen)
 {
 	struct blob *b = (struct blob *)w->blobs.base;
 	struct ckpt_fd_info *fi = (struct ckpt_fd_info *)w->fds.base;
-	size_t buflen = 1 << 20;
+	struct ckpt_file_record *fr = (struct ckpt_file_record *)w->files.base;
 	char *buf;
+	uint64_t hash;
 	int r = 0;
 
 	if (w->blobs.n == 0)
 		return 0;
-	buf = mmap(NULL, buflen, PROT_READ | PROT_WRITE,
+	buf = mmap(NULL, CKPT_FILE_HASH_CHUNK, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (buf == MAP_FAILED)
 		return -ENOMEM;
 	for (size_t i = 0; i < w->blobs.n && r == 0; i++) {
-		r = copy_blob(fd, &b[i], fi[b[i].fd_index].data_offset, buf,
-			      buflen);
+		r = copy_blob(fd, &b[i], b[i].is_file ?
+			      fr[b[i].index].data_offset :
+			      fi[b[i].index].data_offset, buf, &hash);
 		if (r < 0)
-			ckpt_fmt(err, errlen,
-				 "saving the content saved with fd %d: %s",
-				 fi[b[i].fd_index].fd, strerror(-r));
+			blob_error(w, &b[i], r, err, errlen);
+		else if (b[i].is_file)
+			fr[b[i].index].data_hash = hash;
 	}
-	munmap(buf, buflen);
+	munmap(buf, CKPT_FILE_HASH_CHUNK);
 	return r;
 }
 
@@ -405,7 +481,7 @@ static int write_meta(struct image_writer *w, int fd,
 		      struct ckpt_image_header *h)
 {
 	const struct table *parts[] = { &w->regions, &w->extents, &w->threads,
-					&w->fds, &w->strings };
+					&w->fds, &w->files, &w->strings };
 	size_t len = h->meta_size ? h->meta_size : 1, off = 0;
 	char *blk;
 	int r;
@@ -440,6 +516,7 @@ static void fill_header(struct ckpt_image_header *h, struct image_writer *w,
 	h->nextents = w->extents.n;
 	h->nthreads = w->threads.n;
 	h->nfds = w->fds.n;
+	h->nfiles = w->files.n;
 	h->restore_entry = (uintptr_t)ckpt_restore_entry;
 	h->restore_stack_top = ((uintptr_t)ckpt_restore_stack +
 				ckpt_restore_stack_size) & ~15UL;
@@ -483,6 +560,7 @@ static void writer_free(struct image_writer *w)
 	table_free(&w->extents);
 	table_free(&w->threads);
 	table_free(&w->fds);
+	table_free(&w->files);
 	table_free(&w->strings);
 	table_free(&w->blobs);
 }
@@ -584,6 +662,7 @@ int image_write(uint64_t generation, const char *dir, char *final_path,
 	w.extents.elem = sizeof(struct ckpt_extent);
 	w.threads.elem = sizeof(struct ckpt_thread_info);
 	w.fds.elem = sizeof(struct ckpt_fd_info);
+	w.files.elem = sizeof(struct ckpt_file_record);
 	w.strings.elem = 1;
 	w.blobs.elem = sizeof(struct blob);
 	/* Reserve (virtual, untouched) room up front: growing a table by

@@ -26,7 +26,8 @@ long ckpt_syscall_error(long err);
 
 #define CKPT_MAX_THREADS	4096
 #define CKPT_MAX_FDS		4096
-/* files on temporary storage: content saved up to this size (files.c) */
+/* files on temporary storage: content saved up to this size by default
+ * (saved_files.c; CKPT_TMP_FILE_MAX, ckpt_launch --tmp-file-max) */
 #define CKPT_TMP_FILE_SAVE_MAX	(64ULL << 20)
 #define CKPT_SUSPEND_TIMEOUT_MS	10000
 #define CKPT_COMMIT_WAIT_MS	300000	/* synced image: DO_COMMIT or
@@ -102,7 +103,19 @@ extern const struct ckpt_resource_ops file_resource_ops;
 extern const struct ckpt_resource_ops zombie_resource_ops;
 extern const struct ckpt_resource_ops session_resource_ops;
 extern const struct ckpt_resource_ops process_group_resource_ops;
+extern const struct ckpt_resource_ops saved_files_resource_ops;
 extern const struct ckpt_resource_ops *const ckpt_resources[];
+
+/* saved_files.c: regular files whose identity (and for some, content)
+ * goes into the image */
+struct stat;
+void saved_files_read_settings(void);
+int saved_files_note_fd(int fd, const char *path, const struct stat *st,
+			int fl_flags);
+/* For exec (wrappers/exec.c): put the CKPT_SAVE_FILES and
+ * CKPT_TMP_FILE_MAX settings that are in use into out (room for 2);
+ * returns how many. */
+int saved_files_env(const char **out);
 extern const size_t ckpt_nresources;
 
 /* manager.c: an exec or exit waits (bounded) until the image being
@@ -252,6 +265,8 @@ struct shared_region {
 	uint32_t prot;
 };
 int memory_shared_regions(struct shared_region *out, int max);
+int memory_shared_file_maps(int (*note)(const char *path,
+					const struct stat *st, uint32_t prot));
 extern const struct ckpt_resource_ops shared_memory_resource_ops;
 struct ckpt_plan_shm;
 int handover_read_shm(int plan_fd, struct ckpt_plan_shm *out, int max);
@@ -268,6 +283,8 @@ int writer_add_region(struct image_writer *w, const struct ckpt_region *r,
 int writer_add_extent(struct image_writer *w, uint64_t addr, uint64_t len);
 int writer_add_fd(struct image_writer *w, const struct ckpt_fd_info *fi,
 		  const char *path, int content_fd, uint64_t content_size);
+int writer_add_file(struct image_writer *w, const struct ckpt_file_record *f,
+		    const char *path, int content_fd);
 int writer_reserve_memory_tables(struct image_writer *w);
 void writer_set_brk(struct image_writer *w, uint64_t start, uint64_t end);
 

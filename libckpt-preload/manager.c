@@ -88,6 +88,7 @@ static void read_settings(void)
 	if (ckpt_coord_resolve_addr(coord, ckpt.coord_addr,
 				    sizeof(ckpt.coord_addr)) < 0)
 		ckpt.coord_addr[0] = 0;
+	saved_files_read_settings();
 }
 
 static int send_result(uint16_t type, uint64_t gen, int error,

@@ -449,6 +449,29 @@ int memory_shared_regions(struct shared_region *out, int max)
 	return n;
 }
 
+/* Call note(path, stat, prot) for every MAP_SHARED mapping of a file
+ * that exists (saved by reference). 0 or the first error. */
+int memory_shared_file_maps(int (*note)(const char *path,
+					const struct stat *st, uint32_t prot))
+{
+	char *line, *next;
+	struct map_line m;
+	struct stat st;
+	int r = read_maps();
+
+	for (line = maps_buf; r == 0 && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = 0;
+		else
+			next = line + strlen(line);
+		if (parse_map_line(line, &m) == 0 &&
+		    region_kind(&m, &st) == CKPT_REGION_FILE_SHARED)
+			r = note(m.name, &st, m.prot);
+	}
+	return r;
+}
+
 int memory_scan(struct image_writer *w, char *err, size_t errlen)
 {
 	struct scan *s = &scan_state;

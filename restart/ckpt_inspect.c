@@ -195,6 +195,55 @@ static void print_unrestored(const struct ckpt_image *img)
 	}
 }
 
+static void print_file_flags(uint32_t flags)
+{
+	static const struct {
+		uint32_t flag;
+		const char *name;
+	} names[] = {
+		{ CKPT_FILE_F_WRITTEN, "written" },
+		{ CKPT_FILE_F_MAPPED_SHARED, "mapped-shared" },
+		{ CKPT_FILE_F_TEMPORARY, "temporary" },
+		{ CKPT_FILE_F_SAVE_FILES, "save-files" },
+	};
+	const char *sep = "";
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (flags & names[i].flag) {
+			printf("%s%s", sep, names[i].name);
+			sep = ",";
+		}
+}
+
+static void print_files(const struct ckpt_image *img)
+{
+	printf("\n%u files:\n", img->hdr.nfiles);
+	for (uint32_t i = 0; i < img->hdr.nfiles; i++) {
+		const struct ckpt_file_record *f = &img->files[i];
+		time_t sec = f->mtime_ns / 1000000000ULL;
+		char when[32] = "?";
+		struct tm tm;
+
+		if (gmtime_r(&sec, &tm))
+			strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+		printf("  %s: ", image_string(img, f->path));
+		print_file_flags(f->flags);
+		printf(", %llu bytes, mode %04o, modified %s.%09llu UTC",
+		       (unsigned long long)f->size, f->mode, when,
+		       (unsigned long long)(f->mtime_ns % 1000000000ULL));
+		if (f->flags & CKPT_FILE_F_CONTENT)
+			printf(", content saved here (offset %llu, hash "
+			       "%016llx)", (unsigned long long)f->data_offset,
+			       (unsigned long long)f->data_hash);
+		else if (f->flags & CKPT_FILE_F_SAVED)
+			printf(", content saved in another image");
+		else if (f->flags & CKPT_FILE_F_TOO_LARGE)
+			printf(", content NOT saved (over the temporary-file "
+			       "limit)");
+		printf("\n");
+	}
+}
+
 /* Whether this machine could restart it, as notes: images from elsewhere
  * are still inspected. */
 static void print_host_notes(struct ckpt_image *img)
@@ -246,6 +295,7 @@ int main(int argc, char **argv)
 	print_regions(&img);
 	print_threads(&img);
 	print_fds(&img);
+	print_files(&img);
 	print_unrestored(&img);
 	fflush(stdout);
 	if (image_verify_data(&img)) {

@@ -298,7 +298,7 @@ int main(int argc, char **argv)
 	if (failed)
 		return 1;
 	o.nimages = keep_newest_checkpoint(imgs, o.nimages);
-	if (restart_recreate_missing_files(imgs, o.nimages) < 0)
+	if (restart_put_back_files(imgs, o.nimages) < 0)
 		return 1;
 	if (ensure_coordinator(o.coord, coord, sizeof(coord)))
 		return 1;

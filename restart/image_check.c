@@ -152,6 +152,11 @@ static int check_header(struct ckpt_image *img)
 				  "bytes, less than the %d-byte header", have,
 				  CKPT_HEADER_SIZE);
 	memcpy(&h, buf, sizeof(h));
+	if (h.version < CKPT_IMAGE_VERSION)
+		return image_fail(img, EINVAL, "image version %u, made by an "
+				  "older ckpt; this ckpt reads version %d "
+				  "only: restart it with the ckpt that made it",
+				  h.version, CKPT_IMAGE_VERSION);
 	if (h.version != CKPT_IMAGE_VERSION)
 		return image_fail(img, EINVAL, "image version %u, this ckpt "
 				  "reads version %d", h.version,
@@ -251,6 +256,10 @@ static int meta_table(struct ckpt_image *img, uint64_t off, uint64_t count,
 {
 	uint64_t lo = img->hdr.meta_offset, hi = lo + img->hdr.meta_size;
 
+	if (!count && !off) {	/* an empty table a writer did not place */
+		*out = NULL;
+		return 0;
+	}
 	if (count > (hi - lo) / size || !range_inside(off, count * size, lo, hi))
 		return image_fail(img, EINVAL, "%s table (%llu entries at "
 				  "offset %llu) lies outside the metadata block",
@@ -290,6 +299,11 @@ static int find_tables(struct ckpt_image *img)
 	if (err)
 		return err;
 	img->fds = p;
+	err = meta_table(img, h->files_offset, h->nfiles, sizeof(*img->files),
+			 "file", &p);
+	if (err)
+		return err;
+	img->files = p;
 	err = meta_table(img, h->strings_offset, h->strings_size, 1, "string",
 			 &p);
 	if (err)
@@ -409,6 +423,33 @@ static int check_region(struct ckpt_image *img, const struct ckpt_region *r,
 	return 0;
 }
 
+#define FILE_FLAGS_KNOWN (CKPT_FILE_F_WRITTEN | CKPT_FILE_F_MAPPED_SHARED | \
+			  CKPT_FILE_F_TEMPORARY | CKPT_FILE_F_SAVE_FILES | \
+			  CKPT_FILE_F_SAVED | CKPT_FILE_F_CONTENT | \
+			  CKPT_FILE_F_TOO_LARGE)
+
+static int check_file_record(struct ckpt_image *img,
+			     const struct ckpt_file_record *f)
+{
+	const struct ckpt_image_header *h = &img->hdr;
+	int err = check_name(img, f->path, "file record");
+
+	if (err)
+		return err;
+	if (!*image_string(img, f->path))
+		return image_fail(img, EINVAL, "file record without a path");
+	if (f->flags & ~(uint32_t)FILE_FLAGS_KNOWN)
+		return image_fail(img, EINVAL, "file %s: unknown flags %#x",
+				  image_string(img, f->path), f->flags);
+	if ((f->flags & CKPT_FILE_F_CONTENT) &&
+	    !range_inside(f->data_offset, f->size, h->data_offset,
+			  h->image_size))
+		return image_fail(img, EINVAL, "file %s: saved content lies "
+				  "outside the image's data area",
+				  image_string(img, f->path));
+	return 0;
+}
+
 /* The hand-off target must be restored memory libckpt can run on. */
 static int check_entry(struct ckpt_image *img)
 {
@@ -475,6 +516,11 @@ static int check_tables(struct ckpt_image *img)
 			return image_fail(img, EINVAL, "%s: saved content lies "
 					  "outside the image's data area",
 					  what);
+	}
+	for (i = 0; i < h->nfiles; i++) {
+		err = check_file_record(img, &img->files[i]);
+		if (err)
+			return err;
 	}
 	return check_entry(img);
 }
@@ -565,6 +611,53 @@ static int extent_hash(struct ckpt_image *img, const struct ckpt_extent *e,
 	return 0;
 }
 
+/* Hash content saved with a file record as ckpt_file_record.data_hash
+ * says; buf holds CKPT_FILE_HASH_CHUNK bytes. */
+int image_file_content_hash(struct ckpt_image *img,
+			    const struct ckpt_file_record *f, char *buf,
+			    uint64_t *hash)
+{
+	uint64_t done = 0;
+	int err;
+
+	*hash = 0;
+	while (done < f->size) {
+		size_t n = f->size - done < CKPT_FILE_HASH_CHUNK ?
+			   f->size - done : CKPT_FILE_HASH_CHUNK;
+
+		err = read_exact(img, buf, n, f->data_offset + done,
+				 "saved file content");
+		if (err)
+			return err;
+		*hash = ckpt_hash64(buf, n, *hash);
+		done += n;
+	}
+	return 0;
+}
+
+static int verify_file_contents(struct ckpt_image *img)
+{
+	char *buf = malloc(CKPT_FILE_HASH_CHUNK);
+	uint64_t hash;
+	int err = 0;
+
+	if (!buf)
+		return image_fail(img, ENOMEM, "no memory to verify the data");
+	for (uint32_t i = 0; i < img->hdr.nfiles && !err; i++) {
+		const struct ckpt_file_record *f = &img->files[i];
+
+		if (!(f->flags & CKPT_FILE_F_CONTENT))
+			continue;
+		err = image_file_content_hash(img, f, buf, &hash);
+		if (!err && hash != f->data_hash)
+			err = image_fail(img, EINVAL, "file %s: checksum "
+					 "mismatch: the saved content is "
+					 "corrupt", image_string(img, f->path));
+	}
+	free(buf);
+	return err;
+}
+
 int image_verify_data(struct ckpt_image *img)
 {
 	char *buf = malloc(VERIFY_READ_MAX);
@@ -585,10 +678,19 @@ int image_verify_data(struct ckpt_image *img)
 					 (unsigned long long)(e->addr + e->len));
 	}
 	free(buf);
-	return err;
+	return err ? err : verify_file_contents(img);
 }
 
 /* --- can this machine restart it ------------------------------------ */
+
+/* The flags of this image's record of path, 0 if none. */
+static uint32_t file_flags(const struct ckpt_image *img, const char *path)
+{
+	for (uint32_t i = 0; i < img->hdr.nfiles; i++)
+		if (!strcmp(image_string(img, img->files[i].path), path))
+			return img->files[i].flags;
+	return 0;
+}
 
 static int check_region_file(struct ckpt_image *img,
 			     const struct ckpt_region *r)
@@ -597,11 +699,20 @@ static int check_region_file(struct ckpt_image *img,
 	uint64_t mtime;
 	struct stat st;
 
+	/* put back by ckpt_restart before the processes are restored
+	 * (restart_tmpfiles.c) */
+	if (r->kind == CKPT_REGION_FILE_SHARED &&
+	    (file_flags(img, path) & CKPT_FILE_F_SAVED))
+		return 0;
 	if (stat(path, &st))
 		return image_fail(img, errno, "mapped file %s (region "
-				  "%llx-%llx): %s", path,
+				  "%llx-%llx): %s%s", path,
 				  (unsigned long long)r->start,
-				  (unsigned long long)r->end, strerror(errno));
+				  (unsigned long long)r->end, strerror(errno),
+				  file_flags(img, path) & CKPT_FILE_F_TOO_LARGE ?
+				  " (its content was not saved: over the "
+				  "temporary-file limit, ckpt_launch "
+				  "--tmp-file-max)" : "");
 	mtime = (uint64_t)st.st_mtim.tv_sec * 1000000000ULL +
 		st.st_mtim.tv_nsec;
 	/* A writable shared mapping is the program's live data: it changes

@@ -32,6 +32,7 @@ struct ckpt_image {
 	const struct ckpt_extent *extents;
 	const struct ckpt_thread_info *threads;
 	const struct ckpt_fd_info *fds;
+	const struct ckpt_file_record *files;
 	const char *strings;
 	uint64_t strings_size;
 	bool vdso_redirect;		/* image_check_vdso(): another kernel */
@@ -58,6 +59,11 @@ uint64_t image_vdso_code_size(const struct ckpt_image *img);
 /* Read every extent and check its hash (the loader does it while
  * restoring; ckpt_inspect up front). */
 int image_verify_data(struct ckpt_image *img);
+/* ckpt_file_record.data_hash of a record's saved content, read through
+ * buf (CKPT_FILE_HASH_CHUNK bytes). */
+int image_file_content_hash(struct ckpt_image *img,
+			    const struct ckpt_file_record *f, char *buf,
+			    uint64_t *hash);
 
 const char *image_string(const struct ckpt_image *img, uint32_t off);
 const char *region_kind_name(uint32_t kind);

@@ -52,10 +52,11 @@ int restart_shm_create(struct ckpt_image *imgs, int n,
 int plan_add_file(struct ckpt_restart_plan *plan, int vpid, int fd,
 		  int handed);
 
-/* Recreate each file on temporary storage that the images hold content
- * of and that is missing now (restart_tmpfiles.c). 0 or -errno after
- * printing why. */
-int restart_recreate_missing_files(struct ckpt_image *imgs, int n);
+/* Put back the files whose content the images hold (missing files on
+ * temporary storage; --save-files and shared-mapped ones always), then
+ * warn about each file open for writing that changed since the
+ * checkpoint (restart_tmpfiles.c). 0 or -errno after printing why. */
+int restart_put_back_files(struct ckpt_image *imgs, int n);
 
 /* ckpt_restart has a terminal that is not its controlling terminal (it
  * was started outside the terminal's session, e.g. in a new pty), and the

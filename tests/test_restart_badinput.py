@@ -30,9 +30,9 @@ MKIMAGE = os.path.join(SELFTEST, "mkimage")
 RESTORED = os.path.join(SELFTEST, "restored.bin")
 TIMEOUT = 30
 
-# struct ckpt_image_header (include/ckpt/image.h), 384 bytes; the first
+# struct ckpt_image_header (include/ckpt/image.h), 392 bytes; the first
 # 352 (up to header_hash) are all an older image has.
-HEADER_FMT = "<8sIIIIQQQQQQQIIIIQQQQQQQQQQQiiQQ64s64sQQQIIIIII"
+HEADER_FMT = "<8sIIIIQQQQQQQIIIIQQQQQQQQQQQiiQQ64s64sQQQQIIIIII"
 HEADER_FIELDS = (
     "magic version header_size arch page_size cpu_features flags "
     "image_size meta_offset meta_size meta_hash data_offset nregions "
@@ -40,10 +40,10 @@ HEADER_FIELDS = (
     "fds_offset strings_offset strings_size restore_entry "
     "restore_stack_top restore_tls brk_start brk_end vpid vppid "
     "generation ckpt_time_ns program unique_id cpu_features_in_use "
-    "header_hash computation_id unrestored cmdline cmdline_size "
-    "environment environment_size reserved").split()
+    "header_hash computation_id files_offset nfiles unrestored cmdline "
+    "cmdline_size environment environment_size").split()
 HEADER_SIZE = struct.calcsize(HEADER_FMT)
-assert HEADER_SIZE == 384
+assert HEADER_SIZE == 392
 OLD_HEADER_SIZE = 352
 REGION_FMT = "<QQIIIIQQQQQII"     # struct ckpt_region, 80 bytes
 EXTENT_FMT = "<QQQQ"              # struct ckpt_extent, 32 bytes
@@ -259,7 +259,8 @@ def test_older_shorter_header(work, coord):
     header_size bytes, the missing fields read as 0."""
     im = Image(work())
     im.set_header(header_size=OLD_HEADER_SIZE, computation_id=0,
-                  unrestored=0, reserved=0)
+                  files_offset=0, nfiles=0, unrestored=0, cmdline=0,
+                  cmdline_size=0, environment=0, environment_size=0)
     im.rehash()
     img = im.write(str(work.dir / "older.img"))
     r = restart(img, coord)
@@ -345,11 +346,22 @@ def test_wrong_magic(work, coord):
 
 def test_wrong_version(work, coord):
     im = Image(work())
-    im.set_header(version=2)
+    im.set_header(version=3)
     im.rehash()
     img = im.write(str(work.dir / "version.img"))
     assert_refused(restart(img, coord), img,
-                   r"image version 2, this ckpt reads version 1")
+                   r"image version 3, this ckpt reads version 2")
+
+
+def test_older_version_refused_clearly(work, coord):
+    """A version 1 image (before file records) is refused, naming why."""
+    im = Image(work())
+    im.set_header(version=1)
+    im.rehash()
+    img = im.write(str(work.dir / "version1.img"))
+    assert_refused(restart(img, coord), img,
+                   r"image version 1, made by an older ckpt; this ckpt "
+                   r"reads version 2 only")
 
 
 def test_wrong_arch(work, coord):

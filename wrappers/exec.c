@@ -36,7 +36,7 @@ __attribute__((constructor)) static void resolve_next_exec(void)
 	RESOLVE_NEXT(posix_spawnp);
 }
 
-#define ENV_EXTRA 7
+#define ENV_EXTRA 9
 
 static char env_preload[4200];	/* "LD_PRELOAD=<libckpt>[:<others>]" */
 static char env_coord[600], env_dir[4200], env_signal[32];
@@ -122,7 +122,9 @@ static int is_ours(const char *entry)
 	       names_var(entry, "CKPT_SIGNAL") ||
 	       names_var(entry, "CKPT_SIGNAL_INHERITED") ||
 	       names_var(entry, "CKPT_VPID") ||
-	       names_var(entry, "CKPT_OUTSIDE");
+	       names_var(entry, "CKPT_OUTSIDE") ||
+	       names_var(entry, "CKPT_SAVE_FILES") ||
+	       names_var(entry, "CKPT_TMP_FILE_MAX");
 }
 
 /* envp without our variables, then ours; `out` has room for
@@ -160,6 +162,7 @@ static void build_env(char *const envp[], const char **out, char *vpid_var,
 	out[n++] = env_signal;
 	out[n++] = vpid_var;
 	out[n++] = pipes_outside_env;
+	n += saved_files_env(out + n);
 	out[n] = NULL;
 }
 

@@ -14,6 +14,7 @@
  *                         struct ckpt_extent  [nextents]
  *                         struct ckpt_thread_info [nthreads]  (inspection)
  *                         struct ckpt_fd_info [nfds]          (inspection)
+ *                         struct ckpt_file_record [nfiles]    (version 2)
  *                         string table (NUL-terminated strings)
  *   data_offset         memory and file data, every extent page-aligned
  *   image_size          end of file
@@ -26,7 +27,7 @@
 #include "ckpt/hash.h"
 
 #define CKPT_IMAGE_MAGIC	"CKPTIMG1"	/* 8 bytes, no NUL */
-#define CKPT_IMAGE_VERSION	1
+#define CKPT_IMAGE_VERSION	2	/* 2: file records (nfiles) */
 #define CKPT_HEADER_SIZE	4096
 #define CKPT_PROGRAM_MAX	64
 
@@ -93,6 +94,8 @@ struct ckpt_image_header {
 	 * go here, at the end. */
 	uint64_t computation_id;	/* the coordinator's id of the
 					   computation; 0: unknown */
+	uint64_t files_offset;		/* file records (version 2) */
+	uint32_t nfiles;
 	uint32_t unrestored;		/* string table offset of what a
 					   restart will not restore, one line
 					   each; 0: nothing */
@@ -105,7 +108,6 @@ struct ckpt_image_header {
 	uint32_t cmdline_size;
 	uint32_t environment;
 	uint32_t environment_size;
-	uint32_t reserved;
 };
 
 /* The size of the header before fields were appended to it. */
@@ -236,5 +238,39 @@ struct ckpt_fd_info {
 					   pipe: the bytes in flight */
 	uint64_t data_size;
 };
+
+/* ckpt_file_record.flags: why the file is recorded, and what was saved */
+#define CKPT_FILE_F_WRITTEN	0x1	/* open for writing by this process:
+					   a restart warns if it changed */
+#define CKPT_FILE_F_MAPPED_SHARED 0x2	/* mapped MAP_SHARED: its content is
+					   the process's memory */
+#define CKPT_FILE_F_TEMPORARY	0x4	/* on temporary storage (tmpfs, /tmp,
+					   /var/tmp) */
+#define CKPT_FILE_F_SAVE_FILES	0x8	/* matches ckpt_launch --save-files */
+#define CKPT_FILE_F_SAVED	0x10	/* the content is in one image of
+					   this checkpoint (this or another) */
+#define CKPT_FILE_F_CONTENT	0x20	/* ... in this one: data_* */
+#define CKPT_FILE_F_TOO_LARGE	0x40	/* TEMPORARY over the size limit:
+					   not saved */
+
+/* A regular file a process had open or mapped: identity at checkpoint
+ * and, for files on temporary storage (up to a limit) and files matching
+ * --save-files, the content, in one image per checkpoint. */
+struct ckpt_file_record {
+	uint32_t path;			/* string table offset */
+	uint32_t flags;			/* CKPT_FILE_F_* */
+	uint32_t mode;			/* st_mode & 07777 */
+	uint32_t reserved;
+	uint64_t dev, ino;
+	uint64_t size;			/* st_size at checkpoint */
+	uint64_t mtime_ns;		/* st_mtim at checkpoint */
+	uint64_t data_offset;		/* CONTENT: page-aligned in the data
+					   area, size bytes */
+	uint64_t data_hash;		/* CONTENT: see CKPT_FILE_HASH_CHUNK */
+};
+
+/* data_hash: h = 0, then h = ckpt_hash64(chunk, len, h) over consecutive
+ * chunks of this many bytes (the last one shorter). */
+#define CKPT_FILE_HASH_CHUNK	(1U << 20)
 
 #endif /* CKPT_IMAGE_H */

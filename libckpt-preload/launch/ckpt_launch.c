@@ -35,7 +35,7 @@ struct launch {
 static void usage(FILE *f)
 {
 	fprintf(f,
-"Usage: ckpt_launch [--coord ADDR] [--ckptdir DIR] [-i SECONDS] [--] PROGRAM [ARGS...]\n"
+"Usage: ckpt_launch [OPTIONS] [--] PROGRAM [ARGS...]\n"
 "Run PROGRAM so that it can be checkpointed (ckpt_command --checkpoint)\n"
 "and restarted (ckpt_restart).\n"
 "\n"
@@ -45,10 +45,78 @@ static void usage(FILE *f)
 "  --ckptdir DIR       where images go (default: $CKPT_DIR, else the\n"
 "                      current directory)\n"
 "  -i, --interval SECONDS  checkpoint every SECONDS (0: off)\n"
+"  --save-files GLOB   save the content of every file matching GLOB (a\n"
+"                      shell pattern on the absolute path; '*' also\n"
+"                      matches '/') that the program has open or mapped, in\n"
+"                      each checkpoint, and put it back at restart: the\n"
+"                      file (a database, a log) is rolled back to the\n"
+"                      checkpoint's state. Repeatable; kept in\n"
+"                      $CKPT_SAVE_FILES (GLOB:GLOB...) for child processes.\n"
+"                      A matching file that cannot be read fails the\n"
+"                      checkpoint (the previous image stays)\n"
+"  --tmp-file-max SIZE  save files on temporary storage (tmpfs, /tmp,\n"
+"                      /var/tmp) up to SIZE bytes (K, M, G suffixes;\n"
+"                      default 64M, also $CKPT_TMP_FILE_MAX); a larger\n"
+"                      one is named in a warning at checkpoint time and\n"
+"                      must still exist at restart\n"
 "  --help, --version\n"
+"\n"
+"Files other processes change after a checkpoint are not rolled back\n"
+"unless saved: a restart warns about each file the program had open for\n"
+"writing whose size or modification time changed since.\n"
 "\n"
 "Exit status: PROGRAM's, or 1 if ckpt_launch fails, 127 if PROGRAM is\n"
 "not found, 126 if it cannot be executed.\n");
+}
+
+static void setenv_or_die(const char *name, const char *value)
+{
+	if (setenv(name, value, 1) < 0) {
+		fprintf(stderr, "ckpt_launch: cannot set %s: %s\n", name,
+			strerror(errno));
+		exit(1);
+	}
+}
+
+/* Appended to $CKPT_SAVE_FILES, made absolute (libckpt matches the
+ * absolute paths of the files). */
+static void add_save_glob(const char *glob)
+{
+	const char *old = getenv("CKPT_SAVE_FILES");
+	char cwd[PATH_MAX], *value;
+	int r;
+
+	if (!glob[0] || strchr(glob, ':')) {
+		fprintf(stderr, "ckpt_launch: --save-files '%s': a pattern must "
+			"be non-empty and without ':'\n", glob);
+		exit(1);
+	}
+	if (glob[0] != '/' && !getcwd(cwd, sizeof(cwd))) {
+		fprintf(stderr, "ckpt_launch: --save-files %s: cannot make it "
+			"absolute: %s\n", glob, strerror(errno));
+		exit(1);
+	}
+	r = asprintf(&value, "%s%s%s%s%s", old && *old ? old : "",
+		     old && *old ? ":" : "", glob[0] == '/' ? "" : cwd,
+		     glob[0] == '/' ? "" : "/", glob);
+	if (r < 0) {
+		fprintf(stderr, "ckpt_launch: out of memory\n");
+		exit(1);
+	}
+	setenv_or_die("CKPT_SAVE_FILES", value);
+	free(value);
+}
+
+static void set_tmp_file_max(const char *size)
+{
+	uint64_t v;
+
+	if (ckpt_cc_parse_size(size, &v) < 0) {
+		fprintf(stderr, "ckpt_launch: bad --tmp-file-max '%s': expected "
+			"bytes, or a number with K, M or G\n", size);
+		exit(1);
+	}
+	setenv_or_die("CKPT_TMP_FILE_MAX", size);
 }
 
 static void parse_args(int argc, char **argv, struct launch *l)
@@ -57,6 +125,8 @@ static void parse_args(int argc, char **argv, struct launch *l)
 		{ "coord", required_argument, NULL, 'C' },
 		{ "ckptdir", required_argument, NULL, 'd' },
 		{ "interval", required_argument, NULL, 'i' },
+		{ "save-files", required_argument, NULL, 'S' },
+		{ "tmp-file-max", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
@@ -85,6 +155,12 @@ static void parse_args(int argc, char **argv, struct launch *l)
 			}
 			l->interval = optarg;
 			l->interval_s = (uint32_t)v;
+			break;
+		case 'S':
+			add_save_glob(optarg);
+			break;
+		case 'T':
+			set_tmp_file_max(optarg);
 			break;
 		case 'h':
 			usage(stdout);

@@ -500,6 +500,7 @@ static void write_image(struct builder *b, struct ckpt_image_header *h,
 	off += sizeof(thread);
 	h->fds_offset = off;
 	off += sizeof(fds);
+	h->files_offset = off;		/* nfiles = 0 */
 	h->strings_offset = off;
 	h->strings_size = b->strings_size;
 	off += b->strings_size;
