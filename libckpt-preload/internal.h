@@ -260,10 +260,14 @@ int proc_paths_saved_path(char *path, size_t len);
 /* vpid/vpid.c */
 void vpid_init(pid_t vpid, pid_t real);
 pid_t vpid_self(void);
+pid_t vpid_getpid(void);
 pid_t vpid_virt_from_real(pid_t real);
 pid_t vpid_real_from_virt(pid_t virt);
 void vpid_map(pid_t virt, pid_t real);
 void vpid_reset_after_fork(void);
+void vpid_forget_real(pid_t real);
+size_t vpid_format_translated(char *buf, size_t len);
+void vpid_load_translated(const char *s);
 int vpid_load_plan(int plan_fd);
 int vpid_known(pid_t virt);
 /* real is the virtual pid of another process (restored with another

@@ -27,7 +27,10 @@ CKPT_WRAPPER pid_t fork(void)
 
 	for (int tries = 1;; tries++) {
 		pid = NEXT_FN(fork)();
-		if (pid <= 0 || !vpid_taken_by_another(pid))
+		if (pid <= 0)
+			return pid;
+		vpid_forget_real(pid); /* what had this pid is gone */
+		if (!vpid_taken_by_another(pid))
 			return pid;
 		/* the child left at once: reap it, out of the program's
 		 * sight (its SIGCHLD may still reach a handler) */

@@ -15,7 +15,7 @@
 
 CKPT_WRAPPER pid_t getpid(void)
 {
-	return vpid_self();
+	return vpid_getpid();
 }
 
 CKPT_WRAPPER pid_t gettid(void)
