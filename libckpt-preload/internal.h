@@ -266,6 +266,8 @@ pid_t vpid_real_from_virt(pid_t virt);
 void vpid_map(pid_t virt, pid_t real);
 void vpid_reset_after_fork(void);
 void vpid_forget_real(pid_t real);
+unsigned vpid_epoch(void);
+pid_t vpid_virt_from_real_since(pid_t real, unsigned then);
 size_t vpid_format_translated(char *buf, size_t len);
 void vpid_load_translated(const char *s);
 int vpid_load_plan(int plan_fd);

@@ -13,6 +13,9 @@
  * pid was free, so an entry that still names it is stale and goes.
  * Each entry is one 64-bit word (0: free), read and written atomically:
  * wrappers of several threads (and vfork children) use it at once.
+ * The table of the run before the last restart is kept, for a real pid
+ * the kernel gave back just before the checkpoint and that is translated
+ * only after the restart (vpid_virt_from_real_since).
  */
 #include <errno.h>
 #include <stddef.h>
@@ -28,6 +31,9 @@
 static uint64_t table[VPID_MAX];
 static int used;		/* entries at or above are all free */
 static pid_t self_virt, self_real;
+static uint64_t before_restart[VPID_MAX];
+static int before_used;
+static unsigned epoch;		/* restarts of this process */
 
 static uint64_t entry(pid_t virt, pid_t real)
 {
@@ -65,7 +71,10 @@ static void clear_table(void)
  * and at a restart, before any other thread runs. */
 void vpid_init(pid_t vpid, pid_t real)
 {
+	memcpy(before_restart, table, used * sizeof(table[0]));
+	before_used = used;
 	clear_table();
+	__atomic_add_fetch(&epoch, 1, __ATOMIC_ACQ_REL);
 	self_virt = vpid;
 	self_real = real;
 	vpid_map(vpid, real);
@@ -138,6 +147,29 @@ void vpid_forget_real(pid_t real)
 			__atomic_compare_exchange_n(&table[i], &e, 0, 0,
 				__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 	}
+}
+
+/* Changes at every restart: a wrapper that translated an id before the
+ * restart must not use the translation after it. */
+unsigned vpid_epoch(void)
+{
+	return __atomic_load_n(&epoch, __ATOMIC_ACQUIRE);
+}
+
+/* A real pid the kernel returned to a call that began in epoch `then`:
+ * when the process was restarted meanwhile and the pid names none of
+ * this run, it is one of the run before (the call returned, then the
+ * checkpoint came). */
+pid_t vpid_virt_from_real_since(pid_t real, unsigned then)
+{
+	pid_t v = vpid_virt_from_real(real);
+
+	if (then == vpid_epoch() || v != real || vpid_known(real))
+		return v;
+	for (int i = 0; i < before_used; i++)
+		if (before_restart[i] && entry_real(before_restart[i]) == real)
+			return entry_virt(before_restart[i]);
+	return real;
 }
 
 pid_t vpid_virt_from_real(pid_t real)

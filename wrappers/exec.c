@@ -92,20 +92,9 @@ static const char *program_path(const char *path)
 }
 
 /* A checkpoint signal that arrives while the exec is under way would stay
- * pending into the new program, which has no handler yet: blocked here,
- * the new libckpt takes it (and ignores it) once its handler is in. */
-static sigset_t block_ckpt_signal(void)
-{
-	sigset_t old;
-
-	threads_mask_ckpt_signal(SIG_BLOCK, &old);
-	return old;
-}
-
-static void restore_signal_mask(const sigset_t *old)
-{
-	syscall(SYS_rt_sigprocmask, SIG_SETMASK, old, NULL, _NSIG / 8);
-}
+ * pending into the new program, which has no handler yet: blocked for
+ * the exec, the new libckpt takes it (and ignores it) once its handler
+ * is in. */
 
 static int names_var(const char *entry, const char *var)
 {
@@ -354,7 +343,7 @@ static const posix_spawnattr_t *spawn_attr(const posix_spawnattr_t *attr,
  */
 #define EXEC_CALL(probe, spawn, envp, call)                          \
 	({                                                                 \
-		sigset_t old_ = block_ckpt_signal();                       \
+		sigset_t old_ = ckpt_block_checkpoints();                       \
 		struct kernel_action act_;                                 \
 		int leaving_ = leaves_computation(probe);                  \
 		size_t nvpids_ = leaving_ ? 12 : vpids_var_size();         \
@@ -375,7 +364,7 @@ static const posix_spawnattr_t *spawn_attr(const posix_spawnattr_t *attr,
 		int r_ = (call), e_ = errno;                               \
 		if (leaving_ && !(spawn))                                  \
 			rejoin_signals(&act_);                             \
-		restore_signal_mask(&old_);                                \
+		ckpt_restore_mask(&old_);                                  \
 		errno = e_;                                                \
 		r_;                                                        \
 	})
@@ -487,12 +476,21 @@ CKPT_WRAPPER int execle(const char *path, const char *arg, ...)
 /* The child's real pid was free: an entry naming it is stale. A clash
  * with a restored process's virtual pid cannot be undone here (the child
  * already runs its program, unlike a fork's: wrappers/fork.c). */
-static void note_spawned(int r, const pid_t *pid)
+static void note_spawned(int r, const pid_t *pid, unsigned epoch)
 {
+	sigset_t old;
+	int clash = 0;
+
 	if (r != 0 || !pid)
 		return;
-	vpid_forget_real(*pid);
-	if (vpid_taken_by_another(*pid))
+	old = ckpt_block_checkpoints();
+	/* restarted since: *pid is the child's virtual pid already */
+	if (vpid_epoch() == epoch) {
+		vpid_forget_real(*pid);
+		clash = vpid_taken_by_another(*pid);
+	}
+	ckpt_restore_mask(&old);
+	if (clash)
 		ckpt_log("posix_spawn: the new child's pid %d is the pid of "
 			 "another restored process; both answer to it",
 			 (int)*pid);
@@ -504,13 +502,14 @@ CKPT_WRAPPER int posix_spawn(pid_t *pid, const char *path,
 			     char *const argv[], char *const envp[])
 {
 	posix_spawnattr_t own;
+	unsigned epoch = vpid_epoch();
 	int r;
 
 	r = EXEC_CALL(AS_PROGRAM(path), 1, envp,
 		NEXT_FN(posix_spawn)(pid, path, fa,
 				     spawn_attr(attr, &own, &old_, leaving_),
 				     argv, newenv));
-	note_spawned(r, pid);
+	note_spawned(r, pid, epoch);
 	return r;
 }
 
@@ -521,6 +520,7 @@ CKPT_WRAPPER int posix_spawnp(pid_t *pid, const char *file,
 {
 	char found[PATH_MAX];
 	posix_spawnattr_t own;
+	unsigned epoch = vpid_epoch();
 	int r;
 
 	r = EXEC_CALL(searched_path(AS_PROGRAM(file), found,
@@ -528,6 +528,6 @@ CKPT_WRAPPER int posix_spawnp(pid_t *pid, const char *file,
 		NEXT_FN(posix_spawnp)(pid, file, fa,
 				      spawn_attr(attr, &own, &old_, leaving_),
 				      argv, newenv));
-	note_spawned(r, pid);
+	note_spawned(r, pid, epoch);
 	return r;
 }
