@@ -91,11 +91,6 @@ static const char *program_path(const char *path)
 	return path;
 }
 
-/* A checkpoint signal that arrives while the exec is under way would stay
- * pending into the new program, which has no handler yet: blocked for
- * the exec, the new libckpt takes it (and ignores it) once its handler
- * is in. */
-
 static int names_var(const char *entry, const char *var)
 {
 	size_t n = strlen(var);
@@ -122,7 +117,6 @@ static int preload_without_us(const char *value, char *out, size_t len)
 
 	ckpt_fmt(out, len, "LD_PRELOAD=");
 	at = start = strlen(out);
-
 	while (*value) {
 		size_t n = strcspn(value, ": ");
 
@@ -337,16 +331,20 @@ static const posix_spawnattr_t *spawn_attr(const posix_spawnattr_t *attr,
  * made before the restart (/proc/self/exe, which is then the restart
  * loader; the real pid in CKPT_VPID; the pid map). `probe`: the file
  * that will run, to tell whether libckpt can follow it (the path the
- * program named may be changed to the program's, see program_path); `spawn`: a new process runs it (the caller's
- * signals stay as they are). In `call`: newenv, and old_ the caller's
- * signal mask.
+ * program named may be changed to the program's, see program_path);
+ * `spawn`: a new process runs it (the caller's signals stay as they
+ * are). In `call`: newenv, and old_ the caller's signal mask.
+ * A checkpoint signal that arrives while the exec is under way would
+ * stay pending into the new program, which has no handler yet: blocked
+ * for the exec, the new libckpt takes it (and ignores it) once its
+ * handler is in.
  */
-#define EXEC_CALL(probe, spawn, envp, call)                          \
+#define EXEC_CALL(probe, spawn, envp, call)                                \
 	({                                                                 \
-		sigset_t old_ = ckpt_block_checkpoints();                       \
+		sigset_t old_ = ckpt_block_checkpoints();                  \
 		struct kernel_action act_;                                 \
 		int leaving_ = leaves_computation(probe);                  \
-		size_t nvpids_ = leaving_ ? 12 : vpids_var_size();         \
+		size_t nvpids_ = leaving_ ? 1 : vpids_var_size();          \
 		const char *env_[env_count(envp) + ENV_EXTRA + 1];         \
 		char vpid_[64], preload_[sizeof(env_preload) + 4200];      \
 		char vpids_[nvpids_];                                      \
