@@ -61,11 +61,36 @@ char local_process_state(pid_t pid)
 	return p && p[1] == ' ' ? p[2] : 0;
 }
 
+/* The threads /proc/PID/task still lists (an exited leader stays until
+ * the process is reaped). */
+static int count_threads(pid_t pid)
+{
+	char path[64];
+	struct dirent *d;
+	int n = 0;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	dir = opendir(path);
+	if (!dir)
+		return 0;
+	while ((d = readdir(dir)))
+		n += d->d_name[0] >= '0' && d->d_name[0] <= '9';
+	closedir(dir);
+	return n;
+}
+
+/* A process whose main thread has exited shows 'Z' while its other
+ * threads (libckpt's manager thread, at least) are still on their way
+ * out; its parent cannot see it as exited yet, so its image would not
+ * record it. Only a zombie with no thread left is one. */
 static bool is_gone_or_zombie(pid_t pid)
 {
 	char s = local_process_state(pid);
 
-	return s == 0 || s == 'Z' || s == 'X' || s == 'x';
+	if (s == 'Z' || s == 'X' || s == 'x')
+		return count_threads(pid) <= 1;
+	return s == 0;
 }
 
 static struct conn *member_with_pid(struct coordinator *co, pid_t pid)

@@ -355,13 +355,18 @@ int proc_paths_saved_path(char *path, size_t len);
 /* vpid/vpid.c */
 void vpid_init(pid_t vpid, pid_t real);
 pid_t vpid_self(void);
+pid_t vpid_getpid(void);
 pid_t vpid_virt_from_real(pid_t real);
 pid_t vpid_real_from_virt(pid_t virt);
 void vpid_map(pid_t virt, pid_t real);
 void vpid_reset_after_fork(void);
+void vpid_forget_real(pid_t real);
+unsigned vpid_epoch(void);
+pid_t vpid_virt_from_real_since(pid_t real, unsigned then);
+size_t vpid_format_translated(char *buf, size_t len);
+void vpid_load_translated(const char *s);
 int vpid_load_plan(int plan_fd);
 int vpid_known(pid_t virt);
-void vpid_begin_restart(pid_t vpid, pid_t real);
 int vpid_restored(pid_t virt);
 /* real is the virtual pid of another process (restored with another
  * real pid): a new child with this real pid must not keep it */

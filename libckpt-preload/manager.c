@@ -539,23 +539,57 @@ static void after_fork_in_child(void)
 }
 
 /* The virtual pid and the parent's survive exec: the program before the
- * exec passed them in CKPT_VPID="<virtual>:<real>:<parent virtual>" (only
- * valid in the process it names; the table of the other processes does
- * not survive exec, so the parent's cannot be looked up). */
-static pid_t inherited_vpid(pid_t real, pid_t *vppid)
+ * exec passed them in CKPT_VPID="<virtual>:<real>:<parent virtual>", and
+ * the translated pids of the others in CKPT_VPIDS. A program that
+ * posix_spawn started finds its parent named there instead (the
+ * variables are made before the child exists): it is a new process whose
+ * parent is that virtual pid. Variables naming neither this process nor
+ * its parent were left by a program outside the computation. */
+static pid_t inherited_vpid(pid_t real, pid_t *vppid, int *ours)
 {
 	const char *v = getenv("CKPT_VPID");
 	int virt, r, pp, n;
 
 	*vppid = 0;
+	*ours = 0;
 	if (!v)
 		return real;
 	n = sscanf(v, "%d:%d:%d", &virt, &r, &pp);
-	if (n < 2 || r != real || virt <= 0)
+	if (n < 2 || virt <= 0)
 		return real;
+	if (r != real) {
+		if (r != syscall(SYS_getppid))
+			return real;
+		*vppid = virt;
+		*ours = 1;
+		return real;
+	}
 	if (n == 3 && pp > 0)
 		*vppid = pp;
+	*ours = 1;
 	return virt;
+}
+
+/* This process, its parent and the others it may name. */
+static void init_vpid_table(void)
+{
+	pid_t pid = ckpt_real_getpid(), vppid;
+	int ours;
+
+	ckpt.vpid = inherited_vpid(pid, &vppid, &ours);
+	vpid_init(ckpt.vpid, pid);
+	if (ours) {
+		vpid_load_translated(getenv("CKPT_VPIDS"));
+		/* what named our real pid before is gone */
+		vpid_forget_real(pid);
+		vpid_map(ckpt.vpid, pid);
+	}
+	/* getppid() keeps the parent's virtual pid */
+	if (vppid)
+		vpid_map(vppid, syscall(SYS_getppid));
+	unsetenv("CKPT_VPID");
+	unsetenv("CKPT_VPIDS");
+	ckpt.vppid = vppid ? vppid : getppid();
 }
 
 /* Where this library was loaded from, for the environment of exec. */
@@ -569,17 +603,9 @@ static void remember_library_path(void)
 
 __attribute__((constructor)) static void ckpt_init(void)
 {
-	pid_t pid = ckpt_real_getpid(), vppid;
-
-	ckpt.vpid = inherited_vpid(pid, &vppid);
-	vpid_init(ckpt.vpid, pid);
-	/* exec kept our parent: getppid() keeps its virtual pid. */
-	if (vppid)
-		vpid_map(vppid, syscall(SYS_getppid));
-	unsetenv("CKPT_VPID");
+	init_vpid_table();
 	pipes_init_outside(getenv("CKPT_OUTSIDE"));
 	unsetenv("CKPT_OUTSIDE");
-	ckpt.vppid = vppid ? vppid : getppid();
 	read_settings();
 	make_identity();
 	remember_library_path();

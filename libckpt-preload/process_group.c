@@ -70,6 +70,8 @@ static int group_restore(const struct ckpt_restart_args *args)
 	(void)args;
 	if (saved_vpgid <= 0 || !vpid_known(saved_vpgid))
 		return 0;
+	/* during a restore the pid table holds only this process and the
+	 * processes of the restart plan (vpid_init cleared it) */
 	if (!vpid_restored(saved_vpgid)) {
 		note_leader_not_restarted();
 		return 0;

@@ -116,7 +116,8 @@ void ckpt_restore_entry(struct ckpt_restart_args *args)
 	log_to_restart_stderr();
 	threads_set_current_features(restart_args.current_xcr0);
 	follow_kernel_break_if_above();
-	vpid_begin_restart(ckpt.vpid, ckpt_real_getpid());
+	/* the ids of the run checkpointed: the plan says the new ones */
+	vpid_init(ckpt.vpid, ckpt_real_getpid());
 	if (restart_args.plan_fd >= 0) {
 		r = vpid_load_plan(restart_args.plan_fd);
 		if (r < 0)

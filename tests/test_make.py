@@ -117,6 +117,31 @@ def test_make_j2_restart(session, reference):
 
 
 @pytest.mark.time_limit(600)
+def test_make_j2_two_restarts(session, reference):
+    """Checkpoint, kill, restart, and again: the compilers make started
+    after the first restart must come back as its children at the second
+    (make said "wait: No child processes" when they did not)."""
+    d = session.path("proj")
+    write_project(d)
+    p = session.launch(["make", "-j2", "-C", d])
+    for cycle in range(2):
+        wait_objects(d, 2 + 3 * cycle, p)
+        images = checkpoint_paths(session)
+        session.kill_all()
+        p.popen.wait(30)
+        assert not os.path.exists(os.path.join(d, "prog")), (
+            "the build finished before it was killed (cycle %d)" % cycle)
+        print("cycle %d: %d images, %d objects" % (cycle, len(images),
+                                                   len(objects(d))))
+        p = session.restart(images)
+    rc = p.wait_exit(300)
+    assert rc == 0, "make after the second restart: exit %d; stderr:\n%s" % (
+        rc, p.stderr_text())
+    assert len(objects(d)) == PARTS + 1
+    assert built_result(d) == reference
+
+
+@pytest.mark.time_limit(600)
 def test_checkpoints_while_make_forks_and_execs(session, reference):
     d = session.path("proj")
     write_project(d)

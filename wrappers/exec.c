@@ -3,12 +3,17 @@
  * exec keeps the new program in the computation: whatever environment the
  * program passes, the new image gets LD_PRELOAD with libckpt and the
  * CKPT_* settings back, plus CKPT_VPID so it keeps the virtual pid (the
- * pid does not change across exec). Programs libckpt cannot enter
- * (static, set-ID) still run, with a message saying they leave.
+ * pid does not change across exec) and CKPT_VPIDS, the pids it may name
+ * that differ from the real ones (after a restart). Programs libckpt
+ * cannot enter (static, set-ID) leave the computation with a message and
+ * run exactly as without ckpt: none of our variables, libckpt out of
+ * LD_PRELOAD (so their own children stay outside too: valgrind's guest),
+ * the program's signal mask and the checkpoint signal ignored.
  * Everything here may run in a vfork child: no malloc, stack only.
  */
 #include <elf.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -36,11 +41,13 @@ __attribute__((constructor)) static void resolve_next_exec(void)
 	RESOLVE_NEXT(posix_spawnp);
 }
 
-#define ENV_EXTRA 9
+#define ENV_EXTRA 10
+#define ENV_VPIDS_MAX (32 * 1024)	/* CKPT_VPIDS, on the stack */
 
 static char env_preload[4200];	/* "LD_PRELOAD=<libckpt>[:<others>]" */
 static char env_coord[600], env_dir[4200], env_signal[32];
 static char exe_path[4096];	/* the program, for /proc/self/exe */
+static char libckpt[4096];	/* our own path, as LD_PRELOAD names it */
 
 /* Called once at start-up, while the environment is still ours. */
 void exec_remember_environment(const char *libckpt_path)
@@ -48,6 +55,7 @@ void exec_remember_environment(const char *libckpt_path)
 	const char *pre = getenv("LD_PRELOAD");
 	ssize_t n;
 
+	ckpt_fmt(libckpt, sizeof(libckpt), "%s", libckpt_path);
 	if (pre && strstr(pre, libckpt_path))
 		ckpt_fmt(env_preload, sizeof(env_preload), "LD_PRELOAD=%s",
 			 pre);
@@ -82,31 +90,6 @@ static const char *program_path(const char *path)
 	return path;
 }
 
-/* A checkpoint signal that arrives while the exec is under way would stay
- * pending into the new program, which has no handler yet: blocked here,
- * the new libckpt takes it (and ignores it) once its handler is in. */
-static sigset_t block_ckpt_signal(void)
-{
-	sigset_t old;
-
-	threads_mask_ckpt_signal(SIG_BLOCK, &old);
-	return old;
-}
-
-static void restore_signal_mask(const sigset_t *old)
-{
-	syscall(SYS_rt_sigprocmask, SIG_SETMASK, old, NULL, _NSIG / 8);
-}
-
-#define EXEC_CALL(call)                                                    \
-	({                                                                 \
-		sigset_t old_ = block_ckpt_signal();                       \
-		int r_ = (call), e_ = errno;                               \
-		restore_signal_mask(&old_);                                \
-		errno = e_;                                                \
-		r_;                                                        \
-	})
-
 static int names_var(const char *entry, const char *var)
 {
 	size_t n = strlen(var);
@@ -122,16 +105,60 @@ static int is_ours(const char *entry)
 	       names_var(entry, "CKPT_SIGNAL") ||
 	       names_var(entry, "CKPT_SIGNAL_INHERITED") ||
 	       names_var(entry, "CKPT_VPID") ||
+	       names_var(entry, "CKPT_VPIDS") ||
 	       names_var(entry, "CKPT_OUTSIDE") ||
 	       names_var(entry, "CKPT_SAVE_FILES") ||
 	       names_var(entry, "CKPT_TMP_FILE_MAX");
+}
+
+/* "LD_PRELOAD=<value without libckpt>" in out; 0 when nothing is left.
+ * ld.so takes spaces and colons between the names. */
+static int preload_without_us(const char *value, char *out, size_t len)
+{
+	size_t at, start;
+
+	ckpt_fmt(out, len, "LD_PRELOAD=");
+	at = start = strlen(out);
+	while (*value) {
+		size_t n = strcspn(value, ": ");
+
+		if (n && (n != strlen(libckpt) || strncmp(value, libckpt, n)) &&
+		    at + n + 2 < len) {
+			if (at > start)
+				out[at++] = ':';
+			memcpy(out + at, value, n);
+			at += n;
+		}
+		value += n;
+		value += *value ? 1 : 0;
+	}
+	out[at] = 0;
+	return at > start;
+}
+
+/* envp as the program gave it, without ckpt: for a program that leaves
+ * the computation. `out` has room for count(envp) + 1 entries. */
+static void build_env_outside(char *const envp[], const char **out,
+			      char *preload, size_t preload_len)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; envp && envp[i]; i++) {
+		if (names_var(envp[i], "LD_PRELOAD") &&
+		    preload_without_us(envp[i] + 11, preload, preload_len))
+			out[n++] = preload;
+		if (!is_ours(envp[i]))
+			out[n++] = envp[i];
+	}
+	out[n] = NULL;
 }
 
 /* envp without our variables, then ours; `out` has room for
  * count(envp) + ENV_EXTRA + 1 entries. A program that set LD_PRELOAD
  * itself keeps its libraries after libckpt. */
 static void build_env(char *const envp[], const char **out, char *vpid_var,
-		      size_t vpid_len, char *preload, size_t preload_len)
+		      size_t vpid_len, char *preload, size_t preload_len,
+		      char *vpids_var, size_t vpids_len)
 {
 	pid_t real = ckpt_real_getpid(), self = ckpt.vpid, parent = ckpt.vppid;
 	size_t n = 0;
@@ -154,6 +181,8 @@ static void build_env(char *const envp[], const char **out, char *vpid_var,
 	}
 	ckpt_fmt(vpid_var, vpid_len, "CKPT_VPID=%d:%d:%d", (int)self, (int)real,
 		 (int)parent);
+	ckpt_fmt(vpids_var, vpids_len, "CKPT_VPIDS=");
+	vpid_format_translated(vpids_var + 11, vpids_len - 11);
 	out[n++] = preload;
 	out[n++] = env_coord;
 	out[n++] = env_dir;
@@ -163,6 +192,8 @@ static void build_env(char *const envp[], const char **out, char *vpid_var,
 	out[n++] = vpid_var;
 	out[n++] = pipes_outside_env;
 	n += saved_files_env(out + n);
+	if (vpids_var[11])
+		out[n++] = vpids_var;
 	out[n] = NULL;
 }
 
@@ -198,56 +229,167 @@ static int is_static_elf(const char *path)
 	return !interp;
 }
 
-static void warn_if_leaving(const char *path)
+/* The file execvp and posix_spawnp run for `file`: searched in the
+ * caller's PATH as they do; `file` itself when it names a path. */
+static const char *searched_path(const char *file, char *buf, size_t len)
+{
+	const char *path = getenv("PATH");
+
+	if (strchr(file, '/'))
+		return file;
+	if (!path)
+		path = "/bin:/usr/bin";
+	while (*path) {
+		size_t n = strcspn(path, ":");
+
+		ckpt_fmt(buf, len, "%.*s/%s", n ? (int)n : 1, n ? path : ".",
+			 file);
+		if (access(buf, X_OK) == 0)
+			return buf;
+		path += n + (path[n] ? 1 : 0);
+	}
+	return file;
+}
+
+/* 1 when libckpt cannot follow the exec of the file at path (said once
+ * by the process that leaves). */
+static int leaves_computation(const char *path)
 {
 	struct stat st;
 
-	if (!ckpt.coord_addr[0] || !strchr(path, '/'))
-		return;
-	if (is_static_elf(path))
-		ckpt_log("exec of %s: statically linked, libckpt cannot follow;"
-			 " it runs without checkpoints", path);
-	else if (stat(path, &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID)))
-		ckpt_log("exec of %s: set-user/group-ID, the loader ignores "
-			 "LD_PRELOAD; it runs without checkpoints", path);
+	if (!strchr(path, '/'))
+		return 0;	/* not found: the exec fails */
+	if (is_static_elf(path)) {
+		if (ckpt.coord_addr[0])
+			ckpt_log("exec of %s: statically linked, libckpt cannot"
+				 " follow; it runs without checkpoints", path);
+		return 1;
+	}
+	if (stat(path, &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID))) {
+		if (ckpt.coord_addr[0])
+			ckpt_log("exec of %s: set-user/group-ID, the loader "
+				 "ignores LD_PRELOAD; it runs without "
+				 "checkpoints", path);
+		return 1;
+	}
+	return 0;
 }
 
-#define WITH_CKPT_ENV(envp, call)                                          \
+/* Room for CKPT_VPIDS=...: nothing but the name before any restart. */
+static size_t vpids_var_size(void)
+{
+	size_t need = vpid_format_translated(NULL, 0);
+
+	return 11 + (need < ENV_VPIDS_MAX ? need : ENV_VPIDS_MAX);
+}
+
+/* The kernel's view of a signal action (rt_sigaction). */
+struct kernel_action {
+	void *handler;
+	unsigned long flags;
+	void *restorer;
+	uint64_t mask;
+};
+
+/* Just before an exec that leaves the computation: the checkpoint signal
+ * ignored (one sent meanwhile is dropped instead of staying pending in a
+ * program that has no handler for it; SIG_IGN is all the program sees of
+ * it) and the program's own mask. */
+static void leave_signals(struct kernel_action *saved, const sigset_t *mask)
+{
+	struct kernel_action ign = { SIG_IGN, 0, NULL, 0 };
+
+	syscall(SYS_rt_sigaction, ckpt.signal, &ign, saved, _NSIG / 8);
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, mask, NULL, _NSIG / 8);
+}
+
+/* The exec failed: back in the computation. */
+static void rejoin_signals(const struct kernel_action *saved)
+{
+	threads_mask_ckpt_signal(SIG_BLOCK, NULL);
+	syscall(SYS_rt_sigaction, ckpt.signal, saved, NULL, _NSIG / 8);
+}
+
+/* A spawned program that leaves gets the caller's signal mask, not the
+ * one with the checkpoint signal blocked for the spawn. */
+static const posix_spawnattr_t *spawn_attr(const posix_spawnattr_t *attr,
+					   posix_spawnattr_t *own,
+					   const sigset_t *mask, int leaving)
+{
+	short flags = 0;
+
+	if (!leaving || (attr && posix_spawnattr_getflags(attr, &flags) == 0 &&
+			 (flags & POSIX_SPAWN_SETSIGMASK)))
+		return attr;
+	if (attr)
+		*own = *attr;
+	else
+		posix_spawnattr_init(own);
+	posix_spawnattr_setsigmask(own, mask);
+	posix_spawnattr_setflags(own, flags | POSIX_SPAWN_SETSIGMASK);
+	return own;
+}
+
+/*
+ * Everything is chosen with the checkpoint signal blocked: a checkpoint
+ * between choosing and the exec would restart the process with choices
+ * made before the restart (/proc/self/exe, which is then the restart
+ * loader; the real pid in CKPT_VPID; the pid map). `probe`: the file
+ * that will run, to tell whether libckpt can follow it (the path the
+ * program named may be changed to the program's, see program_path);
+ * `spawn`: a new process runs it (the caller's signals stay as they
+ * are). In `call`: newenv, and old_ the caller's signal mask.
+ * A checkpoint signal that arrives while the exec is under way would
+ * stay pending into the new program, which has no handler yet: blocked
+ * for the exec, the new libckpt takes it (and ignores it) once its
+ * handler is in.
+ */
+#define EXEC_CALL(probe, spawn, envp, call)                                \
 	({                                                                 \
+		sigset_t old_ = ckpt_block_checkpoints();                  \
+		struct kernel_action act_;                                 \
+		int leaving_ = leaves_computation(probe);                  \
+		size_t nvpids_ = leaving_ ? 1 : vpids_var_size();          \
 		const char *env_[env_count(envp) + ENV_EXTRA + 1];         \
 		char vpid_[64], preload_[sizeof(env_preload) + 4200];      \
-		build_env(envp, env_, vpid_, sizeof(vpid_), preload_,      \
-			  sizeof(preload_));                               \
+		char vpids_[nvpids_];                                      \
+		if (leaving_)                                              \
+			build_env_outside(envp, env_, preload_,            \
+					  sizeof(preload_));               \
+		else                                                       \
+			build_env(envp, env_, vpid_, sizeof(vpid_),        \
+				  preload_, sizeof(preload_), vpids_,      \
+				  nvpids_);                                \
 		manager_wait_image_settled();                              \
 		char *const *newenv = (char *const *)env_;                 \
-		(call);                                                    \
+		if (leaving_ && !(spawn))                                  \
+			leave_signals(&act_, &old_);                       \
+		int r_ = (call), e_ = errno;                               \
+		if (leaving_ && !(spawn))                                  \
+			rejoin_signals(&act_);                             \
+		ckpt_restore_mask(&old_);                                  \
+		errno = e_;                                                \
+		r_;                                                        \
 	})
 
-/* The path, the warning and the environment are chosen inside EXEC_CALL,
- * with the checkpoint signal blocked: a checkpoint between choosing them
- * and the exec would restart the process with choices made before the
- * restart (/proc/self/exe, which is then the restart loader; the real pid
- * in CKPT_VPID). */
-#define PREPARED(pathvar, warn, envp, call)                                \
-	({                                                                 \
-		pathvar = program_path(pathvar);                           \
-		if (warn)                                                  \
-			warn_if_leaving(pathvar);                          \
-		WITH_CKPT_ENV(envp, call);                                 \
-	})
+/* The program's path, for execve and posix_spawn, chosen at the call. */
+#define AS_PROGRAM(path) ((path) = program_path(path))
 
 CKPT_WRAPPER int execve(const char *path, char *const argv[],
 			char *const envp[])
 {
-	return EXEC_CALL(PREPARED(path, 1, envp, NEXT_FN(execve)(path, argv,
-							       newenv)));
+	return EXEC_CALL(AS_PROGRAM(path), 0, envp,
+			 NEXT_FN(execve)(path, argv, newenv));
 }
 
 CKPT_WRAPPER int execvpe(const char *file, char *const argv[],
 			 char *const envp[])
 {
-	return EXEC_CALL(PREPARED(file, 1, envp, NEXT_FN(execvpe)(file, argv,
-								newenv)));
+	char found[PATH_MAX];
+
+	return EXEC_CALL(searched_path(AS_PROGRAM(file), found,
+					     sizeof(found)), 0, envp,
+			 NEXT_FN(execvpe)(file, argv, newenv));
 }
 
 CKPT_WRAPPER int execv(const char *path, char *const argv[])
@@ -262,8 +404,11 @@ CKPT_WRAPPER int execvp(const char *file, char *const argv[])
 
 CKPT_WRAPPER int fexecve(int fd, char *const argv[], char *const envp[])
 {
-	return EXEC_CALL(WITH_CKPT_ENV(envp, NEXT_FN(fexecve)(fd, argv,
-							       newenv)));
+	char probe[64];
+
+	ckpt_fmt(probe, sizeof(probe), "/proc/self/fd/%d", fd);
+	return EXEC_CALL(probe, 0, envp,
+			 NEXT_FN(fexecve)(fd, argv, newenv));
 }
 
 /* The execl family: count the arguments, then an array of just that size
@@ -331,13 +476,44 @@ CKPT_WRAPPER int execle(const char *path, const char *arg, ...)
 	return execve(path, argv, envp);
 }
 
+/* The child's real pid was free: an entry naming it is stale. A clash
+ * with a restored process's virtual pid cannot be undone here (the child
+ * already runs its program, unlike a fork's: wrappers/fork.c). */
+static void note_spawned(int r, const pid_t *pid, unsigned epoch)
+{
+	sigset_t old;
+	int clash = 0;
+
+	if (r != 0 || !pid)
+		return;
+	old = ckpt_block_checkpoints();
+	/* restarted since: *pid is the child's virtual pid already */
+	if (vpid_epoch() == epoch) {
+		vpid_forget_real(*pid);
+		clash = vpid_taken_by_another(*pid);
+	}
+	ckpt_restore_mask(&old);
+	if (clash)
+		ckpt_log("posix_spawn: the new child's pid %d is the pid of "
+			 "another restored process; both answer to it",
+			 (int)*pid);
+}
+
 CKPT_WRAPPER int posix_spawn(pid_t *pid, const char *path,
 			     const posix_spawn_file_actions_t *fa,
 			     const posix_spawnattr_t *attr,
 			     char *const argv[], char *const envp[])
 {
-	return EXEC_CALL(PREPARED(path, 1, envp,
-		NEXT_FN(posix_spawn)(pid, path, fa, attr, argv, newenv)));
+	posix_spawnattr_t own;
+	unsigned epoch = vpid_epoch();
+	int r;
+
+	r = EXEC_CALL(AS_PROGRAM(path), 1, envp,
+		NEXT_FN(posix_spawn)(pid, path, fa,
+				     spawn_attr(attr, &own, &old_, leaving_),
+				     argv, newenv));
+	note_spawned(r, pid, epoch);
+	return r;
 }
 
 CKPT_WRAPPER int posix_spawnp(pid_t *pid, const char *file,
@@ -345,6 +521,16 @@ CKPT_WRAPPER int posix_spawnp(pid_t *pid, const char *file,
 			      const posix_spawnattr_t *attr,
 			      char *const argv[], char *const envp[])
 {
-	return EXEC_CALL(PREPARED(file, 0, envp,
-		NEXT_FN(posix_spawnp)(pid, file, fa, attr, argv, newenv)));
+	char found[PATH_MAX];
+	posix_spawnattr_t own;
+	unsigned epoch = vpid_epoch();
+	int r;
+
+	r = EXEC_CALL(searched_path(AS_PROGRAM(file), found,
+					  sizeof(found)), 1, envp,
+		NEXT_FN(posix_spawnp)(pid, file, fa,
+				      spawn_attr(attr, &own, &old_, leaving_),
+				      argv, newenv));
+	note_spawned(r, pid, epoch);
+	return r;
 }

@@ -21,13 +21,31 @@ __attribute__((constructor)) static void resolve_next_fork(void)
 	RESOLVE_NEXT(fork);
 }
 
+/* In the parent: 1 when the new child's pid is another's virtual pid.
+ * Restarted since the fork: the child was restored (or recreated as a
+ * zombie) under this pid, which is its virtual pid now, and no clash. */
+static int child_pid_clashes(pid_t pid, unsigned epoch)
+{
+	sigset_t old = ckpt_block_checkpoints();
+	int clash = 0;
+
+	if (vpid_epoch() == epoch) {
+		vpid_forget_real(pid); /* what had this pid is gone */
+		clash = vpid_taken_by_another(pid);
+	}
+	ckpt_restore_mask(&old);
+	return clash;
+}
+
 CKPT_WRAPPER pid_t fork(void)
 {
+	unsigned epoch;
 	pid_t pid;
 
 	for (int tries = 1;; tries++) {
+		epoch = vpid_epoch();
 		pid = NEXT_FN(fork)();
-		if (pid <= 0 || !vpid_taken_by_another(pid))
+		if (pid <= 0 || !child_pid_clashes(pid, epoch))
 			return pid;
 		/* the child left at once: reap it, out of the program's
 		 * sight (its SIGCHLD may still reach a handler) */

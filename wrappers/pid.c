@@ -15,17 +15,24 @@
 
 CKPT_WRAPPER pid_t getpid(void)
 {
-	return vpid_self();
+	return vpid_getpid();
 }
+
+/* Every translation below runs WITHOUT_CHECKPOINT (wrappers.h) with its
+ * system call; a signal to the caller's own process is let through (its
+ * handler would run with checkpoints held off, for ever if it never
+ * returns). */
 
 CKPT_WRAPPER pid_t gettid(void)
 {
-	return vpid_virt_from_real(ckpt_syscall(SYS_gettid));
+	return WITHOUT_CHECKPOINT(vpid_virt_from_real(
+		ckpt_syscall(SYS_gettid)));
 }
 
 CKPT_WRAPPER pid_t getppid(void)
 {
-	return vpid_virt_from_real(ckpt_syscall(SYS_getppid));
+	return WITHOUT_CHECKPOINT(vpid_virt_from_real(
+		ckpt_syscall(SYS_getppid)));
 }
 
 /* pid > 0 names a process, < -1 a process group, 0 and -1 are special. */
@@ -59,22 +66,43 @@ static int reserved_signal(int sig, int reaches_self)
 	return 1;
 }
 
+/* kill's target may include the caller (its handler runs on return). */
+static int may_signal_self(pid_t pid)
+{
+	if (pid == 0 || pid == -1 || pid == vpid_getpid())
+		return 1;
+	return pid < -1 && vpid_real_from_virt(-pid) ==
+			   ckpt_syscall(SYS_getpgid, 0);
+}
+
+static long send_kill(pid_t pid, int sig)
+{
+	return ckpt_syscall(SYS_kill, real_target(pid), sig);
+}
+
 CKPT_WRAPPER int kill(pid_t pid, int sig)
 {
-	pid_t real = real_target(pid);
-
-	if (reserved_signal(sig, kill_reaches_self(real)))
+	if (reserved_signal(sig, kill_reaches_self(real_target(pid))))
 		return -1;
-	return ckpt_syscall(SYS_kill, real, sig);
+	if (may_signal_self(pid))
+		return send_kill(pid, sig);
+	return WITHOUT_CHECKPOINT(send_kill(pid, sig));
+}
+
+static long send_tgkill(pid_t tgid, pid_t tid, int sig)
+{
+	return ckpt_syscall(SYS_tgkill, vpid_real_from_virt(tgid),
+			    vpid_real_from_virt(tid), sig);
 }
 
 CKPT_WRAPPER int tgkill(pid_t tgid, pid_t tid, int sig)
 {
-	pid_t real = vpid_real_from_virt(tgid);
-
-	if (reserved_signal(sig, real == ckpt_real_getpid()))
+	if (reserved_signal(sig,
+			    vpid_real_from_virt(tgid) == ckpt_real_getpid()))
 		return -1;
-	return ckpt_syscall(SYS_tgkill, real, vpid_real_from_virt(tid), sig);
+	if (tgid == vpid_getpid())
+		return send_tgkill(tgid, tid, sig);
+	return WITHOUT_CHECKPOINT(send_tgkill(tgid, tid, sig));
 }
 
 static pid_t virtual_id(pid_t r)
@@ -85,28 +113,30 @@ static pid_t virtual_id(pid_t r)
 /* Process groups and sessions are named by their leader's pid. */
 CKPT_WRAPPER pid_t getpgid(pid_t pid)
 {
-	return virtual_id(ckpt_syscall(SYS_getpgid, real_target(pid)));
+	return WITHOUT_CHECKPOINT(virtual_id(ckpt_syscall(SYS_getpgid,
+							  real_target(pid))));
 }
 
 CKPT_WRAPPER pid_t getpgrp(void)
 {
-	return virtual_id(ckpt_syscall(SYS_getpgid, 0));
+	return WITHOUT_CHECKPOINT(virtual_id(ckpt_syscall(SYS_getpgid, 0)));
 }
 
 CKPT_WRAPPER int setpgid(pid_t pid, pid_t pgid)
 {
-	return ckpt_syscall(SYS_setpgid, real_target(pid), real_target(pgid));
+	return WITHOUT_CHECKPOINT((int)ckpt_syscall(SYS_setpgid,
+		real_target(pid), real_target(pgid)));
 }
 
 /* A computation restarted from a shell stays in the shell's session:
  * that session answers with the id the program saw (session.c). */
 CKPT_WRAPPER pid_t getsid(pid_t pid)
 {
-	return session_virt_from_real(ckpt_syscall(SYS_getsid,
-						   real_target(pid)));
+	return WITHOUT_CHECKPOINT(session_virt_from_real(
+		ckpt_syscall(SYS_getsid, real_target(pid))));
 }
 
-CKPT_WRAPPER pid_t tcgetsid(int fd)
+static pid_t terminal_sid(int fd)
 {
 	pid_t sid;
 
@@ -115,17 +145,20 @@ CKPT_WRAPPER pid_t tcgetsid(int fd)
 	return session_virt_from_real(sid);
 }
 
-CKPT_WRAPPER pid_t setsid(void)
+CKPT_WRAPPER pid_t tcgetsid(int fd)
 {
-	return virtual_id(ckpt_syscall(SYS_setsid));
+	return WITHOUT_CHECKPOINT(terminal_sid(fd));
 }
 
-CKPT_WRAPPER int sigqueue(pid_t pid, int sig, const union sigval value)
+CKPT_WRAPPER pid_t setsid(void)
+{
+	return WITHOUT_CHECKPOINT(virtual_id(ckpt_syscall(SYS_setsid)));
+}
+
+static int send_sigqueue(pid_t pid, int sig, const union sigval value)
 {
 	siginfo_t si = { 0 };
 
-	if (reserved_signal(sig, kill_reaches_self(real_target(pid))))
-		return -1;
 	si.si_signo = sig;
 	si.si_code = SI_QUEUE;
 	si.si_pid = ckpt_real_getpid();
@@ -134,7 +167,16 @@ CKPT_WRAPPER int sigqueue(pid_t pid, int sig, const union sigval value)
 	return ckpt_syscall(SYS_rt_sigqueueinfo, real_target(pid), sig, &si);
 }
 
-CKPT_WRAPPER pid_t tcgetpgrp(int fd)
+CKPT_WRAPPER int sigqueue(pid_t pid, int sig, const union sigval value)
+{
+	if (reserved_signal(sig, kill_reaches_self(real_target(pid))))
+		return -1;
+	if (may_signal_self(pid))
+		return send_sigqueue(pid, sig, value);
+	return WITHOUT_CHECKPOINT(send_sigqueue(pid, sig, value));
+}
+
+static pid_t terminal_group(int fd)
 {
 	pid_t pgrp;
 
@@ -143,17 +185,27 @@ CKPT_WRAPPER pid_t tcgetpgrp(int fd)
 	return virtual_id(pgrp);
 }
 
-CKPT_WRAPPER int tcsetpgrp(int fd, pid_t pgrp)
+CKPT_WRAPPER pid_t tcgetpgrp(int fd)
+{
+	return WITHOUT_CHECKPOINT(terminal_group(fd));
+}
+
+static int set_terminal_group(int fd, pid_t pgrp)
 {
 	pid_t real = pgrp > 0 ? vpid_real_from_virt(pgrp) : pgrp;
 
 	return ioctl(fd, TIOCSPGRP, &real);
 }
 
+CKPT_WRAPPER int tcsetpgrp(int fd, pid_t pgrp)
+{
+	return WITHOUT_CHECKPOINT(set_terminal_group(fd, pgrp));
+}
+
 CKPT_WRAPPER int sched_getaffinity(pid_t pid, size_t size, cpu_set_t *set)
 {
-	long r = ckpt_syscall(SYS_sched_getaffinity, real_target(pid), size,
-			      set);
+	long r = WITHOUT_CHECKPOINT(ckpt_syscall(SYS_sched_getaffinity,
+					real_target(pid), size, set));
 
 	if (r < 0)
 		return -1;
@@ -166,13 +218,14 @@ CKPT_WRAPPER int sched_getaffinity(pid_t pid, size_t size, cpu_set_t *set)
 CKPT_WRAPPER int sched_setaffinity(pid_t pid, size_t size,
 				   const cpu_set_t *set)
 {
-	return ckpt_syscall(SYS_sched_setaffinity, real_target(pid), size,
-			    set);
+	return WITHOUT_CHECKPOINT((int)ckpt_syscall(SYS_sched_setaffinity,
+		real_target(pid), size, set));
 }
 
 CKPT_WRAPPER int pidfd_open(pid_t pid, unsigned int flags)
 {
-	return ckpt_syscall(SYS_pidfd_open, real_target(pid), flags);
+	return WITHOUT_CHECKPOINT((int)ckpt_syscall(SYS_pidfd_open,
+		real_target(pid), flags));
 }
 
 /* Programs (CPython among them) also ask for ids with syscall(2). */

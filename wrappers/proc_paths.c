@@ -472,7 +472,10 @@ static int make_translated_copy(const char *path, int kind,
  * its memfd, and in `copy` a path the caller's own open function reaches
  * it by (a new open file description, read-only at offset 0 like the
  * file). -1 for every other path, and when the file cannot be copied:
- * the caller then opens the file itself. */
+ * the caller then opens the file itself. Made without checkpoints: one
+ * falling in the middle would restart the copy with both of its files
+ * opened again as they were saved (the memfd read-only), the copy would
+ * fail and the program would read the kernel's file with the real pids. */
 static int served_copy(const char *path, int flags, char copy[64],
 		       char buf[PATH_MAX])
 {
@@ -480,7 +483,7 @@ static int served_copy(const char *path, int flags, char copy[64],
 
 	if (kind == PROC_OTHER)
 		return -1;
-	memfd = make_translated_copy(path, kind, buf);
+	memfd = WITHOUT_CHECKPOINT(make_translated_copy(path, kind, buf));
 	if (memfd >= 0)
 		snprintf(copy, 64, "/proc/self/fd/%d", memfd);
 	return memfd;

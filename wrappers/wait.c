@@ -20,18 +20,31 @@ static pid_t real_wait_target(pid_t pid)
 	return pid;
 }
 
-static pid_t virtual_result(pid_t r)
+/*
+ * A restart may fall anywhere in these wrappers. In the wait itself, the
+ * restarted thread waits again for the child's new real pid
+ * (libckpt-preload/threads.c). Between translating the pid and the
+ * system call, the kernel is asked about the old real pid and answers
+ * ECHILD: asked again, translated anew. Between the system call and
+ * translating its answer, the answer is a real pid of the run before.
+ */
+static int restarted_since(int r, unsigned epoch)
 {
-	return r > 0 ? vpid_virt_from_real(r) : r;
+	return r < 0 && errno == ECHILD && vpid_epoch() != epoch;
 }
 
 CKPT_WRAPPER pid_t wait4(pid_t pid, int *status, int options,
 			 struct rusage *usage)
 {
-	/* translated at each try: a restart in the middle of the wait
-	 * gives the child another real pid */
-	return virtual_result(RETRY_IF_CHECKPOINTED((int)ckpt_syscall(
-		SYS_wait4, real_wait_target(pid), status, options, usage)));
+	unsigned epoch;
+	int r;
+
+	do {
+		epoch = vpid_epoch();
+		r = RETRY_IF_CHECKPOINTED((int)ckpt_syscall(SYS_wait4,
+			real_wait_target(pid), status, options, usage));
+	} while (restarted_since(r, epoch));
+	return r > 0 ? vpid_virt_from_real_since(r, epoch) : r;
 }
 
 CKPT_WRAPPER pid_t waitpid(pid_t pid, int *status, int options)
@@ -53,11 +66,15 @@ CKPT_WRAPPER int waitid(idtype_t idtype, id_t id, siginfo_t *info,
 			int options)
 {
 	int by_pid = idtype == P_PID || idtype == P_PGID, r;
+	unsigned epoch;
 
-	r = RETRY_IF_CHECKPOINTED((int)ckpt_syscall(SYS_waitid, idtype,
-		by_pid ? (id_t)vpid_real_from_virt(id) : id, info, options,
-		NULL));
+	do {
+		epoch = vpid_epoch();
+		r = RETRY_IF_CHECKPOINTED((int)ckpt_syscall(SYS_waitid, idtype,
+			by_pid ? (id_t)vpid_real_from_virt(id) : id, info,
+			options, NULL));
+	} while (restarted_since(r, epoch));
 	if (r == 0 && info && info->si_pid > 0)
-		info->si_pid = vpid_virt_from_real(info->si_pid);
+		info->si_pid = vpid_virt_from_real_since(info->si_pid, epoch);
 	return r;
 }

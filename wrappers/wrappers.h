@@ -11,6 +11,8 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <signal.h>
+#include <sys/syscall.h>
 #include "../libckpt-preload/internal.h"
 
 #define CKPT_WRAPPER __attribute__((visibility("default")))
@@ -50,6 +52,37 @@ static inline int ckpt_interrupted(int rc, unsigned before)
 			rc_ = (call);                                     \
 		} while (ckpt_interrupted(rc_, before_));                 \
 		rc_;                                                      \
+	})
+
+/* The checkpoint signal blocked in this thread; returns the mask before. */
+static inline sigset_t ckpt_block_checkpoints(void)
+{
+	sigset_t old;
+
+	threads_mask_ckpt_signal(SIG_BLOCK, &old);
+	return old;
+}
+
+static inline void ckpt_restore_mask(const sigset_t *old)
+{
+	int e = errno;
+
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, old, NULL, _NSIG / 8);
+	errno = e;
+}
+
+/*
+ * Evaluate `expr` (translating ids, one system call that does not block,
+ * translating back) with the checkpoint signal blocked, so no checkpoint,
+ * and so no restart, falls between a translation and its use. The pid
+ * wrappers of DMTCP hold a checkpoint lock for the same reason.
+ */
+#define WITHOUT_CHECKPOINT(expr)                                          \
+	({                                                                \
+		sigset_t old_ = ckpt_block_checkpoints();                 \
+		__typeof__(expr) r_ = (expr);                             \
+		ckpt_restore_mask(&old_);                                 \
+		r_;                                                       \
 	})
 
 #endif /* CKPT_WRAPPERS_H */

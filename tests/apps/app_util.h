@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/wait.h>
 
 /* Print one line to stdout and flush it at once: the test reads progress
  * through a pipe and must see every line when it is printed. */
@@ -115,5 +116,19 @@ static inline uint64_t fnv1a(uint64_t h, const void *data, size_t len)
 }
 
 #define FNV1A_INIT 0xcbf29ce484222325ull
+
+/* Wait for the child of round `round` by the pid the program was given
+ * and check that it exited with `want`: 0, or 1 after one "FAIL" line. */
+static inline int reap_round_child(unsigned long round, pid_t pid, int want)
+{
+	int status = 0;
+	pid_t r = waitpid(pid, &status, 0);
+
+	if (r == pid && WIFEXITED(status) && WEXITSTATUS(status) == want)
+		return 0;
+	say("FAIL round %lu: waitpid(%d) = %d (%s), status %#x", round,
+	    (int)pid, (int)r, r < 0 ? strerror(errno) : "", status);
+	return 1;
+}
 
 #endif /* CKPT_TEST_APP_UTIL_H */

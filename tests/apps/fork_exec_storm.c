@@ -44,7 +44,6 @@ static pid_t start_child(const char *self, unsigned long i)
 int main(int argc, char **argv)
 {
 	unsigned long n, i;
-	int status;
 
 	if (argc == 3 && !strcmp(argv[1], "--child"))
 		exec_self("/proc/self/exe", "--grandchild",
@@ -56,20 +55,14 @@ int main(int argc, char **argv)
 		die(PROG, "usage: fork_exec_storm N");
 	n = parse_ulong(PROG, "N", argv[1], 1, 1000000);
 	for (i = 1; i <= n; i++) {
-		pid_t pid = start_child("/proc/self/exe", i), r;
+		pid_t pid = start_child("/proc/self/exe", i);
 
 		if (pid < 0) {
 			say("FAIL round %lu: start: %s", i, strerror(errno));
 			return 1;
 		}
-		r = waitpid(pid, &status, 0);
-		if (r != pid || !WIFEXITED(status) ||
-		    WEXITSTATUS(status) != (int)(i % 200)) {
-			say("FAIL round %lu: waitpid(%d) = %d (%s), status %#x",
-			    i, (int)pid, (int)r, r < 0 ? strerror(errno) : "",
-			    status);
+		if (reap_round_child(i, pid, (int)(i % 200)))
 			return 1;
-		}
 		say("round %lu ok", i);
 	}
 	say("done");
