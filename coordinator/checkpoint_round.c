@@ -83,19 +83,26 @@ static void abort_suspended(struct coordinator *co)
 }
 
 /* One line per failed process: who it is and what went wrong. */
-static void record_failure(struct coordinator *co, struct conn *c, int err,
-			   const char *what)
+static void record_failure_of(struct coordinator *co, const char *name,
+			      int err, const char *what)
 {
 	struct round *r = &co->round;
-	char name[256];
 
-	proc_name(c, name, sizeof(name));
 	buf_printf(&r->failures, "%s: checkpoint %llu failed: %s\n", name,
 		   (unsigned long long)r->generation, what);
 	coord_log("checkpoint %llu: %s: %s", (unsigned long long)r->generation,
 		  name, what);
 	if (!r->first_error)
 		r->first_error = err > 0 ? err : EIO;
+}
+
+static void record_failure(struct coordinator *co, struct conn *c, int err,
+			   const char *what)
+{
+	char name[256];
+
+	proc_name(c, name, sizeof(name));
+	record_failure_of(co, name, err, what);
 	c->proc.state = PROC_FAILED;
 }
 
@@ -124,10 +131,12 @@ static void mark_round_failed(struct coordinator *co)
 	if (r->failed)
 		return;
 	r->failed = true;
-	if (!r->writing)
+	if (!r->writing) {
 		abort_suspended(co);
-	else if (!r->committing)
+	} else if (!r->committing) {
 		abort_uncommitted(co);
+		orphans_discard(co);
+	}
 }
 
 /* Every process has written its image: none saves anything any more, so
@@ -157,6 +166,7 @@ static void start_committing(struct coordinator *co)
 			c->proc.state = PROC_COMMITTING;
 		}
 	}
+	orphans_commit(co);
 }
 
 static void fail_process(struct coordinator *co, struct conn *c, int err,
@@ -220,6 +230,7 @@ static void round_finish(struct coordinator *co)
 	for (size_t i = 0; i < co->nconns; i++)
 		if (in_round(co, co->conns[i]))
 			co->conns[i]->proc.state = PROC_IDLE;
+	orphans_discard(co);
 	r->active = false;
 	if (co->interval_s)
 		co->next_interval_ms = end + (int64_t)co->interval_s * 1000;
@@ -273,7 +284,7 @@ static void round_advance(struct coordinator *co)
 		resume_written(co);
 	if (r->writing && !r->failed && !r->committing && all_synced) {
 		start_committing(co);
-		return;
+		/* only taken-over images: the round may be complete */
 	}
 	if (!r->writing && !r->failed && all_suspended) {
 		int complete = members_complete(co);
@@ -366,19 +377,41 @@ void round_on_unrestored(struct coordinator *co, struct conn *c,
 }
 
 /* "app (vpid 7, pid 42, host h): fd 5: an eventfd ...: why" per line. */
-static void record_unrestored(struct coordinator *co, struct conn *c)
+static void record_unrestored_of(struct coordinator *co, const char *name,
+				 const char *line)
 {
-	const char *line = buf_str(&c->proc.unrestored), *end;
-	char name[256];
+	const char *end;
 
-	proc_name(c, name, sizeof(name));
 	for (; *line; line = *end ? end + 1 : end) {
 		end = strchrnul(line, '\n');
 		if (end > line)
 			buf_printf(&co->round.unrestored, "%s: %.*s\n", name,
 				   (int)(end - line), line);
 	}
+}
+
+static void record_unrestored(struct coordinator *co, struct conn *c)
+{
+	char name[256];
+
+	proc_name(c, name, sizeof(name));
+	record_unrestored_of(co, name, buf_str(&c->proc.unrestored));
 	buf_free(&c->proc.unrestored);
+}
+
+/* The coordinator committed (or failed to commit) the image of a process
+ * that had left after WRITTEN (orphan_images.c). */
+void round_orphan_committed(struct coordinator *co, const char *name,
+			    const char *path, const char *unrestored,
+			    int err, const char *what)
+{
+	if (err) {
+		record_failure_of(co, name, err, what);
+		co->round.failed = true; /* committing: nothing to abort */
+		return;
+	}
+	record_unrestored_of(co, name, unrestored);
+	buf_printf(&co->round.paths, "%s\n", path);
 }
 
 static void record_durable(struct coordinator *co, struct conn *c,
@@ -413,6 +446,14 @@ static void on_failed(struct coordinator *co, struct conn *c,
 	fail_process(co, c, res->error, what);
 }
 
+/* Where its new image is, should the process leave before committing it. */
+static void remember_image_tmp(struct conn *c, const struct ckpt_msg_result *res)
+{
+	if (res->path[0])
+		snprintf(c->proc.image_tmp, sizeof(c->proc.image_tmp), "%s",
+			 res->path);
+}
+
 void round_on_result(struct coordinator *co, struct conn *c, uint16_t type,
 		     const struct ckpt_msg_result *res)
 {
@@ -430,10 +471,12 @@ void round_on_result(struct coordinator *co, struct conn *c, uint16_t type,
 	case CKPT_MSG_WRITTEN:
 		if (*st == PROC_WRITING)
 			*st = PROC_WRITTEN;
+		remember_image_tmp(c, res);
 		break;
 	case CKPT_MSG_SYNCED:
 		if (*st == PROC_WRITING || *st == PROC_WRITTEN)
 			*st = PROC_SYNCED;
+		remember_image_tmp(c, res);
 		break;
 	case CKPT_MSG_DURABLE:
 		/* DISCARDING: an older libckpt renames without waiting */
@@ -451,6 +494,33 @@ void round_on_result(struct coordinator *co, struct conn *c, uint16_t type,
 		break;
 	}
 	round_advance(co);
+}
+
+/* It left after WRITTEN: its image is complete and part of the
+ * consistent state; the coordinator makes it durable and commits it
+ * (orphan_images.c). 0 when taken over, else the round failed. */
+static int take_over_image(struct coordinator *co, struct conn *c)
+{
+	const char *state = proc_state_name(c->proc.state);
+	char why[1024], what[1200];
+	int r = orphan_adopt(co, c, why, sizeof(why));
+
+	if (r < 0) {
+		snprintf(what, sizeof(what), "the process disconnected while "
+			 "%s, and its image cannot be committed without it: "
+			 "%s", state, why);
+		fail_process(co, c, -r == EREMOTE ? ECONNRESET : -r, what);
+		return r;
+	}
+	if (r > 0) {	/* it renamed its image, then left: why = path */
+		record_unrestored(co, c);
+		buf_printf(&co->round.paths, "%s\n", why);
+	}
+	c->proc.state = PROC_DURABLE;
+	if (co->round.committing)
+		orphans_commit(co);
+	round_advance(co);
+	return 0;
 }
 
 void round_on_gone(struct coordinator *co, struct conn *c)
@@ -471,9 +541,15 @@ void round_on_gone(struct coordinator *co, struct conn *c)
 		round_advance(co);
 		return;
 	}
-	snprintf(what, sizeof(what), "the process disconnected while %s",
-		 proc_state_name(c->proc.state));
-	fail_process(co, c, ECONNRESET, what);
+	if (c->proc.state == PROC_WRITTEN || c->proc.state == PROC_SYNCED ||
+	    c->proc.state == PROC_COMMITTING) {
+		if (!co->round.failed && take_over_image(co, c) == 0)
+			return;
+	} else {
+		snprintf(what, sizeof(what), "the process disconnected while "
+			 "%s", proc_state_name(c->proc.state));
+		fail_process(co, c, ECONNRESET, what);
+	}
 	round_advance(co);
 }
 
