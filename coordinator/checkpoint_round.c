@@ -9,7 +9,9 @@
  *            all DURABLE        -> reply 0 + image paths
  *   failure: FAILED, a disconnect or a timeout; in phase 1 every process
  *            that suspended (or may still) gets DO_ABORT; the reply names
- *            each failed process, one line each.
+ *            each failed process, one line each. A process that leaves
+ *            after WRITTEN is no failure: the coordinator syncs and
+ *            commits the image it left (orphan_images.c).
  *
  * CHECKPOINT commands that arrive during a round are queued and served by
  * one new round right after it (the program state they ask to save is
@@ -250,6 +252,7 @@ static void start_writing(struct coordinator *co)
 		if (in_round(co, c)) {
 			send_do(c, CKPT_MSG_DO_WRITE, r->generation);
 			c->proc.state = PROC_WRITING;
+			c->proc.image_tmp[0] = 0;
 		}
 	}
 }
@@ -496,10 +499,20 @@ void round_on_result(struct coordinator *co, struct conn *c, uint16_t type,
 	round_advance(co);
 }
 
-/* It left after WRITTEN: its image is complete and part of the
- * consistent state; the coordinator makes it durable and commits it
- * (orphan_images.c). 0 when taken over, else the round failed. */
-static int take_over_image(struct coordinator *co, struct conn *c)
+/* It left with its image written, and that image is still wanted: not
+ * discarded, or already being committed (no way back then). */
+static bool left_after_writing(struct coordinator *co, struct conn *c)
+{
+	enum proc_state s = c->proc.state;
+
+	return s == PROC_COMMITTING ||
+	       (!co->round.failed && (s == PROC_WRITTEN || s == PROC_SYNCED));
+}
+
+/* Its image is complete and part of the consistent state: the coordinator
+ * makes it durable and commits it (orphan_images.c), or the round fails
+ * when it cannot. */
+static void take_over_image(struct coordinator *co, struct conn *c)
 {
 	const char *state = proc_state_name(c->proc.state);
 	char why[1024], what[1200];
@@ -510,17 +523,16 @@ static int take_over_image(struct coordinator *co, struct conn *c)
 			 "%s, and its image cannot be committed without it: "
 			 "%s", state, why);
 		fail_process(co, c, -r == EREMOTE ? ECONNRESET : -r, what);
-		return r;
+	} else {
+		if (r > 0) {	/* it renamed its image, then left */
+			record_unrestored(co, c);
+			buf_printf(&co->round.paths, "%s\n", why);
+		}
+		c->proc.state = PROC_DURABLE;
+		if (co->round.committing)
+			orphans_commit(co);
 	}
-	if (r > 0) {	/* it renamed its image, then left: why = path */
-		record_unrestored(co, c);
-		buf_printf(&co->round.paths, "%s\n", why);
-	}
-	c->proc.state = PROC_DURABLE;
-	if (co->round.committing)
-		orphans_commit(co);
 	round_advance(co);
-	return 0;
 }
 
 void round_on_gone(struct coordinator *co, struct conn *c)
@@ -541,15 +553,13 @@ void round_on_gone(struct coordinator *co, struct conn *c)
 		round_advance(co);
 		return;
 	}
-	if (c->proc.state == PROC_WRITTEN || c->proc.state == PROC_SYNCED ||
-	    c->proc.state == PROC_COMMITTING) {
-		if (!co->round.failed && take_over_image(co, c) == 0)
-			return;
-	} else {
-		snprintf(what, sizeof(what), "the process disconnected while "
-			 "%s", proc_state_name(c->proc.state));
-		fail_process(co, c, ECONNRESET, what);
+	if (left_after_writing(co, c)) {
+		take_over_image(co, c);
+		return;
 	}
+	snprintf(what, sizeof(what), "the process disconnected while %s",
+		 proc_state_name(c->proc.state));
+	fail_process(co, c, ECONNRESET, what);
 	round_advance(co);
 }
 

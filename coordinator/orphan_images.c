@@ -40,6 +40,7 @@ static int check_image(int fd, const struct conn *c, uint64_t generation,
 	struct ckpt_image_header hdr;
 	struct stat st;
 
+	errno = 0;
 	if (fstat(fd, &st) < 0 || pread(fd, &hdr, sizeof(hdr), 0) !=
 	    (ssize_t)sizeof(hdr)) {
 		snprintf(why, wlen, "reading it: %s", strerror(errno ? errno :
@@ -152,7 +153,8 @@ int orphan_adopt(struct coordinator *co, struct conn *c, char *why,
 	int dir_fd, fd, r;
 
 	if (!c->local_peer || !proc_on_this_host(c)) {
-		snprintf(why, wlen, "it is not on this host");
+		snprintf(why, wlen, "it did not come over the Unix socket, "
+			 "which vouches for its host and user");
 		return -EREMOTE;
 	}
 	dir_fd = open_dir_of(c->proc.image_tmp, &base);
