@@ -7,7 +7,7 @@ COORD_TOOL_OBJS := $(OBJ)/app/coordinator/tool_common.c.o $(COORD_CLIENT_OBJS)
 COORD_DAEMON_SRCS := coordinator/coordinator.c coordinator/conn.c \
 	coordinator/listener.c coordinator/checkpoint_round.c \
 	coordinator/commands.c coordinator/restart_script.c \
-	coordinator/round_members.c
+	coordinator/round_members.c coordinator/orphan_images.c
 COORD_DAEMON_OBJS := $(patsubst %,$(OBJ)/app/%.o,$(COORD_DAEMON_SRCS)) \
 	$(COORD_CLIENT_OBJS)
 

@@ -9,7 +9,9 @@
  *            all DURABLE        -> reply 0 + image paths
  *   failure: FAILED, a disconnect or a timeout; in phase 1 every process
  *            that suspended (or may still) gets DO_ABORT; the reply names
- *            each failed process, one line each.
+ *            each failed process, one line each. A process that leaves
+ *            after WRITTEN is no failure: the coordinator syncs and
+ *            commits the image it left (orphan_images.c).
  *
  * CHECKPOINT commands that arrive during a round are queued and served by
  * one new round right after it (the program state they ask to save is
@@ -83,19 +85,26 @@ static void abort_suspended(struct coordinator *co)
 }
 
 /* One line per failed process: who it is and what went wrong. */
-static void record_failure(struct coordinator *co, struct conn *c, int err,
-			   const char *what)
+static void record_failure_of(struct coordinator *co, const char *name,
+			      int err, const char *what)
 {
 	struct round *r = &co->round;
-	char name[256];
 
-	proc_name(c, name, sizeof(name));
 	buf_printf(&r->failures, "%s: checkpoint %llu failed: %s\n", name,
 		   (unsigned long long)r->generation, what);
 	coord_log("checkpoint %llu: %s: %s", (unsigned long long)r->generation,
 		  name, what);
 	if (!r->first_error)
 		r->first_error = err > 0 ? err : EIO;
+}
+
+static void record_failure(struct coordinator *co, struct conn *c, int err,
+			   const char *what)
+{
+	char name[256];
+
+	proc_name(c, name, sizeof(name));
+	record_failure_of(co, name, err, what);
 	c->proc.state = PROC_FAILED;
 }
 
@@ -124,10 +133,12 @@ static void mark_round_failed(struct coordinator *co)
 	if (r->failed)
 		return;
 	r->failed = true;
-	if (!r->writing)
+	if (!r->writing) {
 		abort_suspended(co);
-	else if (!r->committing)
+	} else if (!r->committing) {
 		abort_uncommitted(co);
+		orphans_discard(co);
+	}
 }
 
 /* Every process has written its image: none saves anything any more, so
@@ -157,6 +168,7 @@ static void start_committing(struct coordinator *co)
 			c->proc.state = PROC_COMMITTING;
 		}
 	}
+	orphans_commit(co);
 }
 
 static void fail_process(struct coordinator *co, struct conn *c, int err,
@@ -220,6 +232,7 @@ static void round_finish(struct coordinator *co)
 	for (size_t i = 0; i < co->nconns; i++)
 		if (in_round(co, co->conns[i]))
 			co->conns[i]->proc.state = PROC_IDLE;
+	orphans_discard(co);
 	r->active = false;
 	if (co->interval_s)
 		co->next_interval_ms = end + (int64_t)co->interval_s * 1000;
@@ -239,6 +252,7 @@ static void start_writing(struct coordinator *co)
 		if (in_round(co, c)) {
 			send_do(c, CKPT_MSG_DO_WRITE, r->generation);
 			c->proc.state = PROC_WRITING;
+			c->proc.image_tmp[0] = 0;
 		}
 	}
 }
@@ -273,7 +287,7 @@ static void round_advance(struct coordinator *co)
 		resume_written(co);
 	if (r->writing && !r->failed && !r->committing && all_synced) {
 		start_committing(co);
-		return;
+		/* only taken-over images: the round may be complete */
 	}
 	if (!r->writing && !r->failed && all_suspended) {
 		int complete = members_complete(co);
@@ -366,19 +380,41 @@ void round_on_unrestored(struct coordinator *co, struct conn *c,
 }
 
 /* "app (vpid 7, pid 42, host h): fd 5: an eventfd ...: why" per line. */
-static void record_unrestored(struct coordinator *co, struct conn *c)
+static void record_unrestored_of(struct coordinator *co, const char *name,
+				 const char *line)
 {
-	const char *line = buf_str(&c->proc.unrestored), *end;
-	char name[256];
+	const char *end;
 
-	proc_name(c, name, sizeof(name));
 	for (; *line; line = *end ? end + 1 : end) {
 		end = strchrnul(line, '\n');
 		if (end > line)
 			buf_printf(&co->round.unrestored, "%s: %.*s\n", name,
 				   (int)(end - line), line);
 	}
+}
+
+static void record_unrestored(struct coordinator *co, struct conn *c)
+{
+	char name[256];
+
+	proc_name(c, name, sizeof(name));
+	record_unrestored_of(co, name, buf_str(&c->proc.unrestored));
 	buf_free(&c->proc.unrestored);
+}
+
+/* The coordinator committed (or failed to commit) the image of a process
+ * that had left after WRITTEN (orphan_images.c). */
+void round_orphan_committed(struct coordinator *co, const char *name,
+			    const char *path, const char *unrestored,
+			    int err, const char *what)
+{
+	if (err) {
+		record_failure_of(co, name, err, what);
+		co->round.failed = true; /* committing: nothing to abort */
+		return;
+	}
+	record_unrestored_of(co, name, unrestored);
+	buf_printf(&co->round.paths, "%s\n", path);
 }
 
 static void record_durable(struct coordinator *co, struct conn *c,
@@ -413,6 +449,14 @@ static void on_failed(struct coordinator *co, struct conn *c,
 	fail_process(co, c, res->error, what);
 }
 
+/* Where its new image is, should the process leave before committing it. */
+static void remember_image_tmp(struct conn *c, const struct ckpt_msg_result *res)
+{
+	if (res->path[0])
+		snprintf(c->proc.image_tmp, sizeof(c->proc.image_tmp), "%s",
+			 res->path);
+}
+
 void round_on_result(struct coordinator *co, struct conn *c, uint16_t type,
 		     const struct ckpt_msg_result *res)
 {
@@ -430,10 +474,12 @@ void round_on_result(struct coordinator *co, struct conn *c, uint16_t type,
 	case CKPT_MSG_WRITTEN:
 		if (*st == PROC_WRITING)
 			*st = PROC_WRITTEN;
+		remember_image_tmp(c, res);
 		break;
 	case CKPT_MSG_SYNCED:
 		if (*st == PROC_WRITING || *st == PROC_WRITTEN)
 			*st = PROC_SYNCED;
+		remember_image_tmp(c, res);
 		break;
 	case CKPT_MSG_DURABLE:
 		/* DISCARDING: an older libckpt renames without waiting */
@@ -449,6 +495,42 @@ void round_on_result(struct coordinator *co, struct conn *c, uint16_t type,
 		else if (!state_is_final(*st))
 			on_failed(co, c, res);
 		break;
+	}
+	round_advance(co);
+}
+
+/* It left with its image written, and that image is still wanted: not
+ * discarded, or already being committed (no way back then). */
+static bool left_after_writing(struct coordinator *co, struct conn *c)
+{
+	enum proc_state s = c->proc.state;
+
+	return s == PROC_COMMITTING ||
+	       (!co->round.failed && (s == PROC_WRITTEN || s == PROC_SYNCED));
+}
+
+/* Its image is complete and part of the consistent state: the coordinator
+ * makes it durable and commits it (orphan_images.c), or the round fails
+ * when it cannot. */
+static void take_over_image(struct coordinator *co, struct conn *c)
+{
+	const char *state = proc_state_name(c->proc.state);
+	char why[1024], what[1200];
+	int r = orphan_adopt(co, c, why, sizeof(why));
+
+	if (r < 0) {
+		snprintf(what, sizeof(what), "the process disconnected while "
+			 "%s, and its image cannot be committed without it: "
+			 "%s", state, why);
+		fail_process(co, c, -r == EREMOTE ? ECONNRESET : -r, what);
+	} else {
+		if (r > 0) {	/* it renamed its image, then left */
+			record_unrestored(co, c);
+			buf_printf(&co->round.paths, "%s\n", why);
+		}
+		c->proc.state = PROC_DURABLE;
+		if (co->round.committing)
+			orphans_commit(co);
 	}
 	round_advance(co);
 }
@@ -469,6 +551,10 @@ void round_on_gone(struct coordinator *co, struct conn *c)
 	    members_on_left_while_suspending(co, c)) {
 		c->proc.round_generation = 0;
 		round_advance(co);
+		return;
+	}
+	if (left_after_writing(co, c)) {
+		take_over_image(co, c);
 		return;
 	}
 	snprintf(what, sizeof(what), "the process disconnected while %s",

@@ -79,6 +79,8 @@ struct process_info {
 	uint64_t round_generation;	/* round it takes part in */
 	struct buf unrestored;		/* this round: what its restart will
 					   not restore, one line each */
+	char image_tmp[4096];		/* this round: its temporary image,
+					   from WRITTEN or SYNCED */
 	bool kill_sent;
 };
 
@@ -93,6 +95,8 @@ struct conn {
 	bool eof;			/* peer gone or broken: reap it */
 	bool close_after_flush;
 	bool reaped;			/* disconnect handled, free it */
+	bool local_peer;		/* Unix socket: SO_PEERCRED vouches
+					   for its host and uid */
 	struct process_info proc;
 	enum pending_cmd pending;
 	uint64_t pending_generation;	/* 0: queued for the next round */
@@ -103,6 +107,17 @@ struct expected_proc {
 	pid_t pid;
 	pid_t parent;			/* 0: a member that left */
 	int64_t since_ms;
+};
+
+/* The image of a process that left after WRITTEN, which the coordinator
+ * synced and commits itself (orphan_images.c). */
+struct orphan_image {
+	int dir_fd;			/* its directory; -1: done */
+	char tmp[256];			/* names in that directory */
+	char final[256];
+	char path[4096];		/* the final path, for the reply */
+	char name[256];			/* the process, for humans */
+	struct buf unrestored;
 };
 
 struct round {
@@ -126,6 +141,8 @@ struct round {
 	struct buf failures;		/* one failure per line */
 	struct buf unrestored;		/* "process: what, why" per line, of
 					   the processes that are durable */
+	struct orphan_image *orphans;	/* images of processes that left */
+	int norphans;
 };
 
 struct last_round {
@@ -206,6 +223,15 @@ void round_on_unrestored(struct coordinator *co, struct conn *c,
 void round_check_timeouts(struct coordinator *co);
 int64_t round_next_deadline(struct coordinator *co);
 const char *proc_state_name(enum proc_state s);
+void round_orphan_committed(struct coordinator *co, const char *name,
+			    const char *path, const char *unrestored,
+			    int err, const char *what);
+
+/* orphan_images.c */
+int orphan_adopt(struct coordinator *co, struct conn *c, char *why,
+		 size_t wlen);
+void orphans_commit(struct coordinator *co);
+void orphans_discard(struct coordinator *co);
 
 /* round_members.c */
 bool proc_on_this_host(const struct conn *c);

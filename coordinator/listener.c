@@ -299,6 +299,6 @@ void listener_accept(struct coordinator *co)
 			close(fd);
 			continue;
 		}
-		conn_add(co, fd, peer);
+		conn_add(co, fd, peer)->local_peer = !co->is_tcp;
 	}
 }

@@ -125,7 +125,8 @@ class FakeProcess:
 
     def __init__(self, addr, vpid, program="fakeapp", behaviour="ok",
                  flags=0, generation=0, secret=b"", delay=0.0,
-                 computation_id=0, unrestored=""):
+                 computation_id=0, unrestored="", hostname=b"testhost",
+                 real_pid=None):
         self.vpid = vpid
         self.program = program
         self.behaviour = behaviour
@@ -136,9 +137,9 @@ class FakeProcess:
         self.killed = threading.Event()
         self.closed = threading.Event()
         self.sock = connect(addr)
-        hello = HELLO.pack(os.getpid(), vpid, 1, flags, generation,
-                           program.encode(), b"uid-%d" % vpid,
-                           b"testhost", secret, b"")
+        hello = HELLO.pack(real_pid or os.getpid(), vpid, 1, flags,
+                           generation, program.encode(), b"uid-%d" % vpid,
+                           hostname, secret, b"")
         # appended field: the computation it belonged to
         hello += struct.pack("<Q", computation_id)
         send_msg(self.sock, MSG_HELLO, hello)
