@@ -515,8 +515,12 @@ static int open_translated(int dirfd, const char *path, int flags,
 
 	if (memfd < 0) {
 		path = real_path_at(path, buf);
-		return next ? next(path, flags, mode) :
-			      next_at(dirfd, path, flags, mode);
+		fd = next ? next(path, flags, mode) :
+			    next_at(dirfd, path, flags, mode);
+		if (fd >= 0 && (flags & (O_CREAT | O_EXCL)) ==
+			       (O_CREAT | O_EXCL))
+			created_files_note(fd);
+		return fd;
 	}
 	flags &= ~O_NOFOLLOW;
 	fd = next ? next(copy, flags) : next_at(AT_FDCWD, copy, flags);
