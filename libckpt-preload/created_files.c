@@ -135,6 +135,27 @@ void created_files_note(int fd)
 	errno = e;
 }
 
+/* After a restart the file at each path is the one the process goes on
+ * with (recreated by ckpt_restart from the image, a new inode, or left
+ * as it was): it is recorded as such; entries whose path is gone are
+ * dropped. */
+void created_files_after_restart(void)
+{
+	struct stat st;
+	int kept = 0;
+
+	for (int i = 0; i < ncreated; i++) {
+		if (stat(created[i].path, &st) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		created[i].dev = st.st_dev;
+		created[i].ino = st.st_ino;
+		if (kept != i)
+			created[kept] = created[i];
+		kept++;
+	}
+	ncreated = kept;
+}
+
 /* At DO_SUSPEND (every thread stopped): fn for each file still there. */
 void created_files_each(void (*fn)(const char *path, const struct stat *st))
 {

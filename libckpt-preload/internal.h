@@ -122,6 +122,7 @@ int saved_files_on_temporary_storage(const char *path);
  * temporary storage, saved by saved_files.c while they are there */
 void created_files_note(int fd);
 void created_files_each(void (*fn)(const char *path, const struct stat *st));
+void created_files_after_restart(void);
 extern const size_t ckpt_nresources;
 
 /* manager.c: an exec or exit waits (bounded) until the image being

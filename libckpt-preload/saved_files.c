@@ -374,8 +374,16 @@ static int saved_files_write(struct image_writer *w)
 	return 0;
 }
 
+static int saved_files_restore(const struct ckpt_restart_args *args)
+{
+	(void)args;
+	created_files_after_restart();
+	return 0;
+}
+
 const struct ckpt_resource_ops saved_files_resource_ops = {
 	.name = "file contents",
 	.save = saved_files_save,
 	.write = saved_files_write,
+	.restore = saved_files_restore,
 };

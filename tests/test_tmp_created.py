@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 
 import pytest
 
@@ -40,6 +41,17 @@ def assert_continues_native(proc, native, n):
         "%s printed %r, native from round %d: %r; stderr:\n%s" % (
             proc.name, lines[:4], n, native[start:start + 4],
             proc.stderr_text()))
+
+
+def wait_connected(s, timeout=30):
+    """Until the restarted process is connected to the coordinator."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r = s.command("--list")
+        if r.returncode == 0 and r.stdout.strip():
+            return
+        time.sleep(0.05)
+    raise AssertionError("no process connected within %ds" % timeout)
 
 
 @pytest.fixture
@@ -79,3 +91,35 @@ def test_closed_tmp_file_recreated_twice(session, shm_tmpdir):
         assert re.search(r"ckpt_restart: %s/\S+ was gone; recreated from" %
                          re.escape(where), r.stderr_text()), (
             r.stderr_text())
+
+
+@pytest.mark.time_limit(600)
+def test_recreated_file_saved_again(session, shm_tmpdir):
+    """Checkpointed again while still in the round the restart resumed
+    in: the file the restart recreated (another inode) is the one saved
+    the second time."""
+    tmp = session.path("work")
+    os.mkdir(tmp)
+    session.env["TMPDIR"] = shm_tmpdir
+    argv = [app("tmp_created"), "2", "6000", tmp]
+    native = reference_output(argv, env=session.env)
+
+    p = session.launch(argv)
+    images = checkpoint_in_round(session, p, 2)
+    r1 = session.restart(images)
+    wait_connected(session)
+    images = session.checkpoint()
+    assert not any(l.startswith("checked 2 ") for l in r1.lines()), (
+        "round 2 ended before the second checkpoint: %r" % r1.lines())
+    r1.wait_line(r"^checked (\d+) ", minimum=2)
+    session.kill_all()
+    r1.wait_exit(30)
+    r2 = session.restart(images)
+    rc = r2.wait_exit()
+    assert rc == 0, "%s: exit %d; last lines %r; stderr:\n%s" % (
+        r2.name, rc, r2.lines()[-3:], r2.stderr_text())
+    assert_continues_native(r2, native, 2)
+    assert r2.lines()[-1] == native[-1]
+    assert re.search(r"ckpt_restart: %s/\S+ was gone; recreated from" %
+                     re.escape(shm_tmpdir), r2.stderr_text()), (
+        r2.stderr_text())

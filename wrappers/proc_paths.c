@@ -598,6 +598,8 @@ static FILE *fopen_translated(const char *path, const char *mode,
 	f = next ? next(path, mode) : reopen(path, mode, stream);
 	if (memfd >= 0)
 		drop_copy(memfd);
+	else if (f && mode && strchr(mode, 'x'))	/* O_CREAT|O_EXCL */
+		created_files_note(fileno(f));
 	return f;
 }
 
