@@ -116,6 +116,13 @@ int saved_files_note_fd(int fd, const char *path, const struct stat *st,
  * CKPT_TMP_FILE_MAX settings that are in use into out (room for 2);
  * returns how many. */
 int saved_files_env(const char **out);
+int saved_files_on_temporary_storage(const char *path);
+
+/* created_files.c: files made with O_CREAT|O_EXCL or mkstemp on
+ * temporary storage, saved by saved_files.c while they are there */
+void created_files_note(int fd);
+void created_files_each(void (*fn)(const char *path, const struct stat *st));
+void created_files_after_restart(void);
 extern const size_t ckpt_nresources;
 
 /* manager.c: an exec or exit waits (bounded) until the image being

@@ -8,6 +8,8 @@
  *    mapped MAP_SHARED, up to a size limit: their content, since they may
  *    be gone at restart (after a reboot, or removed by a process that
  *    outlived the checkpoint: Java's /tmp/hsperfdata_<user>/<pid>);
+ *  - files on temporary storage the process created exclusively
+ *    (created_files.c) and that are still there, even closed: the same;
  *  - files matching ckpt_launch --save-files: their content, put back at
  *    restart so the file is rolled back to the checkpoint's state.
  * The content of a file is saved once per checkpoint, by the first
@@ -169,7 +171,7 @@ static int matches_save_globs(const char *path)
 /* Files on temporary storage may be gone when the image is restarted. A
  * memfd standing for a /proc file (proc_paths.c) is on tmpfs too, but it
  * is made again from its path. */
-static int on_temporary_storage(const char *path)
+int saved_files_on_temporary_storage(const char *path)
 {
 	struct statfs sf;
 
@@ -198,7 +200,7 @@ static int note_file(const char *path, const struct stat *st, int fd,
 
 	if (path[0] != '/' || !S_ISREG(st->st_mode))
 		return 0;
-	if (on_temporary_storage(path))
+	if (saved_files_on_temporary_storage(path))
 		flags |= CKPT_FILE_F_TEMPORARY;
 	if (matches_save_globs(path))
 		flags |= CKPT_FILE_F_SAVE_FILES;
@@ -252,6 +254,13 @@ static int note_mapping(const char *path, const struct stat *st,
 	return 0;
 }
 
+/* Made exclusively on temporary storage and still there, maybe closed
+ * (created_files.c): its content, as for an open one. */
+static void note_created(const char *path, const struct stat *st)
+{
+	note_file(path, st, -1, 0);	/* too many: said, left out */
+}
+
 /* At DO_SUSPEND, before files.c notes the open files. */
 static int saved_files_save(void)
 {
@@ -266,6 +275,7 @@ static int saved_files_save(void)
 	}
 	nnoted = 0;
 	told_too_many = 0;
+	created_files_each(note_created);
 	return memory_shared_file_maps(note_mapping);
 }
 
@@ -364,8 +374,16 @@ static int saved_files_write(struct image_writer *w)
 	return 0;
 }
 
+static int saved_files_restore(const struct ckpt_restart_args *args)
+{
+	(void)args;
+	created_files_after_restart();
+	return 0;
+}
+
 const struct ckpt_resource_ops saved_files_resource_ops = {
 	.name = "file contents",
 	.save = saved_files_save,
 	.write = saved_files_write,
+	.restore = saved_files_restore,
 };

@@ -518,8 +518,12 @@ static int open_translated(int dirfd, const char *path, int flags,
 
 	if (memfd < 0) {
 		path = real_path_at(path, buf);
-		return next ? next(path, flags, mode) :
-			      next_at(dirfd, path, flags, mode);
+		fd = next ? next(path, flags, mode) :
+			    next_at(dirfd, path, flags, mode);
+		if (fd >= 0 && (flags & (O_CREAT | O_EXCL)) ==
+			       (O_CREAT | O_EXCL))
+			created_files_note(fd);
+		return fd;
 	}
 	flags &= ~O_NOFOLLOW;
 	fd = next ? next(copy, flags) : next_at(AT_FDCWD, copy, flags);
@@ -597,6 +601,8 @@ static FILE *fopen_translated(const char *path, const char *mode,
 	f = next ? next(path, mode) : reopen(path, mode, stream);
 	if (memfd >= 0)
 		drop_copy(memfd);
+	else if (f && mode && strchr(mode, 'x'))	/* O_CREAT|O_EXCL */
+		created_files_note(fileno(f));
 	return f;
 }
 
