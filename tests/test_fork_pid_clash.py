@@ -51,7 +51,9 @@ def test_child_never_gets_a_restored_processes_pid(session):
         assert f_pid == w_pid and status == 7 and kill_self == 1, (
             last.group(0))
         assert child_says[-1] == f_pid, (child_says, f_pid)
-        right_after += f_pid == vpid + 1
+        # the refork takes the next pid no restored process or thread
+        # goes by (its manager thread's tid may be vpid + 1)
+        right_after += vpid < f_pid <= vpid + 3
     # the kernel offered the clashing pid at least once (others may take
     # pids meanwhile on a busy machine)
     assert right_after >= 1, "the clash never happened; nothing was tested"
