@@ -374,7 +374,7 @@ size_t vpid_format_translated(char *buf, size_t len);
 void vpid_load_translated(const char *s);
 int vpid_load_plan(int plan_fd);
 int vpid_known(pid_t virt);
-int vpid_restored(pid_t virt);
+int vpid_known_before_restart(pid_t virt);
 /* real is the virtual pid of another process (restored with another
  * real pid): a new child with this real pid must not keep it */
 int vpid_taken_by_another(pid_t real);

@@ -68,12 +68,13 @@ static int group_restore(const struct ckpt_restart_args *args)
 	int r;
 
 	(void)args;
-	if (saved_vpgid <= 0 || !vpid_known(saved_vpgid))
+	if (saved_vpgid <= 0)
 		return 0;
 	/* during a restore the pid table holds only this process and the
 	 * processes of the restart plan (vpid_init cleared it) */
-	if (!vpid_restored(saved_vpgid)) {
-		note_leader_not_restarted();
+	if (!vpid_known(saved_vpgid)) {
+		if (vpid_known_before_restart(saved_vpgid))
+			note_leader_not_restarted();
 		return 0;
 	}
 	real = saved_vpgid == ckpt.vpid ? 0 : vpid_real_from_virt(saved_vpgid);

@@ -319,10 +319,13 @@ int vpid_load_plan(int plan_fd)
 	return 0;
 }
 
-/* Restored by the current restart: during the restore, before any new
- * child exists, the table (cleared by vpid_init) holds exactly this
- * process, its threads and the processes of the restart plan. */
-int vpid_restored(pid_t virt)
+/* Known in the run before the last restart: the pid table restored with
+ * the memory named it (a parent outside the computation that an exec
+ * mapped, a process whose image was not given). */
+int vpid_known_before_restart(pid_t virt)
 {
-	return vpid_known(virt);
+	for (int i = 0; i < before_used; i++)
+		if (before_restart[i] && entry_virt(before_restart[i]) == virt)
+			return 1;
+	return 0;
 }
