@@ -112,6 +112,15 @@ static void unlock_table(uint64_t old)
 	threads_set_mask(old);
 }
 
+/* ckpt's own files (claims, temporary images: ".ckpt_*"), made by
+ * libckpt through the same wrapped open, are not the program's. */
+static int is_ckpt_own_file(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	return !strncmp(base ? base + 1 : path, ".ckpt_", 6);
+}
+
 /* fd was just made by an exclusive creation: record its file if it is
  * on temporary storage. errno is kept. */
 void created_files_note(int fd)
@@ -126,7 +135,8 @@ void created_files_note(int fd)
 	len = readlink(proc, path, sizeof(path) - 1);
 	if (len > 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
 		path[len] = 0;
-		if (saved_files_on_temporary_storage(path) &&
+		if (!is_ckpt_own_file(path) &&
+		    saved_files_on_temporary_storage(path) &&
 		    lock_table(&old) == 0) {
 			add_created(path, &st);
 			unlock_table(old);

@@ -245,8 +245,13 @@ static int recreate_missing(struct ckpt_image *img,
 	return 1;
 }
 
-/* A --save-files file is replaced (renamed over, so no process ever sees
- * it half written); a shared-mapped one is rewritten in place. */
+/* A --save-files file that is still the checkpoint's inode is rewritten
+ * in place: programs remember the inode of what they opened (sqlite
+ * takes a database whose inode changed for moved: "attempt to write a
+ * readonly database"), and the image keeps the content should the
+ * restart be cut short. One that another file replaced meanwhile is
+ * replaced in turn (written beside, renamed over); a shared-mapped one
+ * is rewritten in place. */
 static int put_back_existing(struct ckpt_image *img,
 			     const struct ckpt_file_record *f,
 			     const char *path, const char *dir,
@@ -254,7 +259,8 @@ static int put_back_existing(struct ckpt_image *img,
 {
 	int tmp, r = -EOPNOTSUPP;
 
-	if (f->flags & CKPT_FILE_F_SAVE_FILES) {
+	if ((f->flags & CKPT_FILE_F_SAVE_FILES) &&
+	    ((uint64_t)st->st_dev != f->dev || (uint64_t)st->st_ino != f->ino)) {
 		tmp = r = write_content(img, f, dir, st->st_mode & 07777);
 		if (tmp >= 0) {
 			r = replace_with(tmp, path, dir);
