@@ -23,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "coordinator.h"
+#include "sanitize.h"
 
 const char *proc_state_name(enum proc_state s)
 {
@@ -44,13 +45,13 @@ const char *proc_state_name(enum proc_state s)
 	return s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
 }
 
-static bool in_round(struct coordinator *co, struct conn *c)
+bool round_in(struct coordinator *co, struct conn *c)
 {
 	return co->round.active && c->kind == CONN_PROCESS &&
 	       c->proc.round_generation == co->round.generation;
 }
 
-static bool state_is_final(enum proc_state s)
+bool round_state_is_final(enum proc_state s)
 {
 	return s == PROC_DURABLE || s == PROC_FAILED || s == PROC_ABORTED ||
 	       s == PROC_IDLE;
@@ -72,7 +73,7 @@ static void abort_suspended(struct coordinator *co)
 	for (size_t i = 0; i < co->nconns; i++) {
 		struct conn *c = co->conns[i];
 
-		if (!in_round(co, c))
+		if (!round_in(co, c))
 			continue;
 		if (c->proc.state == PROC_SUSPENDED) {
 			conn_send(c, CKPT_MSG_DO_ABORT, NULL, 0);
@@ -115,7 +116,7 @@ static void abort_uncommitted(struct coordinator *co)
 	for (size_t i = 0; i < co->nconns; i++) {
 		struct conn *c = co->conns[i];
 
-		if (!in_round(co, c))
+		if (!round_in(co, c))
 			continue;
 		if (c->proc.state == PROC_WRITING ||
 		    c->proc.state == PROC_WRITTEN ||
@@ -139,6 +140,9 @@ static void mark_round_failed(struct coordinator *co)
 		abort_uncommitted(co);
 		orphans_discard(co);
 	}
+	/* those told DO_ABORT confirm within the phase timeout */
+	if (!r->committing)
+		round_timeouts_start_phase(co, co->phase_timeout_ms);
 }
 
 /* Every process has written its image: none saves anything any more, so
@@ -149,10 +153,11 @@ static void resume_written(struct coordinator *co)
 	for (size_t i = 0; i < co->nconns; i++) {
 		struct conn *c = co->conns[i];
 
-		if (in_round(co, c) && c->proc.state == PROC_WRITTEN &&
+		if (round_in(co, c) && c->proc.state == PROC_WRITTEN &&
 		    (c->proc.hello.flags & CKPT_HELLO_F_RESUME_BARRIER))
 			conn_send(c, CKPT_MSG_DO_RESUME, NULL, 0);
 	}
+	round_timeouts_start_phase(co, co->write_timeout_ms); /* sync */
 }
 
 /* Every image is synced (or, from an older libckpt, already durable):
@@ -163,16 +168,17 @@ static void start_committing(struct coordinator *co)
 	for (size_t i = 0; i < co->nconns; i++) {
 		struct conn *c = co->conns[i];
 
-		if (in_round(co, c) && c->proc.state == PROC_SYNCED) {
+		if (round_in(co, c) && c->proc.state == PROC_SYNCED) {
 			conn_send(c, CKPT_MSG_DO_COMMIT, NULL, 0);
 			c->proc.state = PROC_COMMITTING;
 		}
 	}
+	round_timeouts_start_phase(co, co->write_timeout_ms);
 	orphans_commit(co);
 }
 
-static void fail_process(struct coordinator *co, struct conn *c, int err,
-			 const char *what)
+void round_fail_process(struct coordinator *co, struct conn *c, int err,
+			const char *what)
 {
 	record_failure(co, c, err, what);
 	mark_round_failed(co);
@@ -204,12 +210,32 @@ static bool have_queued_requests(struct coordinator *co)
 
 static void round_start(struct coordinator *co);
 
+/* Every participant left while suspending (exited, or exec'd and never
+ * came back) and none was waited for: nothing of the computation was
+ * saved, which is no success. */
+static void fail_without_members(struct coordinator *co)
+{
+	struct round *r = &co->round;
+	const char *what = "every process of the computation left while it "
+			   "was being suspended (exited, or exec'd and did "
+			   "not join again); no image was written";
+
+	buf_printf(&r->failures, "checkpoint %llu failed: %s\n",
+		   (unsigned long long)r->generation, what);
+	coord_log("checkpoint %llu: %s", (unsigned long long)r->generation,
+		  what);
+	r->first_error = ESRCH;
+	r->failed = true;
+}
+
 static void round_finish(struct coordinator *co)
 {
 	struct round *r = &co->round;
 	int64_t end = now_ms();
 	double ms = (double)(end - r->start_ms);
 
+	if (!r->failed && !r->paths.len)
+		fail_without_members(co);
 	co->last = (struct last_round){
 		.generation = r->generation, .ok = !r->failed,
 		.nprocs = r->nprocs, .ms = ms, .end_ms = end,
@@ -230,7 +256,7 @@ static void round_finish(struct coordinator *co)
 				 "");
 	}
 	for (size_t i = 0; i < co->nconns; i++)
-		if (in_round(co, co->conns[i]))
+		if (round_in(co, co->conns[i]))
 			co->conns[i]->proc.state = PROC_IDLE;
 	orphans_discard(co);
 	r->active = false;
@@ -249,16 +275,17 @@ static void start_writing(struct coordinator *co)
 	for (size_t i = 0; i < co->nconns; i++) {
 		struct conn *c = co->conns[i];
 
-		if (in_round(co, c)) {
+		if (round_in(co, c)) {
 			send_do(c, CKPT_MSG_DO_WRITE, r->generation);
 			c->proc.state = PROC_WRITING;
 			c->proc.image_tmp[0] = 0;
 		}
 	}
+	round_timeouts_start_phase(co, co->write_timeout_ms);
 }
 
 /* Move the round on after any event: to phase 2, or to its end. */
-static void round_advance(struct coordinator *co)
+void round_advance(struct coordinator *co)
 {
 	struct round *r = &co->round;
 	bool all_suspended = true, all_final = true, all_synced = true;
@@ -269,11 +296,11 @@ static void round_advance(struct coordinator *co)
 	for (size_t i = 0; i < co->nconns; i++) {
 		struct conn *c = co->conns[i];
 
-		if (!in_round(co, c))
+		if (!round_in(co, c))
 			continue;
 		if (c->proc.state != PROC_SUSPENDED)
 			all_suspended = false;
-		if (!state_is_final(c->proc.state))
+		if (!round_state_is_final(c->proc.state))
 			all_final = false;
 		if (c->proc.state != PROC_SYNCED &&
 		    c->proc.state != PROC_DURABLE)
@@ -331,8 +358,6 @@ static void round_start(struct coordinator *co)
 		.generation = ++co->generation,
 		.nprocs = n,
 		.start_ms = now,
-		.suspend_deadline = now + COORD_SUSPEND_TIMEOUT_MS,
-		.round_deadline = now + COORD_ROUND_TIMEOUT_MS,
 		.next_stop_check_ms = now + COORD_STOP_CHECK_MS,
 	};
 	for (size_t i = 0; i < co->nconns; i++) {
@@ -347,6 +372,7 @@ static void round_start(struct coordinator *co)
 		buf_free(&c->proc.unrestored);
 		send_do(c, CKPT_MSG_DO_SUSPEND, r->generation);
 	}
+	round_timeouts_start_phase(co, co->phase_timeout_ms);
 	/* a send may have failed: the reaper reports it as a disconnect */
 }
 
@@ -369,7 +395,7 @@ void round_on_unrestored(struct coordinator *co, struct conn *c,
 	uint32_t n;
 
 	memcpy(&u, p, len < sizeof(u) ? len : sizeof(u));
-	if (!in_round(co, c) || u.generation != co->round.generation ||
+	if (!round_in(co, c) || u.generation != co->round.generation ||
 	    len <= sizeof(u))
 		return;
 	n = len - sizeof(u);
@@ -377,6 +403,7 @@ void round_on_unrestored(struct coordinator *co, struct conn *c,
 		n = u.text_len;
 	buf_free(&c->proc.unrestored);
 	buf_append(&c->proc.unrestored, p + sizeof(u), n);
+	ckpt_sanitize_in_place(c->proc.unrestored.data, true);
 }
 
 /* "app (vpid 7, pid 42, host h): fd 5: an eventfd ...: why" per line. */
@@ -446,7 +473,7 @@ static void on_failed(struct coordinator *co, struct conn *c,
 	else
 		snprintf(what, sizeof(what), "%s", res->error ?
 			 strerror(res->error) : "failed, no reason given");
-	fail_process(co, c, res->error, what);
+	round_fail_process(co, c, res->error, what);
 }
 
 /* Where its new image is, should the process leave before committing it. */
@@ -462,8 +489,9 @@ void round_on_result(struct coordinator *co, struct conn *c, uint16_t type,
 {
 	enum proc_state *st = &c->proc.state;
 
-	if (!in_round(co, c) || res->generation != co->round.generation)
+	if (!round_in(co, c) || res->generation != co->round.generation)
 		return;	/* late answer to a finished round: ignore */
+	round_timeouts_on_answer(c);
 	switch (type) {
 	case CKPT_MSG_SUSPENDED:
 		if (*st == PROC_SUSPENDING)
@@ -492,7 +520,7 @@ void round_on_result(struct coordinator *co, struct conn *c, uint16_t type,
 	case CKPT_MSG_FAILED:
 		if (*st == PROC_DISCARDING && res->error == ECANCELED)
 			*st = PROC_ABORTED; /* it removed its image as told */
-		else if (!state_is_final(*st))
+		else if (!round_state_is_final(*st))
 			on_failed(co, c, res);
 		break;
 	}
@@ -522,7 +550,7 @@ static void take_over_image(struct coordinator *co, struct conn *c)
 		snprintf(what, sizeof(what), "the process disconnected while "
 			 "%s, and its image cannot be committed without it: "
 			 "%s", state, why);
-		fail_process(co, c, -r == EREMOTE ? ECONNRESET : -r, what);
+		round_fail_process(co, c, -r == EREMOTE ? ECONNRESET : -r, what);
 	} else {
 		if (r > 0) {	/* it renamed its image, then left */
 			record_unrestored(co, c);
@@ -539,7 +567,7 @@ void round_on_gone(struct coordinator *co, struct conn *c)
 {
 	char what[128];
 
-	if (!in_round(co, c) || state_is_final(c->proc.state))
+	if (!round_in(co, c) || round_state_is_final(c->proc.state))
 		return;
 	if (c->proc.state == PROC_DISCARDING) {
 		c->proc.state = PROC_ABORTED; /* its new image is not used */
@@ -559,104 +587,7 @@ void round_on_gone(struct coordinator *co, struct conn *c)
 	}
 	snprintf(what, sizeof(what), "the process disconnected while %s",
 		 proc_state_name(c->proc.state));
-	fail_process(co, c, ECONNRESET, what);
+	round_fail_process(co, c, ECONNRESET, what);
 	round_advance(co);
 }
 
-static void time_out_suspend(struct coordinator *co)
-{
-	for (size_t i = 0; i < co->nconns; i++) {
-		struct conn *c = co->conns[i];
-
-		if (!in_round(co, c))
-			continue;
-		if (c->proc.state == PROC_SUSPENDING)
-			/* it may still suspend: make sure it resumes then */
-			conn_send(c, CKPT_MSG_DO_ABORT, NULL, 0);
-		else if (c->proc.state != PROC_ABORTING)
-			continue;
-		record_failure(co, c, ETIMEDOUT,
-			       "did not answer DO_SUSPEND within 30 s");
-	}
-	mark_round_failed(co);
-}
-
-static void time_out_round(struct coordinator *co)
-{
-	for (size_t i = 0; i < co->nconns; i++) {
-		struct conn *c = co->conns[i];
-		char what[128];
-
-		if (!in_round(co, c) || state_is_final(c->proc.state))
-			continue;
-		snprintf(what, sizeof(what), "no DURABLE within 300 s "
-			 "(last state: %s)", proc_state_name(c->proc.state));
-		fail_process(co, c, ETIMEDOUT, what);
-	}
-}
-
-/* A process stopped by SIGSTOP or a debugger cannot answer: say so within
- * a second instead of at the round's timeout. Only processes on this host
- * can be looked at. */
-static bool process_is_stopped(const struct conn *c)
-{
-	char state;
-
-	if (!proc_on_this_host(c))
-		return false;
-	state = local_process_state(c->proc.hello.real_pid);
-	return state == 'T' || state == 't';
-}
-
-static void fail_stopped_processes(struct coordinator *co)
-{
-	for (size_t i = 0; i < co->nconns; i++) {
-		struct conn *c = co->conns[i];
-
-		if (!in_round(co, c) || state_is_final(c->proc.state) ||
-		    c->proc.state == PROC_ABORTING || !process_is_stopped(c))
-			continue;
-		/* once continued it will suspend: make it resume then */
-		if (c->proc.state == PROC_SUSPENDING)
-			conn_send(c, CKPT_MSG_DO_ABORT, NULL, 0);
-		fail_process(co, c, EAGAIN, "is stopped (SIGSTOP or a "
-			     "debugger); continue it (kill -CONT) and "
-			     "checkpoint again");
-	}
-}
-
-void round_check_timeouts(struct coordinator *co)
-{
-	struct round *r = &co->round;
-	int64_t now = now_ms();
-
-	if (!r->active)
-		return;
-	if (r->next_member_check_ms && now >= r->next_member_check_ms)
-		r->next_member_check_ms = 0; /* round_advance looks again */
-	if (now >= r->next_stop_check_ms) {
-		fail_stopped_processes(co);
-		r->next_stop_check_ms = now + COORD_STOP_CHECK_MS;
-	}
-	if (!r->writing && now >= r->suspend_deadline)
-		time_out_suspend(co);
-	else if (now >= r->round_deadline)
-		time_out_round(co);
-	round_advance(co);
-}
-
-int64_t round_next_deadline(struct coordinator *co)
-{
-	struct round *r = &co->round;
-
-	int64_t d;
-
-	if (!r->active)
-		return 0;
-	d = r->writing ? r->round_deadline : r->suspend_deadline;
-	if (r->next_stop_check_ms < d)
-		d = r->next_stop_check_ms;
-	if (r->next_member_check_ms && r->next_member_check_ms < d)
-		d = r->next_member_check_ms;
-	return d;
-}

@@ -13,6 +13,7 @@
 
 #include "ckpt/coord_client.h"
 #include "client_internal.h"
+#include "sanitize.h"
 #include "tool_common.h"
 
 #define CONNECT_TIMEOUT_MS	5000
@@ -141,13 +142,22 @@ static void parse_args(int argc, char **argv, struct request *q)
 	}
 }
 
+/* The reply carries text from the processes (failure messages, names):
+ * its control characters are shown as \xHH, never sent to the terminal. */
 static void print_text(FILE *f, const char *text)
 {
-	size_t n = strlen(text);
+	size_t n = strlen(text), cap = 4 * n + 1;
+	char *safe = malloc(cap);
 
-	fputs(text, f);
+	if (!safe) {
+		fprintf(stderr, "ckpt_command: out of memory for the reply\n");
+		exit(1);
+	}
+	ckpt_sanitize_copy(safe, cap, text, n, true);
+	fputs(safe, f);
 	if (n && text[n - 1] != '\n')
 		fputc('\n', f);
+	free(safe);
 }
 
 /* What a restart of the new checkpoint will not restore, one line per
@@ -157,10 +167,14 @@ static void print_warnings(const char *warnings)
 	const char *line, *end;
 
 	for (line = warnings; *line; line = *end ? end + 1 : end) {
+		char safe[4096];
+
 		end = strchrnul(line, '\n');
-		if (end > line)
-			fprintf(stderr, "warning: %.*s\n", (int)(end - line),
-				line);
+		if (end == line)
+			continue;
+		ckpt_sanitize_copy(safe, sizeof(safe), line,
+				   (size_t)(end - line), false);
+		fprintf(stderr, "warning: %s\n", safe);
 	}
 }
 
@@ -181,9 +195,8 @@ int main(int argc, char **argv)
 			tool_strerror(fd));
 		return 1;
 	}
-	r = tool_command_warnings(fd, ckpt_cc_is_tcp_addr(addr), q.cmd,
-				  q.arg, q.timeout_ms, &status, &text,
-				  &warnings);
+	r = tool_command_warnings(fd, q.cmd, q.arg, q.timeout_ms, &status,
+				  &text, &warnings);
 	close(fd);
 	if (r < 0) {
 		fprintf(stderr, "ckpt_command: coordinator at %s: no reply: "

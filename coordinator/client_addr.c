@@ -142,6 +142,7 @@ static int connect_unix(const char *path, int timeout_ms)
 		r = check_peer_uid(fd);
 	if (r < 0)
 		goto fail;
+	ckpt_cc_session_forget(fd);	/* SO_PEERCRED vouches: no MACs */
 	return fd;
 fail:
 	close(fd);
@@ -215,6 +216,7 @@ static int connect_tcp(const char *addr, int timeout_ms)
 {
 	struct sockaddr_storage ss;
 	socklen_t sslen;
+	int64_t deadline = ckpt_cc_deadline(timeout_ms);
 	int fd, r;
 
 	r = parse_tcp_addr(addr, &ss, &sslen);
@@ -226,9 +228,12 @@ static int connect_tcp(const char *addr, int timeout_ms)
 		return -errno;
 	if (connect(fd, (struct sockaddr *)&ss, sslen) == 0 ||
 	    errno == EINPROGRESS || errno == EINTR)
-		r = finish_tcp_connect(fd, ckpt_cc_deadline(timeout_ms));
+		r = finish_tcp_connect(fd, deadline);
 	else
 		r = -errno;
+	/* nothing goes to a TCP peer before it proved it knows the secret */
+	if (r == 0)
+		r = ckpt_cc_authenticate(fd, addr, deadline);
 	if (r < 0) {
 		close(fd);
 		return r;

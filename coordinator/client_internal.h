@@ -62,4 +62,14 @@ int ckpt_cc_make_private_dir(const char *path);
 int ckpt_cc_path_join(const char *dir, const char *rel, char *out,
 		      size_t len);
 
+/* TCP: the handshake of docs/protocol.md, "Authentication", on a fresh
+ * connection to addr (until deadline_ms, -1: none; at most 10 s). 0, or
+ * -EKEYREJECTED when the peer cannot prove it knows the secret, -EPROTO
+ * when it does not speak the handshake, -errno. */
+int ckpt_cc_authenticate(int fd, const char *addr, int64_t deadline_ms);
+/* The keys of an authenticated connection; NULL for a Unix socket. */
+struct ckpt_auth_session *ckpt_cc_session_of(int fd);
+/* A new connection on a socket that may reuse a closed one's inode. */
+void ckpt_cc_session_forget(int fd);
+
 #endif /* CKPT_COORD_CLIENT_INTERNAL_H */

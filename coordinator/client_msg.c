@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * Framing of coordinator messages: header + payload in one sendmsg() (no
- * Nagle/delayed-ACK stall between the two), bounded receives.
+ * Nagle/delayed-ACK stall between the two), bounded receives. On an
+ * authenticated (TCP) connection each message also carries its MAC
+ * trailer, sealed here and checked here (client_auth.c holds the keys).
  */
 #include <errno.h>
 #include <poll.h>
@@ -11,6 +13,7 @@
 #include <sys/uio.h>
 
 #include "ckpt/coord_client.h"
+#include "auth.h"
 #include "client_internal.h"
 
 static void advance_iov(struct msghdr *mh, size_t n)
@@ -42,17 +45,22 @@ int ckpt_msg_send(int fd, uint16_t type, const void *payload, uint32_t len)
 		.type = type,
 		.len = len,
 	};
-	struct iovec iov[2] = {
+	struct ckpt_auth_session *session = ckpt_cc_session_of(fd);
+	uint8_t mac[CKPT_AUTH_MAC_LEN];
+	struct iovec iov[3] = {
 		{ .iov_base = &hdr, .iov_len = sizeof(hdr) },
 		{ .iov_base = (void *)payload, .iov_len = len },
+		{ .iov_base = mac, .iov_len = session ? sizeof(mac) : 0 },
 	};
-	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 3 };
 	int64_t deadline = ckpt_cc_deadline(CKPT_CC_SEND_TIMEOUT_MS);
 
 	if (len > CKPT_MSG_MAX_PAYLOAD)
 		return -EMSGSIZE;
 	if (len && !payload)
 		return -EINVAL;
+	if (session)
+		ckpt_auth_seal(session, &hdr, payload, mac);
 	while (mh.msg_iovlen) {
 		/* MSG_DONTWAIT: a peer that stops reading must not block us
 		 * forever, even on a blocking socket. */
@@ -115,8 +123,10 @@ static int recv_exact(int fd, void *buf, size_t len, int64_t *deadline,
 }
 
 /* Throw away a payload too large for the caller, so the stream stays in
- * step. */
-static int discard(int fd, uint32_t len, int64_t *deadline, bool *started)
+ * step; on an authenticated connection it still goes through the MAC
+ * (mac: NULL otherwise). */
+static int discard(int fd, uint32_t len, struct ckpt_hmac *mac,
+		   int64_t *deadline, bool *started)
 {
 	char sink[1024];
 
@@ -126,14 +136,73 @@ static int discard(int fd, uint32_t len, int64_t *deadline, bool *started)
 
 		if (r < 0)
 			return r;
+		if (mac)
+			ckpt_hmac_update(mac, sink, n);
 		len -= n;
 	}
 	return 0;
 }
 
+/* A Unix peer of protocol version 1 (a process restarted from an older
+ * image) frames its messages the same way; TCP needs version 2. */
+static bool version_ok(const struct ckpt_msg_header *hdr,
+		       const struct ckpt_auth_session *session)
+{
+	return hdr->version == CKPT_PROTOCOL_VERSION ||
+	       (!session && hdr->version == CKPT_PROTOCOL_VERSION_UNIX_OLD);
+}
+
+/* The MAC trailer of an authenticated connection: a message that does
+ * not carry the right one was forged, altered, replayed or reordered, and
+ * the connection is not to be trusted any more (-EBADMSG). */
+static int check_trailer(int fd, struct ckpt_hmac *mac, int64_t *deadline,
+			 bool *started)
+{
+	uint8_t got[CKPT_AUTH_MAC_LEN], want[CKPT_AUTH_MAC_LEN];
+	int r;
+
+	r = recv_exact(fd, got, sizeof(got), deadline, started);
+	if (r < 0)
+		return r;
+	ckpt_hmac_final(mac, want);
+	if (ckpt_mac_equal(got, want, sizeof(want)))
+		return 0;
+	ckpt_cc_report("ckpt: a message with a wrong MAC on an authenticated "
+		       "coordinator connection (altered or injected on the "
+		       "way)", "; closing it", "", "");
+	return -EBADMSG;
+}
+
+/* Payload (all of it, or discarded when larger than cap) and trailer. */
+static int recv_body(int fd, const struct ckpt_msg_header *hdr,
+		     void *payload, uint32_t cap, int64_t *deadline,
+		     bool *started)
+{
+	struct ckpt_auth_session *session = ckpt_cc_session_of(fd);
+	struct ckpt_hmac mac;
+	int r;
+
+	if (session)
+		ckpt_auth_open_begin(session, hdr, &mac);
+	if (hdr->len > cap) {
+		r = discard(fd, hdr->len, session ? &mac : NULL, deadline,
+			    started);
+	} else {
+		r = recv_exact(fd, payload, hdr->len, deadline, started);
+		if (r == 0 && session)
+			ckpt_hmac_update(&mac, payload, hdr->len);
+	}
+	if (r == 0 && session)
+		r = check_trailer(fd, &mac, deadline, started);
+	if (r == 0 && hdr->len > cap)
+		r = -EMSGSIZE;
+	return r;
+}
+
 int ckpt_msg_recv(int fd, void *payload, uint32_t cap, uint32_t *len,
 		  int timeout_ms)
 {
+	struct ckpt_auth_session *session = ckpt_cc_session_of(fd);
 	struct ckpt_msg_header hdr;
 	int64_t deadline = ckpt_cc_deadline(timeout_ms);
 	bool started = false;
@@ -142,15 +211,10 @@ int ckpt_msg_recv(int fd, void *payload, uint32_t cap, uint32_t *len,
 	r = recv_exact(fd, &hdr, sizeof(hdr), &deadline, &started);
 	if (r < 0)
 		return r;
-	if (hdr.magic != CKPT_MSG_MAGIC ||
-	    hdr.version != CKPT_PROTOCOL_VERSION || hdr.type == 0 ||
-	    hdr.len > CKPT_MSG_MAX_PAYLOAD)
+	if (hdr.magic != CKPT_MSG_MAGIC || !version_ok(&hdr, session) ||
+	    hdr.type == 0 || hdr.len > CKPT_MSG_MAX_PAYLOAD)
 		return -EPROTO;
-	if (hdr.len > cap) {
-		r = discard(fd, hdr.len, &deadline, &started);
-		return r < 0 ? r : -EMSGSIZE;
-	}
-	r = recv_exact(fd, payload, hdr.len, &deadline, &started);
+	r = recv_body(fd, &hdr, payload, cap, &deadline, &started);
 	if (r < 0)
 		return r;
 	if (len)

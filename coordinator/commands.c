@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "coordinator.h"
+#include "sanitize.h"
 
 static void status_last_round(struct coordinator *co, struct buf *t)
 {
@@ -75,6 +76,14 @@ static void reply_status(struct coordinator *co, struct conn *c)
 	buf_free(&t);
 }
 
+/* A name a peer gave, fit for a terminal. */
+static const char *shown(const char *name, char *tmp, size_t len)
+{
+	snprintf(tmp, len, "%s", name);
+	ckpt_sanitize_in_place(tmp, false);
+	return tmp;
+}
+
 static void reply_list(struct coordinator *co, struct conn *c)
 {
 	struct buf t = { 0 };
@@ -82,12 +91,15 @@ static void reply_list(struct coordinator *co, struct conn *c)
 	for (size_t i = 0; i < co->nconns; i++) {
 		struct conn *p = co->conns[i];
 		struct ckpt_msg_hello *h = &p->proc.hello;
+		char host[64], prog[64], id[64];
 
 		if (p->kind != CONN_PROCESS || p->eof)
 			continue;
 		buf_printf(&t, "vpid=%d pid=%d host=%s program=%s id=%s "
 			   "restarted=%s\n", h->vpid, h->real_pid,
-			   h->hostname, h->program, h->unique_id,
+			   shown(h->hostname, host, sizeof(host)),
+			   shown(h->program, prog, sizeof(prog)),
+			   shown(h->unique_id, id, sizeof(id)),
 			   h->flags & CKPT_HELLO_F_RESTARTED ? "yes" : "no");
 	}
 	conn_reply(c, 0, buf_str(&t));
@@ -129,15 +141,14 @@ static int alive_killed(struct coordinator *co)
  * last checkpoint still need). Others get DO_KILL. */
 static void stop_local_processes(struct coordinator *co, int sig)
 {
-	/* only where the kernel vouched for the pid (SO_PEERCRED) */
-	if (co->is_tcp)
-		return;
+	/* only where the kernel vouched for the pid (peer_pid.c); the
+	 * others get DO_KILL only */
 	for (size_t i = 0; i < co->nconns; i++) {
 		struct conn *p = co->conns[i];
 
 		if (p->kind == CONN_PROCESS && !p->eof &&
 		    !p->proc.kill_sent && proc_on_this_host(p))
-			kill(p->proc.hello.real_pid, sig);
+			kill(p->proc.local_pid, sig);
 	}
 }
 

@@ -143,14 +143,17 @@ void conn_send(struct conn *c, uint16_t type, const void *payload,
 {
 	struct ckpt_msg_header hdr = {
 		.magic = CKPT_MSG_MAGIC,
-		.version = CKPT_PROTOCOL_VERSION,
+		/* a Unix peer of version 1 gets its own version back */
+		.version = c->peer_version ? c->peer_version
+					   : CKPT_PROTOCOL_VERSION,
 		.type = type,
 		.len = len,
 	};
 
 	if (c->eof)
 		return;
-	if (c->out.len + sizeof(hdr) + len > COORD_MAX_OUT_BYTES) {
+	if (c->out.len + sizeof(hdr) + len + auth_trailer_len(c) >
+	    COORD_MAX_OUT_BYTES) {
 		coord_log("%s: dropping connection: it does not read its "
 			  "messages (%zu bytes queued)", c->peer, c->out.len);
 		c->eof = true;
@@ -159,6 +162,7 @@ void conn_send(struct conn *c, uint16_t type, const void *payload,
 	buf_append(&c->out, &hdr, sizeof(hdr));
 	if (len)
 		buf_append(&c->out, payload, len);
+	auth_append_trailer(c, &hdr, payload);
 	conn_flush(c);
 }
 
@@ -198,7 +202,7 @@ int conn_fill(struct conn *c)
 		ssize_t n;
 
 		if (c->in.len > sizeof(struct ckpt_msg_header) +
-				COORD_MAX_IN_PAYLOAD)
+				COORD_MAX_IN_PAYLOAD + CKPT_AUTH_MAC_LEN)
 			return 0;	/* conn_next_msg() will complain */
 		buf_reserve(&c->in, 16384);
 		n = recv(c->fd, c->in.data + c->in.len,
@@ -216,25 +220,39 @@ int conn_fill(struct conn *c)
 	}
 }
 
+/* Version 1 frames messages as 2 does on a Unix socket (a process
+ * restarted from an older image); on TCP it would send the secret. A
+ * connection keeps the version of its first message. */
+static bool version_ok(const struct conn *c, uint16_t version)
+{
+	if (c->peer_version)
+		return version == c->peer_version;
+	return version == CKPT_PROTOCOL_VERSION ||
+	       (c->local_peer && version == CKPT_PROTOCOL_VERSION_UNIX_OLD);
+}
+
 int conn_next_msg(struct conn *c, struct ckpt_msg_header *hdr,
 		  const char **payload)
 {
 	if (c->in.len < sizeof(*hdr))
 		return 0;
 	memcpy(hdr, c->in.data, sizeof(*hdr));
-	if (hdr->magic != CKPT_MSG_MAGIC ||
-	    hdr->version != CKPT_PROTOCOL_VERSION ||
+	if (hdr->magic != CKPT_MSG_MAGIC || !version_ok(c, hdr->version) ||
 	    hdr->len > COORD_MAX_IN_PAYLOAD)
 		return -EPROTO;
-	if (c->in.len < sizeof(*hdr) + hdr->len)
+	c->in_msg_bytes = sizeof(*hdr) + hdr->len + auth_trailer_len(c);
+	if (c->in.len < c->in_msg_bytes)
 		return 0;
 	*payload = c->in.data + sizeof(*hdr);
-	return 1;
+	if (!c->peer_version)
+		c->peer_version = hdr->version;
+	return auth_check_trailer(c, hdr, *payload) < 0 ? -EBADMSG : 1;
 }
 
 void conn_drop_msg(struct conn *c, const struct ckpt_msg_header *hdr)
 {
-	buf_consume(&c->in, sizeof(*hdr) + hdr->len);
+	(void)hdr;
+	buf_consume(&c->in, c->in_msg_bytes);
 }
 
 void conn_free(struct conn *c)

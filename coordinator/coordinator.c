@@ -21,30 +21,13 @@
 #include "ckpt/coord_client.h"
 #include "client_internal.h"
 #include "coordinator.h"
+#include "sanitize.h"
 
 static volatile sig_atomic_t exit_signal;
 
 int64_t now_ms(void)
 {
 	return ckpt_cc_now_ms();
-}
-
-void coord_log(const char *fmt, ...)
-{
-	char stamp[32];
-	struct timeval tv;
-	struct tm tm;
-	va_list ap;
-
-	gettimeofday(&tv, NULL);
-	localtime_r(&tv.tv_sec, &tm);
-	strftime(stamp, sizeof(stamp), "%H:%M:%S", &tm);
-	fprintf(stderr, "ckpt_coordinator[%d] %s.%03ld: ", (int)getpid(),
-		stamp, (long)tv.tv_usec / 1000);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
 }
 
 int count_processes(struct coordinator *co)
@@ -64,6 +47,9 @@ const char *proc_name(struct conn *c, char *out, size_t len)
 	snprintf(out, len, "%s (vpid %d, pid %d, host %s)",
 		 h->program[0] ? h->program : "?", h->vpid, h->real_pid,
 		 h->hostname[0] ? h->hostname : "?");
+	/* shown on terminals and in the log; the names stay as they are
+	 * (an image's file name is made of them) */
+	ckpt_sanitize_in_place(out, false);
 	return out;
 }
 
@@ -73,17 +59,6 @@ static void copy_payload(void *dst, size_t size, const char *p, uint32_t len)
 {
 	memset(dst, 0, size);
 	memcpy(dst, p, len < size ? len : size);
-}
-
-static bool secret_ok(struct coordinator *co, const char *given)
-{
-	unsigned char diff = 0;
-
-	if (!co->is_tcp)
-		return true;	/* Unix: SO_PEERCRED already checked */
-	for (int i = 0; i < CKPT_SECRET_LEN; i++)
-		diff |= (unsigned char)(co->secret[i] ^ given[i]);
-	return diff == 0;
 }
 
 /* Checkpoint numbers only grow, across restarts and coordinators: a
@@ -101,7 +76,8 @@ static void continue_numbering(struct coordinator *co,
 		g++;
 	if (g > co->generation)
 		co->generation = g;
-	if ((h->flags & CKPT_HELLO_F_RESTARTED) && h->computation_id &&
+	if ((h->flags & (CKPT_HELLO_F_RESTARTED | CKPT_HELLO_F_REJOIN)) &&
+	    h->computation_id &&
 	    h->computation_id != co->computation_id &&
 	    count_processes(co) == 0) {
 		coord_log("continuing computation %016llx from checkpoint %llu "
@@ -124,14 +100,18 @@ static void accept_process(struct coordinator *co, struct conn *c,
 	h->program[sizeof(h->program) - 1] = '\0';
 	h->unique_id[sizeof(h->unique_id) - 1] = '\0';
 	h->hostname[sizeof(h->hostname) - 1] = '\0';
-	h->secret[sizeof(h->secret) - 1] = '\0';
-	if (!secret_ok(co, h->secret)) {
-		coord_log("rejected process %s from %s: wrong secret",
-			  proc_name(c, name, sizeof(name)), c->peer);
+	memset(h->secret, 0, sizeof(h->secret));	/* unused since v2 */
+	if (h->generation > CKPT_GENERATION_MAX) {
+		/* a forged or corrupt number would wrap the counter */
+		coord_log("rejected process %s from %s: checkpoint generation "
+			  "%llu is beyond %llu (a forged or corrupt image?)",
+			  proc_name(c, name, sizeof(name)), c->peer,
+			  (unsigned long long)h->generation,
+			  (unsigned long long)CKPT_GENERATION_MAX);
 		c->eof = true;
 		return;
 	}
-	memset(h->secret, 0, sizeof(h->secret));
+	c->proc.local_pid = peer_local_pid(co, c);
 	continue_numbering(co, h);	/* before it counts as a process */
 	c->kind = CONN_PROCESS;
 	c->proc.state = PROC_IDLE;
@@ -139,10 +119,13 @@ static void accept_process(struct coordinator *co, struct conn *c,
 	w.computation_id = co->computation_id;
 	w.interval_s = co->interval_s;
 	w.flags = CKPT_WELCOME_F_UNRESTORED;
+	w.phase_timeout_ms = (uint32_t)co->phase_timeout_ms;
+	w.write_timeout_ms = (uint32_t)co->write_timeout_ms;
 	conn_send(c, CKPT_MSG_WELCOME, &w, sizeof(w));
-	coord_log("process %s joined from %s%s%s",
+	coord_log("process %s joined from %s%s%s%s",
 		  proc_name(c, name, sizeof(name)), c->peer,
 		  h->flags & CKPT_HELLO_F_RESTARTED ? ", restarted" : "",
+		  h->flags & CKPT_HELLO_F_REJOIN ? ", again" : "",
 		  h->flags & CKPT_HELLO_F_ACCEL ? ", accel" : "");
 	members_on_join(co, c);
 }
@@ -153,15 +136,6 @@ static void accept_command(struct coordinator *co, struct conn *c,
 	struct ckpt_msg_cmd cmd;
 
 	copy_payload(&cmd, sizeof(cmd), p, len);
-	cmd.secret[sizeof(cmd.secret) - 1] = '\0';
-	if (!secret_ok(co, cmd.secret)) {
-		coord_log("rejected command from %s: wrong secret", c->peer);
-		conn_reply(c, EACCES, "the coordinator refused the command: "
-			   "wrong secret (is $HOME/.ckpt/secret the same as "
-			   "the coordinator's?)\n");
-		c->close_after_flush = true;
-		return;
-	}
 	c->kind = CONN_COMMAND;
 	command_handle(co, c, &cmd);
 }
@@ -182,6 +156,7 @@ static void handle_process_msg(struct coordinator *co, struct conn *c,
 		copy_payload(&res, sizeof(res), p, hdr->len);
 		res.path[sizeof(res.path) - 1] = '\0';
 		res.message[sizeof(res.message) - 1] = '\0';
+		ckpt_sanitize_in_place(res.message, false);
 		round_on_result(co, c, hdr->type, &res);
 		break;
 	case CKPT_MSG_UNRESTORED:
@@ -197,7 +172,9 @@ static void handle_process_msg(struct coordinator *co, struct conn *c,
 static void handle_msg(struct coordinator *co, struct conn *c,
 		       const struct ckpt_msg_header *hdr, const char *p)
 {
-	if (c->kind == CONN_PROCESS) {
+	if (auth_needed(c)) {
+		auth_handle_msg(co, c, hdr, p);
+	} else if (c->kind == CONN_PROCESS) {
 		handle_process_msg(co, c, hdr, p);
 	} else if (hdr->type == CKPT_MSG_CMD) {
 		accept_command(co, c, p, hdr->len);
@@ -220,12 +197,25 @@ static void read_conn(struct coordinator *co, struct conn *c)
 	conn_fill(c);
 	/* messages that arrived before a disconnect still count */
 	while ((r = conn_next_msg(c, &hdr, &payload)) == 1) {
+		c->last_msg_ms = now_ms();
 		handle_msg(co, c, &hdr, payload);
 		conn_drop_msg(c, &hdr);
 		if (c->close_after_flush)
 			break;
 	}
-	if (r < 0) {
+	if (r == -EBADMSG) {
+		coord_log("%s: message type %u with a wrong MAC (altered, "
+			  "injected or replayed); closing the connection",
+			  c->peer, hdr.type);
+		c->eof = true;
+	} else if (r < 0 && !c->local_peer &&
+		   hdr.version == CKPT_PROTOCOL_VERSION_UNIX_OLD) {
+		coord_log("%s: closing a protocol version 1 connection: over "
+			  "TCP it sends the secret in clear (a process from an "
+			  "older ckpt or image; use a Unix socket for it)",
+			  c->peer);
+		c->eof = true;
+	} else if (r < 0) {
 		coord_log("%s: bad message header (magic %#x, version %u, "
 			  "length %u); closing the connection", c->peer,
 			  hdr.magic, hdr.version, hdr.len);
@@ -290,16 +280,7 @@ static void run_timers(struct coordinator *co)
 {
 	int64_t now = now_ms();
 
-	for (size_t i = 0; i < co->nconns; i++) {
-		struct conn *c = co->conns[i];
-
-		if (c->kind == CONN_NEW && !c->eof &&
-		    now >= c->first_msg_deadline) {
-			coord_log("%s: sent nothing within %d s; closing",
-				  c->peer, COORD_HELLO_TIMEOUT_MS / 1000);
-			c->eof = true;
-		}
-	}
+	guard_check_timeouts(co);
 	round_check_timeouts(co);
 	run_interval(co, now);
 	kill_check(co);
@@ -318,9 +299,7 @@ static int64_t next_deadline(struct coordinator *co)
 {
 	int64_t d = round_next_deadline(co);
 
-	for (size_t i = 0; i < co->nconns; i++)
-		if (co->conns[i]->kind == CONN_NEW)
-			d = min_deadline(d, co->conns[i]->first_msg_deadline);
+	d = min_deadline(d, guard_next_deadline(co));
 	if (!co->round.active)
 		d = min_deadline(d, co->next_interval_ms);
 	d = min_deadline(d, co->kill_deadline);
@@ -390,7 +369,10 @@ static void poll_once(struct coordinator *co, const sigset_t *wait_mask)
 			exit(1);
 		}
 	}
-	pfds[0] = (struct pollfd){ .fd = co->listen_fd, .events = POLLIN };
+	pfds[0] = (struct pollfd){
+		.fd = guard_listener_paused(co) ? -1 : co->listen_fd,
+		.events = POLLIN,
+	};
 	for (size_t i = 0; i < n; i++) {
 		struct conn *c = co->conns[i];
 
@@ -479,6 +461,11 @@ static void usage(FILE *f)
 "  --daemon         run in the background and keep running when no\n"
 "                   process is left (default: exit with the last process)\n"
 "  -i, --interval SECONDS  checkpoint every SECONDS (0: off, the default)\n"
+"  --phase-timeout SECONDS  bound of a round's suspend phase, and of a\n"
+"                   writer without progress (x2) (default: $CKPT_PHASE_TIMEOUT,\n"
+"                   else 5)\n"
+"  --write-timeout SECONDS  bound of a round's write, sync and commit\n"
+"                   phases, each (default: $CKPT_WRITE_TIMEOUT, else 120)\n"
 "  --notify-fd FD   write \"ready\" or \"error ERRNO MESSAGE\" to FD once\n"
 "                   listening (used by ckpt_launch)\n"
 "  --help, --version\n"
@@ -491,6 +478,8 @@ struct options {
 	bool daemon;
 	long interval;
 	int notify_fd;
+	double phase_timeout_s;		/* 0: environment or default */
+	double write_timeout_s;
 };
 
 static int parse_number(const char *s, long max, long *out)
@@ -504,6 +493,35 @@ static int parse_number(const char *s, long max, long *out)
 	return 0;
 }
 
+/* Seconds, fractions allowed (0.5), from 0.1 to a day. */
+static double parse_timeout(const char *what, const char *s)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !(v >= 0.1 && v <= 86400)) {
+		fprintf(stderr, "ckpt_coordinator: bad %s '%s': expected "
+			"seconds from 0.1 to 86400\n", what, s);
+		exit(2);
+	}
+	return v;
+}
+
+/* The option, else the environment variable, else the default. */
+static int64_t timeout_ms(double option_s, const char *what,
+			  const char *env, int64_t def_ms)
+{
+	const char *v = getenv(env);
+
+	if (option_s > 0)
+		return (int64_t)(option_s * 1000);
+	if (v && v[0])
+		return (int64_t)(parse_timeout(what, v) * 1000);
+	return def_ms;
+}
+
 static void parse_args(int argc, char **argv, struct options *o)
 {
 	static const struct option longopts[] = {
@@ -511,6 +529,8 @@ static void parse_args(int argc, char **argv, struct options *o)
 		{ "daemon", no_argument, NULL, 'd' },
 		{ "interval", required_argument, NULL, 'i' },
 		{ "notify-fd", required_argument, NULL, 'n' },
+		{ "phase-timeout", required_argument, NULL, 'P' },
+		{ "write-timeout", required_argument, NULL, 'W' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
@@ -542,6 +562,14 @@ static void parse_args(int argc, char **argv, struct options *o)
 				exit(2);
 			}
 			o->notify_fd = (int)fd;
+			break;
+		case 'P':
+			o->phase_timeout_s = parse_timeout("--phase-timeout",
+							   optarg);
+			break;
+		case 'W':
+			o->write_timeout_s = parse_timeout("--write-timeout",
+							   optarg);
 			break;
 		case 'h':
 			usage(stdout);
@@ -624,6 +652,14 @@ static void setup(struct coordinator *co, const struct options *o)
 	co->daemon = o->daemon;
 	co->notify_fd = o->notify_fd;
 	co->interval_s = (uint32_t)o->interval;
+	co->phase_timeout_ms = timeout_ms(o->phase_timeout_s,
+					  "CKPT_PHASE_TIMEOUT",
+					  "CKPT_PHASE_TIMEOUT",
+					  COORD_PHASE_TIMEOUT_MS);
+	co->write_timeout_ms = timeout_ms(o->write_timeout_s,
+					  "CKPT_WRITE_TIMEOUT",
+					  "CKPT_WRITE_TIMEOUT",
+					  COORD_WRITE_TIMEOUT_MS);
 	co->started_ms = now_ms();
 	if (co->interval_s)
 		co->next_interval_ms = co->started_ms +

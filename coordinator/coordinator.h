@@ -11,12 +11,19 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "ckpt/protocol.h"
+#include "auth.h"
 
-#define COORD_HELLO_TIMEOUT_MS		10000	/* first message of a conn */
-#define COORD_SUSPEND_TIMEOUT_MS	30000	/* all SUSPENDED */
-#define COORD_ROUND_TIMEOUT_MS		300000	/* all DURABLE */
+#define COORD_HELLO_TIMEOUT_MS		5000	/* first message of a conn */
+/* Phase timeouts (round_timeouts.c, docs/protocol.md "Failures"):
+ * --phase-timeout / CKPT_PHASE_TIMEOUT, --write-timeout /
+ * CKPT_WRITE_TIMEOUT override the defaults. */
+#define COORD_PHASE_TIMEOUT_MS		5000	/* all SUSPENDED */
+#define COORD_WRITE_TIMEOUT_MS		120000	/* write, sync, commit each */
+#define COORD_STALL_FACTOR		2	/* writing with no progress:
+						   this many phase timeouts */
 #define COORD_KILL_TIMEOUT_MS		10000	/* all gone after DO_KILL */
 #define COORD_STOP_CHECK_MS		1000	/* stopped processes in a round */
 #define COORD_JOIN_TIMEOUT_MS		3000	/* a forked/exec'd member */
@@ -27,6 +34,20 @@
 #define COORD_EXIT_FLUSH_MS		2000	/* last replies on exit */
 #define COORD_MAX_IN_PAYLOAD		(64u << 10)
 #define COORD_MAX_OUT_BYTES		(16u << 20)
+/* Hostile or broken peers (conn_guard.c, coord_log.c) */
+#define COORD_MAX_NEW_PER_PEER		64	/* unauthenticated, per uid
+						   (Unix) or address (TCP) */
+#define COORD_MAX_NEW			256	/* unauthenticated, in all */
+#define COORD_LISTEN_BACKLOG		1024	/* a flood waits there */
+#define COORD_NEW_GRACE_MS		250	/* not evicted that young */
+#define COORD_ACCEPTS_PER_LOOP		16	/* then serve the others */
+#define COORD_CMD_IDLE_TIMEOUT_MS	30000	/* command conn, no command */
+#define COORD_ACCEPT_BACKOFF_MS		250	/* out of fds: first pause */
+#define COORD_ACCEPT_BACKOFF_MAX_MS	2000
+#define COORD_LOG_RATE			100	/* lines a second, average */
+#define COORD_LOG_BURST			500
+#define COORD_LOG_REPEAT_NOTE_MS	10000
+#define COORD_LOG_MAX_BYTES		(8ll << 20)
 
 /* A growable byte buffer (input/output queues, reply text). */
 struct buf {
@@ -82,6 +103,26 @@ struct process_info {
 	char image_tmp[4096];		/* this round: its temporary image,
 					   from WRITTEN or SYNCED */
 	bool kill_sent;
+	int64_t progress_ms;		/* this round: last sign of life
+					   (an answer, bytes it wrote) */
+	uint64_t wchar;			/* bytes written, /proc/PID/io */
+	pid_t local_pid;		/* its pid here, vouched for by the
+					   kernel (peer_pid.c); 0: none, it
+					   is not signalled nor looked at */
+};
+
+/* Where a TCP connection is in its handshake (auth_handshake.c). */
+enum auth_state {
+	AUTH_WAIT_CHALLENGE,	/* accepted: expects AUTH_CHALLENGE */
+	AUTH_PROVEN_OURS,	/* AUTH_PROOF sent: expects AUTH_RESPONSE */
+	AUTH_DONE,		/* both proved: MAC on every message */
+};
+
+struct conn_auth {
+	enum auth_state state;
+	uint8_t client_nonce[CKPT_AUTH_NONCE_LEN];
+	uint8_t coord_nonce[CKPT_AUTH_NONCE_LEN];
+	struct ckpt_auth_session keys;
 };
 
 struct conn {
@@ -90,6 +131,12 @@ struct conn {
 	uint64_t serial;
 	char peer[96];			/* "uid 1000 pid 42" or "1.2.3.4:5" */
 	int64_t first_msg_deadline;
+	int64_t last_msg_ms;		/* command: idle since */
+	int64_t evictable_ms;		/* unauthenticated: the caps may
+					   close it from then on */
+	char peer_key[64];		/* "uid 1000" or the address: caps
+					   unauthenticated conns per peer */
+	pid_t peer_pid;			/* Unix: SO_PEERCRED pid; TCP: 0 */
 	struct buf in;
 	struct buf out;
 	bool eof;			/* peer gone or broken: reap it */
@@ -97,6 +144,10 @@ struct conn {
 	bool reaped;			/* disconnect handled, free it */
 	bool local_peer;		/* Unix socket: SO_PEERCRED vouches
 					   for its host and uid */
+	uint16_t peer_version;		/* of its first message; 0: none */
+	size_t in_msg_bytes;		/* header + payload + trailer of the
+					   message conn_next_msg() gave */
+	struct conn_auth auth;		/* TCP only */
 	struct process_info proc;
 	enum pending_cmd pending;
 	uint64_t pending_generation;	/* 0: queued for the next round */
@@ -131,8 +182,7 @@ struct round {
 	int first_error;
 	int64_t start_ms;
 	int64_t suspended_ms;		/* all SUSPENDED */
-	int64_t suspend_deadline;
-	int64_t round_deadline;
+	int64_t phase_deadline;		/* the running phase's end */
 	int64_t next_stop_check_ms;	/* look for stopped processes */
 	int64_t next_member_check_ms;	/* 0: nobody expected */
 	struct expected_proc expected[COORD_MAX_EXPECTED];
@@ -166,12 +216,16 @@ struct coordinator {
 	uint32_t interval_s;
 	int64_t next_interval_ms;	/* 0: none */
 	uint64_t generation;		/* last one handed out */
+	int64_t phase_timeout_ms;	/* suspend; stall = 2x while writing */
+	int64_t write_timeout_ms;	/* write, sync and commit, each */
 	uint64_t next_serial;
 	int64_t started_ms;
 	bool ever_had_process;
 	int64_t empty_since_ms;		/* when the last process left; 0 */
 	bool quit;			/* exit once replies are out */
 	int64_t kill_deadline;		/* 0: no KILL/QUIT in progress */
+	int64_t accept_paused_until;	/* out of fds: listener not polled */
+	int accept_backoff_ms;		/* the next pause */
 	struct conn **conns;
 	size_t nconns;
 	size_t conns_cap;
@@ -186,7 +240,25 @@ void write_restart_scripts(struct coordinator *co, const char *paths,
 
 /* coordinator.c */
 int64_t now_ms(void);
+
+/* coord_log.c: sanitized, deduplicated, rate-limited and bounded */
 void coord_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Write a pending "last message repeated" note when due. */
+void coord_log_tick(void);
+
+/* conn_guard.c: caps, deadlines and back-off against hostile peers */
+void guard_on_accept(struct coordinator *co, struct conn *c);
+/* accept() failed with err: true when the caller may try again. */
+bool guard_on_accept_error(struct coordinator *co, int err);
+void guard_on_accept_ok(struct coordinator *co);
+bool guard_listener_paused(struct coordinator *co);
+void guard_check_timeouts(struct coordinator *co);
+int64_t guard_next_deadline(struct coordinator *co);
+
+/* peer_pid.c: the pid of a process that the kernel vouches for */
+pid_t peer_local_pid(struct coordinator *co, struct conn *c);
+/* Its HELLO names this host (its pid may still be unverified). */
+bool proc_names_this_host(const struct conn *c);
 int count_processes(struct coordinator *co);
 /* "app (vpid 7, pid 4242 on node1)" */
 const char *proc_name(struct conn *c, char *out, size_t len);
@@ -202,11 +274,26 @@ void conn_reply_warnings(struct conn *c, int status, const char *text,
 int conn_flush(struct conn *c);
 /* Read what is there; 0 or -errno (then c->eof is set). */
 int conn_fill(struct conn *c);
-/* Next complete message from c->in, 1 if one, 0 if none yet, -EPROTO. */
+/* Next complete message from c->in, 1 if one, 0 if none yet, -EPROTO
+ * (bad header), -EBADMSG (wrong MAC on an authenticated connection). */
 int conn_next_msg(struct conn *c, struct ckpt_msg_header *hdr,
 		  const char **payload);
 void conn_drop_msg(struct conn *c, const struct ckpt_msg_header *hdr);
 void conn_free(struct conn *c);
+
+/* auth_handshake.c */
+/* A TCP connection that has not completed the handshake yet. */
+bool auth_needed(const struct conn *c);
+void auth_handle_msg(struct coordinator *co, struct conn *c,
+		     const struct ckpt_msg_header *hdr, const char *p);
+/* Bytes of MAC after each message's payload on c (0 before the handshake
+ * completed, and on Unix sockets). */
+size_t auth_trailer_len(const struct conn *c);
+void auth_append_trailer(struct conn *c, const struct ckpt_msg_header *hdr,
+			 const void *payload);
+/* 0, or -EBADMSG: the message's trailer (after payload) is wrong. */
+int auth_check_trailer(struct conn *c, const struct ckpt_msg_header *hdr,
+		       const char *payload);
 
 /* listener.c */
 int listener_open(struct coordinator *co, char *err, size_t errlen);
@@ -220,9 +307,19 @@ void round_on_result(struct coordinator *co, struct conn *c, uint16_t type,
 void round_on_gone(struct coordinator *co, struct conn *c);
 void round_on_unrestored(struct coordinator *co, struct conn *c,
 			 const char *p, uint32_t len);
+const char *proc_state_name(enum proc_state s);
+bool round_in(struct coordinator *co, struct conn *c);
+bool round_state_is_final(enum proc_state s);
+void round_fail_process(struct coordinator *co, struct conn *c, int err,
+			const char *what);
+void round_advance(struct coordinator *co);
+
+/* round_timeouts.c */
+void round_timeouts_start_phase(struct coordinator *co, int64_t len_ms);
+void round_timeouts_on_answer(struct conn *c);
 void round_check_timeouts(struct coordinator *co);
 int64_t round_next_deadline(struct coordinator *co);
-const char *proc_state_name(enum proc_state s);
+void round_abort_participant(struct coordinator *co, struct conn *c);
 void round_orphan_committed(struct coordinator *co, const char *name,
 			    const char *path, const char *unrestored,
 			    int err, const char *what);

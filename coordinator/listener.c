@@ -99,7 +99,7 @@ static int open_unix(struct coordinator *co, char *err, size_t errlen)
 	old_mask = umask(077);
 	r = bind(fd, (struct sockaddr *)&sun, sizeof(sun));
 	umask(old_mask);
-	if (r < 0 || listen(fd, 128) < 0) {
+	if (r < 0 || listen(fd, COORD_LISTEN_BACKLOG) < 0) {
 		r = -errno;
 		snprintf(err, errlen, "cannot listen on %s: %s", co->addr,
 			 strerror(errno));
@@ -153,7 +153,7 @@ static int bind_tcp(struct coordinator *co, const struct addrinfo *ai,
 	if (fd < 0)
 		return -errno;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 128) < 0) {
+	if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, COORD_LISTEN_BACKLOG) < 0) {
 		r = -errno;
 		if (r == -EADDRINUSE)
 			snprintf(err, errlen, "cannot listen on %s: the port "
@@ -232,28 +232,27 @@ void listener_close(struct coordinator *co)
 
 /* Same uid only; anyone else is logged and dropped before a byte. */
 static bool accept_unix_peer(struct coordinator *co, int fd, char *peer,
-			     size_t len)
+			     size_t len, struct ucred *cred)
 {
-	struct ucred cred;
-	socklen_t clen = sizeof(cred);
+	socklen_t clen = sizeof(*cred);
 
 	(void)co;
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0) {
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, cred, &clen) < 0) {
 		coord_log("rejected a connection: SO_PEERCRED failed: %s",
 			  strerror(errno));
 		return false;
 	}
-	snprintf(peer, len, "uid %u pid %d", cred.uid, cred.pid);
-	if (cred.uid != geteuid()) {
-		coord_log("rejected a connection from uid %u (pid %d): only "
-			  "uid %u may use this coordinator", cred.uid,
-			  cred.pid, geteuid());
+	snprintf(peer, len, "uid %u pid %d", cred->uid, cred->pid);
+	if (cred->uid != geteuid()) {
+		coord_log("rejected a connection from uid %u: only uid %u may "
+			  "use this coordinator", cred->uid, geteuid());
 		return false;
 	}
 	return true;
 }
 
-static void describe_tcp_peer(int fd, char *peer, size_t len)
+static void describe_tcp_peer(int fd, char *peer, size_t len, char *key,
+			      size_t klen)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
@@ -276,29 +275,51 @@ static void describe_tcp_peer(int fd, char *peer, size_t len)
 		}
 	}
 	snprintf(peer, len, "%s:%d", host, port);
+	snprintf(key, klen, "%s", host);
 }
 
+/* One connection: who it is, then a slot (conn_guard.c caps them). */
+static void add_peer(struct coordinator *co, int fd)
+{
+	struct ucred cred = { 0 };
+	char peer[96], key[64];
+	struct conn *c;
+
+	if (co->is_tcp) {
+		describe_tcp_peer(fd, peer, sizeof(peer), key, sizeof(key));
+	} else if (!accept_unix_peer(co, fd, peer, sizeof(peer), &cred)) {
+		close(fd);
+		return;
+	} else {
+		snprintf(key, sizeof(key), "uid %u", cred.uid);
+	}
+	c = conn_add(co, fd, peer);
+	c->local_peer = !co->is_tcp;
+	c->peer_pid = co->is_tcp ? 0 : cred.pid;
+	snprintf(c->peer_key, sizeof(c->peer_key), "%s", key);
+	guard_on_accept(co, c);
+}
+
+/* At most COORD_ACCEPTS_PER_LOOP: a flood must not starve the others. */
 void listener_accept(struct coordinator *co)
 {
-	for (;;) {
-		char peer[96];
+	for (int i = 0; i < COORD_ACCEPTS_PER_LOOP; i++) {
 		int fd = accept4(co->listen_fd, NULL, NULL,
 				 SOCK_NONBLOCK | SOCK_CLOEXEC);
 
+		int err = errno;
+
 		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
+			if (err == EINTR || err == ECONNABORTED ||
+			    guard_on_accept_error(co, err))
 				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
+			if (err != EAGAIN && err != EWOULDBLOCK &&
+			    !co->accept_paused_until)
 				coord_log("accept on %s failed: %s", co->addr,
-					  strerror(errno));
+					  strerror(err));
 			return;
 		}
-		if (co->is_tcp) {
-			describe_tcp_peer(fd, peer, sizeof(peer));
-		} else if (!accept_unix_peer(co, fd, peer, sizeof(peer))) {
-			close(fd);
-			continue;
-		}
-		conn_add(co, fd, peer)->local_peer = !co->is_tcp;
+		guard_on_accept_ok(co);
+		add_peer(co, fd);
 	}
 }

@@ -152,7 +152,7 @@ int orphan_adopt(struct coordinator *co, struct conn *c, char *why,
 	char final[256];
 	int dir_fd, fd, r;
 
-	if (!c->local_peer || !proc_on_this_host(c)) {
+	if (!c->local_peer || !proc_names_this_host(c)) {
 		snprintf(why, wlen, "it did not come over the Unix socket, "
 			 "which vouches for its host and user");
 		return -EREMOTE;

@@ -26,18 +26,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 #include "coordinator.h"
 
+/* Only a process whose pid the kernel vouched for (peer_pid.c): a pid a
+ * peer merely claims may be anyone's. */
 bool proc_on_this_host(const struct conn *c)
 {
-	static struct utsname self;
-
-	if (!self.nodename[0] && uname(&self) < 0)
-		return false;
-	return !strcmp(c->proc.hello.hostname, self.nodename) &&
-	       c->proc.hello.real_pid > 0;
+	return c->proc.local_pid > 0;
 }
 
 /* The state letter of /proc/PID/stat ('R', 'S', 'T', 'Z', ...), 0 when
@@ -100,7 +96,7 @@ static struct conn *member_with_pid(struct coordinator *co, pid_t pid)
 
 		if (c->kind == CONN_PROCESS && !c->eof &&
 		    c->proc.round_generation == co->round.generation &&
-		    c->proc.hello.real_pid == pid && proc_on_this_host(c))
+		    c->proc.local_pid == pid && proc_on_this_host(c))
 			return c;
 	}
 	return NULL;
@@ -126,7 +122,7 @@ static void expect_children_of(struct coordinator *co, struct conn *c)
 	DIR *tasks;
 
 	snprintf(path, sizeof(path), "/proc/%d/task",
-		 (int)c->proc.hello.real_pid);
+		 (int)c->proc.local_pid);
 	tasks = opendir(path);
 	if (!tasks)
 		return;
@@ -138,7 +134,7 @@ static void expect_children_of(struct coordinator *co, struct conn *c)
 		if (d->d_name[0] < '0' || d->d_name[0] > '9')
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/task/%s/children",
-			 (int)c->proc.hello.real_pid, d->d_name);
+			 (int)c->proc.local_pid, d->d_name);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			continue;
@@ -151,7 +147,7 @@ static void expect_children_of(struct coordinator *co, struct conn *c)
 			if (end == p)
 				break;
 			if (pid > 0 && !member_with_pid(co, pid))
-				expect(&co->round, pid, c->proc.hello.real_pid);
+				expect(&co->round, pid, c->proc.local_pid);
 		}
 	}
 	closedir(tasks);
@@ -165,6 +161,7 @@ void members_on_join(struct coordinator *co, struct conn *c)
 		return; /* it joins the next round */
 	c->proc.round_generation = r->generation;
 	c->proc.state = PROC_SUSPENDING;
+	round_timeouts_on_answer(c);
 	r->nprocs++;
 	conn_send(c, CKPT_MSG_DO_SUSPEND, &(struct ckpt_msg_do_checkpoint){
 			  .generation = r->generation },
@@ -176,7 +173,7 @@ bool members_on_left_while_suspending(struct coordinator *co,
 {
 	if (!proc_on_this_host(c))
 		return false;
-	expect(&co->round, c->proc.hello.real_pid, 0);
+	expect(&co->round, c->proc.local_pid, 0);
 	co->round.nprocs--;
 	return true;
 }

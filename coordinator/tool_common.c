@@ -17,6 +17,9 @@
 
 const char *tool_strerror(int err)
 {
+	if (err == -EKEYREJECTED || err == EKEYREJECTED)
+		return "it did not prove it knows the secret "
+		       "($HOME/.ckpt/secret): not a coordinator of this user";
 	return strerror(err < 0 ? -err : err);
 }
 
@@ -115,27 +118,22 @@ static int read_reply(int fd, int timeout_ms, int *status, char **text,
 	return 0;
 }
 
-int tool_command_warnings(int fd, bool tcp, uint32_t cmd, uint32_t arg,
+int tool_command_warnings(int fd, uint32_t cmd, uint32_t arg,
 			  int timeout_ms, int *status, char **text,
 			  char **warnings)
 {
 	struct ckpt_msg_cmd m = { .cmd = cmd, .arg = arg };
 	int r;
 
-	if (tcp) {
-		r = ckpt_secret_load(m.secret, sizeof(m.secret));
-		if (r < 0)
-			return r;
-	}
 	r = ckpt_msg_send(fd, CKPT_MSG_CMD, &m, sizeof(m));
 	if (r < 0)
 		return r;
 	return read_reply(fd, timeout_ms, status, text, warnings);
 }
 
-int tool_command(int fd, bool tcp, uint32_t cmd, uint32_t arg,
-		 int timeout_ms, int *status, char **text)
+int tool_command(int fd, uint32_t cmd, uint32_t arg, int timeout_ms,
+		 int *status, char **text)
 {
-	return tool_command_warnings(fd, tcp, cmd, arg, timeout_ms, status,
-				     text, NULL);
+	return tool_command_warnings(fd, cmd, arg, timeout_ms, status, text,
+				     NULL);
 }

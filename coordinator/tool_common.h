@@ -17,13 +17,14 @@
 int tool_resolve_addr(const char *prog, const char *explicit_addr,
 		      char *out, size_t len);
 
-/* Send CMD (with the secret on TCP) and wait for CMD_REPLY. *text is
- * malloc'ed. Returns 0 (then *status is the coordinator's) or -errno. */
-int tool_command(int fd, bool tcp, uint32_t cmd, uint32_t arg,
-		 int timeout_ms, int *status, char **text);
+/* Send CMD and wait for CMD_REPLY (fd from ckpt_coord_connect, which
+ * authenticated a TCP connection). *text is malloc'ed. Returns 0 (then
+ * *status is the coordinator's) or -errno. */
+int tool_command(int fd, uint32_t cmd, uint32_t arg, int timeout_ms,
+		 int *status, char **text);
 /* The same, and *warnings (malloc'ed, "" if the reply has none): the
  * reply's text for stderr after a success. */
-int tool_command_warnings(int fd, bool tcp, uint32_t cmd, uint32_t arg,
+int tool_command_warnings(int fd, uint32_t cmd, uint32_t arg,
 			  int timeout_ms, int *status, char **text,
 			  char **warnings);
 

@@ -345,13 +345,16 @@ static uint64_t lay_out(struct image_writer *w, struct ckpt_image_header *h)
 	return off;
 }
 
-/* The manager's own stack changes while it writes: its pages are copied
- * first so the hash matches what lands in the file. */
+/* The manager's own stack changes while it writes, and so may the dead
+ * stack just below a parked thread's handler (threads.c,
+ * threads_park_area_overlaps): such pages are copied first so the hash
+ * matches what lands in the file. */
 static int write_extent(int fd, const struct ckpt_extent *e, char *bounce)
 {
 	const void *src = (const void *)(uintptr_t)e->addr;
 
-	if (bounce && manager_stack_overlaps(e->addr, e->len)) {
+	if (bounce && (manager_stack_overlaps(e->addr, e->len) ||
+		       threads_park_area_overlaps(e->addr, e->len))) {
 		memcpy(bounce, src, e->len);
 		src = bounce;
 	}

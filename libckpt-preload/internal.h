@@ -33,7 +33,14 @@ long ckpt_syscall_error(long err);
 #define CKPT_COMMIT_WAIT_MS	300000	/* synced image: DO_COMMIT or
 					   DO_ABORT within the round's time */
 #define CKPT_SUSPENDED_IDLE_MS	120000	/* resume if the coordinator
-					   vanishes while we are stopped */
+					   vanishes while we are stopped
+					   (one that does not say its phase
+					   bounds in WELCOME) */
+#define CKPT_JOIN_WAIT_MS	3000	/* the coordinator waits this long
+					   for a forked member */
+#define CKPT_ORDER_SLACK_MS	2000	/* beyond the coordinator's bound */
+#define CKPT_REJOIN_FIRST_MS	100	/* first pause before rejoining */
+#define CKPT_REJOIN_MAX_MS	5000	/* longest pause between tries */
 
 struct ckpt_state {
 	int coord_fd;			/* -1 when not connected */
@@ -42,6 +49,8 @@ struct ckpt_state {
 	uint64_t generation;		/* last generation written */
 	uint64_t computation_id;	/* the coordinator's, from WELCOME */
 	uint32_t coord_flags;		/* CKPT_WELCOME_F_* */
+	uint32_t coord_phase_ms;	/* the coordinator's phase bounds, */
+	uint32_t coord_write_ms;	/* from WELCOME; 0: not said */
 	uint32_t restarts;		/* times this process was restarted */
 	char coord_addr[512];
 	char ckpt_dir[4096];
@@ -82,6 +91,7 @@ struct ckpt_thread {
 	struct pending_signals pending;
 	pid_t saved_tid;		/* kernel tid at the checkpoint */
 	struct owned_locks *owned_locks; /* its table (thread_ids.c) */
+	uintptr_t park_sp;		/* its handler's frame while parked */
 };
 
 /* One kind of process resource: the checkpoint sequence calls save while
@@ -343,8 +353,14 @@ int checkpoint_write(uint64_t generation, const char *dir, char *path,
 int checkpoint_restore_resources(const struct ckpt_restart_args *args);
 
 /* manager.c */
+/* ordered_dir.c: 0 when the ckpt_dir of a DO_SUSPEND/DO_WRITE may be
+ * used ("" or our own CKPT_DIR, or a directory only our user controls);
+ * else -EPERM/-errno, err says why (and the log). */
+int ordered_dir_check(const char *dir, char *err, size_t errlen);
+
 int manager_start(void);
 int manager_stack_overlaps(uint64_t addr, uint64_t len);
+int threads_park_area_overlaps(uint64_t addr, uint64_t len);
 void manager_after_restart(uint64_t image_generation);
 
 /* restore.c */

@@ -142,6 +142,44 @@ static int connect_retrying(void)
 	return ckpt_coord_connect_or_spawn(ckpt.coord_addr, CONNECT_TIMEOUT_MS);
 }
 
+/* The coordinator's phase bounds, appended to WELCOME (an older one sent
+ * a shorter one: 0, not said). */
+static void note_phase_bounds(const struct ckpt_msg_welcome *w, uint32_t len)
+{
+	int said = len >= sizeof(*w);
+
+	ckpt.coord_phase_ms = said ? w->phase_timeout_ms : 0;
+	ckpt.coord_write_ms = said ? w->write_timeout_ms : 0;
+}
+
+/* How long the threads may wait stopped, or an image wait uncommitted, for
+ * the coordinator's next order: a little more than the coordinator's own
+ * bound for the phase (docs/protocol.md, "Failures"). `after_suspend`:
+ * the order after SUSPENDED (the suspend phase, the wait for forked
+ * members, the abort); else the one after WRITTEN or SYNCED. */
+static int order_wait_ms(int after_suspend, int old_default_ms)
+{
+	uint32_t p = ckpt.coord_phase_ms, w = ckpt.coord_write_ms;
+
+	if (!p || !w)
+		return old_default_ms;
+	if (after_suspend)
+		return 2 * p + CKPT_JOIN_WAIT_MS + CKPT_ORDER_SLACK_MS;
+	return w + p + CKPT_ORDER_SLACK_MS;
+}
+
+/* A DO_SUSPEND that came while this process waited for another order
+ * (its round failed elsewhere, or it was stopped, and a new round began):
+ * the manager thread handles it next instead of losing it. */
+static struct ckpt_msg_do_checkpoint next_suspend;
+static int have_next_suspend;
+
+static void keep_next_suspend(const struct ckpt_msg_do_checkpoint *m)
+{
+	next_suspend = *m;
+	have_next_suspend = 1;
+}
+
 /* Connect and introduce this process; the coordinator answers WELCOME. */
 static int join_coordinator(uint32_t flags)
 {
@@ -168,8 +206,7 @@ static int join_coordinator(uint32_t flags)
 	ckpt_fmt(hello.unique_id, sizeof(hello.unique_id), "%s",
 		 ckpt.unique_id);
 	ckpt_fmt(hello.hostname, sizeof(hello.hostname), "%s", ckpt.hostname);
-	if (ckpt.coord_addr[0] != '/')
-		ckpt_secret_load(hello.secret, sizeof(hello.secret));
+	/* TCP: connect_retrying() authenticated both ends already */
 	r = ckpt_msg_send(fd, CKPT_MSG_HELLO, &hello, sizeof(hello));
 	if (r >= 0)
 		r = ckpt_msg_recv(fd, &msg, sizeof(msg), &len,
@@ -183,6 +220,7 @@ static int join_coordinator(uint32_t flags)
 	}
 	ckpt.computation_id = msg.welcome.computation_id;
 	ckpt.coord_flags = msg.welcome.flags;
+	note_phase_bounds(&msg.welcome, len);
 	ckpt.coord_fd = fd;
 	return 0;
 }
@@ -269,13 +307,22 @@ static int await_order(int want, uint64_t generation, const char *tmp,
 	if (r == CKPT_MSG_DO_ABORT)
 		send_result(CKPT_MSG_FAILED, generation, ECANCELED, NULL,
 			    "image discarded: the checkpoint failed elsewhere");
-	if (r < 0) {
+	if (r == CKPT_MSG_DO_SUSPEND) {
+		keep_next_suspend(&msg.do_ckpt);
+		send_result(CKPT_MSG_FAILED, generation, ECANCELED, NULL,
+			    "image discarded: a new checkpoint began");
+	} else if (r < 0) {
 		ckpt_log("checkpoint %llu: no word from the coordinator after "
 			 "the image was %s (%s); it is discarded",
 			 (unsigned long long)generation,
 			 stopped ? "written" : "synced", strerror(-r));
 		if (r != -ETIMEDOUT)
 			leave_coordinator();
+		else
+			send_result(CKPT_MSG_FAILED, generation, ETIMEDOUT,
+				    NULL, "no order from the coordinator in "
+				    "time; the process runs on, its image is "
+				    "discarded");
 	} else if (r != CKPT_MSG_DO_ABORT) {
 		ckpt_log("checkpoint %llu: unexpected message %d from the "
 			 "coordinator; the image is discarded",
@@ -293,6 +340,12 @@ static void handle_write_image(const struct ckpt_msg_do_checkpoint *m)
 	const char *dir = m->ckpt_dir[0] ? m->ckpt_dir : ckpt.ckpt_dir;
 	int r;
 
+	r = ordered_dir_check(m->ckpt_dir, err, sizeof(err));
+	if (r < 0) {
+		threads_resume_all();
+		send_result(CKPT_MSG_FAILED, m->generation, -r, NULL, err);
+		return;
+	}
 	r = checkpoint_write(m->generation, dir, path, sizeof(path), tmp,
 			     sizeof(tmp), err, sizeof(err));
 	if (r == CKPT_RESTARTED) {
@@ -309,7 +362,7 @@ static void handle_write_image(const struct ckpt_msg_do_checkpoint *m)
 	 * under it. The fsync then runs while the program does. */
 	send_result(CKPT_MSG_WRITTEN, m->generation, 0, tmp, NULL);
 	if (!await_order(CKPT_MSG_DO_RESUME, m->generation, tmp, 1,
-			 CKPT_SUSPENDED_IDLE_MS))
+			 order_wait_ms(0, CKPT_SUSPENDED_IDLE_MS)))
 		return;
 	threads_resume_all();
 	r = image_sync(tmp, err, sizeof(err));
@@ -322,7 +375,7 @@ static void handle_write_image(const struct ckpt_msg_do_checkpoint *m)
 	 * every process of the checkpoint has its image synced, so a
 	 * checkpoint that fails anywhere leaves every previous image. */
 	if (!await_order(CKPT_MSG_DO_COMMIT, m->generation, tmp, 0,
-			 CKPT_COMMIT_WAIT_MS))
+			 order_wait_ms(0, CKPT_COMMIT_WAIT_MS)))
 		return;
 	r = image_commit(tmp, path, err, sizeof(err));
 	if (r < 0) {
@@ -343,13 +396,16 @@ static void handle_suspend(const struct ckpt_msg_do_checkpoint *first)
 	char err[512];
 	union manager_msg msg;
 	uint32_t len;
+	int wait_ms = order_wait_ms(1, CKPT_SUSPENDED_IDLE_MS);
 	int r;
 
 	for (;;) {
 		err[0] = 0;
-		r = checkpoint_suspend(m.generation, m.ckpt_dir[0] ?
-				       m.ckpt_dir : ckpt.ckpt_dir, err,
-				       sizeof(err));
+		r = ordered_dir_check(m.ckpt_dir, err, sizeof(err));
+		if (r == 0)
+			r = checkpoint_suspend(m.generation, m.ckpt_dir[0] ?
+					       m.ckpt_dir : ckpt.ckpt_dir, err,
+					       sizeof(err));
 		if (r < 0) {
 			send_result(CKPT_MSG_FAILED, m.generation, -r, NULL, err);
 			return;
@@ -357,7 +413,7 @@ static void handle_suspend(const struct ckpt_msg_do_checkpoint *first)
 		send_unrestored(m.generation);
 		send_result(CKPT_MSG_SUSPENDED, m.generation, 0, NULL, NULL);
 		r = ckpt_msg_recv(ckpt.coord_fd, &msg, sizeof(msg), &len,
-				  CKPT_SUSPENDED_IDLE_MS);
+				  wait_ms);
 		if (r == CKPT_MSG_DO_WRITE) {
 			handle_write(&msg.do_ckpt);
 			return;
@@ -369,11 +425,16 @@ static void handle_suspend(const struct ckpt_msg_do_checkpoint *first)
 	}
 	if (r == CKPT_MSG_DO_KILL)
 		kill(ckpt_real_getpid(), SIGKILL);
-	if (r < 0 && r != -ETIMEDOUT)
+	if (r < 0 && r != -ETIMEDOUT) {
 		leave_coordinator();
-	else if (r < 0)
-		ckpt_log("no word from the coordinator for %d s while stopped;"
-			 " resuming", CKPT_SUSPENDED_IDLE_MS / 1000);
+	} else if (r < 0) {
+		ckpt_log("checkpoint %llu: no word from the coordinator for "
+			 "%d ms while stopped; resuming",
+			 (unsigned long long)m.generation, wait_ms);
+		send_result(CKPT_MSG_FAILED, m.generation, ETIMEDOUT, NULL,
+			    "no DO_WRITE or DO_ABORT from the coordinator in "
+			    "time while stopped; the process runs on");
+	}
 }
 
 /* The manager thread's stack (and TLS, in the same mapping). */
@@ -402,6 +463,39 @@ int manager_stack_overlaps(uint64_t addr, uint64_t len)
 	return addr < manager_stack_hi && addr + len > manager_stack_lo;
 }
 
+/* The coordinator is gone (it exited, crashed or was killed): the process
+ * runs on, and its manager thread joins the coordinator at the same
+ * address again, with growing pauses, starting one when nobody answers
+ * (ckpt_coord_connect_or_spawn; the socket's lock file decides between
+ * several processes that try at once). Its HELLO carries its generation
+ * and computation, so a new coordinator continues both. */
+static void rejoin_coordinator(void)
+{
+	/* spread the first tries of the processes that lost it at once */
+	int delay = CKPT_REJOIN_FIRST_MS + ckpt_real_getpid() % 50;
+
+	for (int attempt = 1;; attempt++) {
+		struct timespec pause = { delay / 1000,
+					  (delay % 1000) * 1000000L };
+		int r;
+
+		nanosleep(&pause, NULL);
+		r = join_coordinator(CKPT_HELLO_F_REJOIN);
+		if (r == 0) {
+			ckpt_log("joined the coordinator at %s again",
+				 ckpt.coord_addr);
+			return;
+		}
+		if (attempt == 1)
+			ckpt_log("cannot join the coordinator at %s again "
+				 "(%s); trying every %d s at most",
+				 ckpt.coord_addr, strerror(-r),
+				 CKPT_REJOIN_MAX_MS / 1000);
+		delay = delay * 2 > CKPT_REJOIN_MAX_MS ? CKPT_REJOIN_MAX_MS
+						       : delay * 2;
+	}
+}
+
 /* futex: the manager thread has taken its part in the program's masks */
 static int manager_started;
 
@@ -417,7 +511,15 @@ static void *manager_main(void *arg)
 	syscall(SYS_futex, &manager_started, FUTEX_WAKE_PRIVATE, 1, NULL,
 		NULL, 0);
 	note_manager_stack();
-	while (ckpt.coord_fd >= 0) {
+	for (;;) {
+		if (ckpt.coord_fd < 0)
+			rejoin_coordinator();
+		if (have_next_suspend) {
+			have_next_suspend = 0;
+			msg.do_ckpt = next_suspend;
+			handle_suspend(&msg.do_ckpt);
+			continue;
+		}
 		r = ckpt_msg_recv(ckpt.coord_fd, &msg, sizeof(msg), &len, -1);
 		switch (r) {
 		case CKPT_MSG_DO_SUSPEND:
@@ -434,7 +536,7 @@ static void *manager_main(void *arg)
 		default:
 			if (r < 0) {
 				ckpt_log("lost the coordinator at %s (%s); "
-					 "checkpoints of this process are off",
+					 "joining it again",
 					 ckpt.coord_addr, strerror(-r));
 				leave_coordinator();
 			}
@@ -500,12 +602,16 @@ static void start_in_this_process(uint32_t flags)
 {
 	int r = join_coordinator_retrying(flags);
 
-	if (r < 0) {
+	if (r < 0 && (r == -EINVAL || r == -EACCES)) {
 		ckpt_log("cannot reach the coordinator at %s: %s; running "
 			 "without checkpoints", ckpt.coord_addr[0] ?
 			 ckpt.coord_addr : "(none)", strerror(-r));
 		return;
 	}
+	if (r < 0) /* gone for now: the manager thread joins it later */
+		ckpt_log("cannot reach the coordinator at %s: %s; trying "
+			 "again in the background", ckpt.coord_addr,
+			 strerror(-r));
 	r = manager_start();
 	if (r < 0) {
 		ckpt_log("cannot start the checkpoint thread: %s",

@@ -235,6 +235,7 @@ static void suspend_handler(int sig, siginfo_t *si, void *uc)
 	t->features_in_use = arch_frame_features_in_use(uc);
 	note_pid_in_pending_syscall(t);
 	pending_capture_thread(&t->pending);
+	t->park_sp = (uintptr_t)__builtin_frame_address(0);
 	if (ckpt_save_context(&t->ctx) == 0) {
 		__atomic_add_fetch(&suspended_count, 1, __ATOMIC_RELEASE);
 		futex_wake_all(&suspended_count);
@@ -244,6 +245,31 @@ static void suspend_handler(int sig, siginfo_t *si, void *uc)
 	}
 out:
 	errno = saved_errno;
+}
+
+/* A thread counts itself stopped a moment before it waits: the calls in
+ * between (the futex wake, then the futex wait) write their frames below
+ * its handler's frame, and a thread preempted there does so while the
+ * manager writes the image. That memory is dead for the restored thread
+ * (it resumes from its saved context, above), but the image's hash must
+ * match what lands in the file: the writer copies these pages first
+ * (image_writer.c). Seen as "memory ...: checksum mismatch" of a main
+ * stack at restart, once, under CPU load. */
+#define PARK_SCRATCH_BELOW	(16 << 10)
+#define PARK_SCRATCH_ABOVE	256
+
+int threads_park_area_overlaps(uint64_t addr, uint64_t len)
+{
+	int n = threads_count();
+
+	for (int i = 0; i < n; i++) {
+		uint64_t sp = slots[i].park_sp;
+
+		if (sp && addr < sp + PARK_SCRATCH_ABOVE &&
+		    addr + len > sp - PARK_SCRATCH_BELOW)
+			return 1;
+	}
+	return 0;
 }
 
 /* Block or unblock (how) the checkpoint signal in this thread, past
@@ -420,9 +446,23 @@ static const char *first_unparked_hint(char *buf, size_t len)
 	return "a thread";
 }
 
+/* How long the threads may take to stop: within the coordinator's
+ * suspend bound (WELCOME), so that the process names the thread that did
+ * not stop before the coordinator gives up on the process. */
+static int stop_timeout_ms(void)
+{
+	int ms = (int)(ckpt.coord_phase_ms / 4 * 3);
+
+	if (!ckpt.coord_phase_ms)
+		return CKPT_SUSPEND_TIMEOUT_MS;
+	return ms < 200 ? 200 : ms > CKPT_SUSPEND_TIMEOUT_MS ?
+	       CKPT_SUSPEND_TIMEOUT_MS : ms;
+}
+
 static int wait_parked_on(int *count, char *err, size_t errlen)
 {
 	struct timespec start, now, slice = { 0, 50 * 1000 * 1000 };
+	int timeout_ms = stop_timeout_ms();
 	char who[32];
 
 	clock_gettime(CLOCK_MONOTONIC, &start);
@@ -434,15 +474,14 @@ static int wait_parked_on(int *count, char *err, size_t errlen)
 		futex(count, FUTEX_WAIT_PRIVATE, have, &slice);
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		if ((now.tv_sec - start.tv_sec) * 1000 +
-		    (now.tv_nsec - start.tv_nsec) / 1000000 >
-		    CKPT_SUSPEND_TIMEOUT_MS)
+		    (now.tv_nsec - start.tv_nsec) / 1000000 > timeout_ms)
 			break;
 	}
 	ckpt_fmt(err, errlen,
-		 "%s did not stop within %d s (it may be in an uninterruptible"
-		 " wait, or block signal %d with a raw system call)",
-		 first_unparked_hint(who, sizeof(who)),
-		 CKPT_SUSPEND_TIMEOUT_MS / 1000, ckpt.signal);
+		 "%s did not stop within %d ms (it may be in an "
+		 "uninterruptible wait, or block signal %d with a raw system "
+		 "call)", first_unparked_hint(who, sizeof(who)), timeout_ms,
+		 ckpt.signal);
 	return -ETIMEDOUT;
 }
 

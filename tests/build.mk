@@ -24,3 +24,6 @@ test: all
 # `make test` runs it too.
 realprogs: all
 	/usr/bin/python3 -m pytest -v $(PYTEST_TIMEOUT_ARGS) tests/realprogs
+
+# Fuzzing targets (make fuzz): tests/fuzz/build.mk
+include tests/fuzz/build.mk

@@ -20,7 +20,10 @@
 int ckpt_coord_resolve_addr(const char *explicit_addr, char *out, size_t len);
 
 /* Connect to a coordinator address ("/path" or "HOST:PORT"). Sets
- * TCP_NODELAY on TCP, CLOEXEC always. Returns the fd. */
+ * TCP_NODELAY on TCP, CLOEXEC always. On TCP, runs the handshake of
+ * docs/protocol.md, "Authentication", before returning (-EKEYREJECTED: the
+ * peer could not prove it knows $HOME/.ckpt/secret); ckpt_msg_send/recv
+ * then add and check each message's MAC. Returns the fd. */
 int ckpt_coord_connect(const char *addr, int timeout_ms);
 
 /* Start `coordinator_path --coord addr` detached (its own session, stdio on
@@ -37,7 +40,8 @@ int ckpt_msg_send(int fd, uint16_t type, const void *payload, uint32_t len);
 
 /* Receive one message into payload (at most cap bytes; a longer payload is
  * an error -EMSGSIZE). Returns the message type (> 0), -ETIMEDOUT when
- * timeout_ms (< 0: forever) passes, -ECONNRESET on EOF. */
+ * timeout_ms (< 0: forever) passes, -ECONNRESET on EOF, -EBADMSG when the
+ * MAC of an authenticated connection is wrong (close it). */
 int ckpt_msg_recv(int fd, void *payload, uint32_t cap, uint32_t *len,
 		  int timeout_ms);
 

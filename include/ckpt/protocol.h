@@ -7,6 +7,14 @@
  * payload, sent with a single sendmsg() so no Nagle/delayed-ACK stall can
  * split it. Peers: a process (libckpt's manager thread), a command
  * (ckpt_command), and the coordinator.
+ *
+ * TCP connections start with a handshake (AUTH_CHALLENGE, AUTH_PROOF,
+ * AUTH_RESPONSE) in which each side proves it knows the per-user secret
+ * without sending it; every later message on that connection carries a
+ * CKPT_AUTH_MAC_LEN-byte trailer after its payload (not counted in
+ * `len`): HMAC-SHA256 under that connection's key for its direction over
+ * (message number, header, payload). Unix sockets rely on SO_PEERCRED and
+ * carry no trailer. docs/protocol.md, "Authentication".
  */
 #ifndef CKPT_PROTOCOL_H
 #define CKPT_PROTOCOL_H
@@ -14,9 +22,16 @@
 #include <stdint.h>
 
 #define CKPT_MSG_MAGIC		0x434b5054u	/* "CKPT" */
-#define CKPT_PROTOCOL_VERSION	1
+#define CKPT_PROTOCOL_VERSION	2		/* 2: TCP handshake + MACs */
+#define CKPT_PROTOCOL_VERSION_UNIX_OLD 1	/* still taken on Unix
+						   sockets (same framing) */
 #define CKPT_MSG_MAX_PAYLOAD	(1u << 20)
 #define CKPT_SECRET_LEN		32		/* hex chars, TCP only */
+#define CKPT_AUTH_NONCE_LEN	32
+#define CKPT_AUTH_MAC_LEN	32		/* HMAC-SHA256 */
+/* Highest checkpoint generation a HELLO may bring: far above any real
+ * count (one per second for millions of years), far below a wrap. */
+#define CKPT_GENERATION_MAX	(1ull << 48)
 
 enum ckpt_msg_type {
 	/* process -> coordinator */
@@ -55,6 +70,14 @@ enum ckpt_msg_type {
 	CKPT_MSG_CMD = 32,		/* struct ckpt_msg_cmd */
 	/* coordinator -> command */
 	CKPT_MSG_CMD_REPLY = 33,	/* struct ckpt_msg_cmd_reply + text */
+
+	/* TCP handshake, before anything else; no MAC trailer */
+	CKPT_MSG_AUTH_CHALLENGE = 48,	/* client -> coordinator:
+					   struct ckpt_msg_auth_challenge */
+	CKPT_MSG_AUTH_PROOF = 49,	/* coordinator -> client:
+					   struct ckpt_msg_auth_proof */
+	CKPT_MSG_AUTH_RESPONSE = 50,	/* client -> coordinator:
+					   struct ckpt_msg_auth_response */
 };
 
 struct ckpt_msg_header {
@@ -74,6 +97,10 @@ struct ckpt_msg_header {
 #define CKPT_HELLO_F_IMAGE_GENERATION 0x8 /* restarted: generation is
 					   that of the image it came from
 					   (older libckpt: the one before) */
+#define CKPT_HELLO_F_REJOIN	0x10	/* joins again after it lost its
+					   coordinator: generation and
+					   computation_id are its
+					   computation's */
 
 struct ckpt_msg_hello {
 	int32_t real_pid;
@@ -84,7 +111,8 @@ struct ckpt_msg_hello {
 	char program[64];
 	char unique_id[64];
 	char hostname[64];
-	char secret[CKPT_SECRET_LEN + 1]; /* TCP: per-user secret; else "" */
+	char secret[CKPT_SECRET_LEN + 1]; /* always "": version 1 sent the
+					   secret here in clear over TCP */
 	char reserved[7];
 	uint64_t computation_id;	/* the computation it belonged to
 					   (restarted: its image's); 0 none */
@@ -97,6 +125,11 @@ struct ckpt_msg_welcome {
 	uint64_t computation_id;
 	uint32_t interval_s;		/* 0: no interval checkpoints */
 	uint32_t flags;			/* CKPT_WELCOME_F_*; was reserved */
+	/* appended (0 from an older coordinator): the phase bounds of its
+	 * rounds, so that a process never waits stopped much longer than
+	 * the coordinator would (docs/protocol.md, "Failures") */
+	uint32_t phase_timeout_ms;	/* suspend, abort; write stall x2 */
+	uint32_t write_timeout_ms;	/* write, sync, commit, each */
 };
 
 /* Followed by text_len bytes: NUL-terminated lines, one per thing a
@@ -109,7 +142,10 @@ struct ckpt_msg_unrestored {
 
 struct ckpt_msg_do_checkpoint {
 	uint64_t generation;
-	char ckpt_dir[4096];		/* "" = the process's own directory */
+	char ckpt_dir[4096];		/* "" = the process's own directory;
+					   libckpt refuses any other that its
+					   user could not have chosen
+					   (docs/security.md) */
 };
 
 struct ckpt_msg_result {
@@ -132,7 +168,7 @@ enum ckpt_cmd {
 struct ckpt_msg_cmd {
 	uint32_t cmd;			/* enum ckpt_cmd */
 	uint32_t arg;
-	char secret[CKPT_SECRET_LEN + 1];
+	char secret[CKPT_SECRET_LEN + 1]; /* always "" (see hello) */
 	char reserved[7];
 };
 
@@ -144,6 +180,24 @@ struct ckpt_msg_cmd {
 struct ckpt_msg_cmd_reply {
 	int32_t status;			/* 0 ok, else a positive errno */
 	uint32_t text_len;		/* bytes of text incl. NUL */
+};
+
+/* The client's fresh random nonce. */
+struct ckpt_msg_auth_challenge {
+	uint8_t nonce[CKPT_AUTH_NONCE_LEN];
+};
+
+/* The coordinator's nonce and its proof: HMAC-SHA256(secret,
+ * "ckpt-v2 coordinator proof\0" || client nonce || coordinator nonce). */
+struct ckpt_msg_auth_proof {
+	uint8_t nonce[CKPT_AUTH_NONCE_LEN];
+	uint8_t proof[CKPT_AUTH_MAC_LEN];
+};
+
+/* Sent only once the coordinator's proof checked out: HMAC-SHA256(secret,
+ * "ckpt-v2 client proof\0" || client nonce || coordinator nonce). */
+struct ckpt_msg_auth_response {
+	uint8_t proof[CKPT_AUTH_MAC_LEN];
 };
 
 #endif /* CKPT_PROTOCOL_H */

@@ -319,9 +319,8 @@ static int send_interval(struct launch *l, int fd)
 {
 	char *text = NULL;
 	int status = 0;
-	int r = tool_command(fd, ckpt_cc_is_tcp_addr(l->addr),
-			     CKPT_CMD_INTERVAL, l->interval_s, COORD_TIMEOUT_MS,
-			     &status, &text);
+	int r = tool_command(fd, CKPT_CMD_INTERVAL, l->interval_s,
+			     COORD_TIMEOUT_MS, &status, &text);
 
 	if (r == 0 && status)
 		r = -status;
@@ -357,7 +356,7 @@ static int ensure_coordinator(struct launch *l)
 	if (fd < 0) {
 		fprintf(stderr, "ckpt_launch: no coordinator at %s: %s\n",
 			l->addr, fd == -EACCES ? "it runs as another user" :
-			strerror(-fd));
+			tool_strerror(fd));
 		return fd;
 	}
 	close(fd);

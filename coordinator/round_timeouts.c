@@ -1,0 +1,296 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Every phase of a checkpoint round is bounded, so that one stuck or
+ * misbehaving participant cannot keep the others stopped (docs/protocol.md,
+ * "Failures"):
+ *
+ *   suspend  all SUSPENDED within the phase timeout (--phase-timeout,
+ *            CKPT_PHASE_TIMEOUT; 5 s by default) of DO_SUSPEND
+ *   write    each WRITTEN within --write-timeout, and one on this host
+ *            with a sign of progress (bytes written: /proc/PID/io wchar)
+ *            at least every two phase timeouts
+ *   sync     each SYNCED within --write-timeout of DO_RESUME
+ *   commit   each DURABLE within --write-timeout of DO_COMMIT
+ *   abort    after a failure, each that was told DO_ABORT answers within
+ *            the phase timeout
+ *
+ * A participant that misses its phase's bound fails the round, which
+ * sends DO_ABORT to everyone still stopped (they run again at once); the
+ * command learns who stalled in which phase, and the stalled process is
+ * dropped (its connection closed): a libckpt process that was merely slow
+ * reconnects and is a member again from the next round on. A participant
+ * found stopped (SIGSTOP, a debugger) fails the round within a second,
+ * and is told DO_ABORT too, so that once continued it runs again instead
+ * of waiting for an order that never comes.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "coordinator.h"
+
+static const char *phase_name(const struct round *r)
+{
+	if (r->committing)
+		return "commit";
+	if (r->failed)
+		return "abort";
+	if (!r->writing)
+		return "suspend";
+	return r->resumed ? "sync" : "write";
+}
+
+#define PROGRESS_UNKNOWN UINT64_MAX
+
+/* Bytes the process wrote so far (its image grows): /proc/PID/io wchar;
+ * PROGRESS_UNKNOWN when it cannot be read (another host, a process that
+ * is not dumpable, gone). */
+static uint64_t written_bytes(const struct conn *c)
+{
+	char path[64], buf[1024], *p;
+	ssize_t n;
+	int fd;
+
+	if (!proc_on_this_host(c))
+		return PROGRESS_UNKNOWN;
+	snprintf(path, sizeof(path), "/proc/%d/io", (int)c->proc.local_pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return PROGRESS_UNKNOWN;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return PROGRESS_UNKNOWN;
+	buf[n] = 0;
+	p = strstr(buf, "wchar:");
+	return p ? strtoull(p + 6, NULL, 10) : PROGRESS_UNKNOWN;
+}
+
+void round_timeouts_on_answer(struct conn *c)
+{
+	c->proc.progress_ms = now_ms();
+}
+
+void round_timeouts_start_phase(struct coordinator *co, int64_t len_ms)
+{
+	int64_t now = now_ms();
+
+	co->round.phase_deadline = now + len_ms;
+	for (size_t i = 0; i < co->nconns; i++) {
+		struct conn *c = co->conns[i];
+
+		if (!round_in(co, c))
+			continue;
+		c->proc.progress_ms = now;
+		c->proc.wchar = co->round.writing ? written_bytes(c)
+						  : PROGRESS_UNKNOWN;
+	}
+}
+
+/* Nobody may stay stopped on account of a participant that failed: one
+ * still suspending reads DO_ABORT right after it suspends, one suspended,
+ * writing or written resumes, one synced removes its new image. After
+ * DO_COMMIT there is no way back. */
+void round_abort_participant(struct coordinator *co, struct conn *c)
+{
+	switch (c->proc.state) {
+	case PROC_SUSPENDING:
+	case PROC_SUSPENDED:
+	case PROC_WRITING:
+	case PROC_WRITTEN:
+	case PROC_SYNCED:
+		if (!co->round.committing)
+			conn_send(c, CKPT_MSG_DO_ABORT, NULL, 0);
+		break;
+	default:
+		break;
+	}
+}
+
+/* Fail it, resume it if it ever listens again, and drop it: it answers
+ * nothing, so the next rounds must not wait for it. */
+static void drop_stalled(struct coordinator *co, struct conn *c,
+			 const char *what)
+{
+	char name[256];
+
+	round_abort_participant(co, c);
+	round_fail_process(co, c, ETIMEDOUT, what);
+	coord_log("dropping process %s: it stalled in a checkpoint round",
+		  proc_name(c, name, sizeof(name)));
+	c->close_after_flush = true;
+}
+
+/* It owes the coordinator an answer in the running phase (the others
+ * wait for the coordinator's next order). */
+static bool owes_answer(struct coordinator *co, const struct conn *c)
+{
+	switch (c->proc.state) {
+	case PROC_SUSPENDING:
+	case PROC_ABORTING:
+	case PROC_WRITING:
+	case PROC_COMMITTING:
+	case PROC_DISCARDING:
+		return true;
+	case PROC_WRITTEN:	/* an older libckpt syncs without DO_RESUME */
+		return co->round.resumed ||
+		       !(c->proc.hello.flags & CKPT_HELLO_F_RESUME_BARRIER);
+	default:
+		return false;
+	}
+}
+
+static const char *awaited_answer(enum proc_state s)
+{
+	switch (s) {
+	case PROC_SUSPENDING:
+	case PROC_ABORTING:
+		return "did not answer DO_SUSPEND";
+	case PROC_WRITING:
+		return "no WRITTEN";
+	case PROC_WRITTEN:
+		return "no SYNCED";
+	case PROC_COMMITTING:
+		return "no DURABLE";
+	default:
+		return "did not confirm DO_ABORT";
+	}
+}
+
+static void time_out_phase(struct coordinator *co)
+{
+	struct round *r = &co->round;
+	const char *phase = phase_name(r);
+	bool short_phase = !strcmp(phase, "suspend") || !strcmp(phase, "abort");
+	int64_t len = short_phase ? co->phase_timeout_ms : co->write_timeout_ms;
+
+	for (size_t i = 0; i < co->nconns; i++) {
+		struct conn *c = co->conns[i];
+		char what[256];
+
+		if (!round_in(co, c) || !owes_answer(co, c) ||
+		    c->close_after_flush)
+			continue;
+		snprintf(what, sizeof(what), "stalled in the %s phase: %s "
+			 "within %.1f s (ckpt_coordinator %s)", phase,
+			 awaited_answer(c->proc.state), len / 1000.0,
+			 short_phase ? "--phase-timeout" : "--write-timeout");
+		drop_stalled(co, c, what);
+	}
+	/* the round failed: those still stopped were told DO_ABORT and
+	 * get one phase timeout to confirm */
+	if (!r->committing)
+		round_timeouts_start_phase(co, co->phase_timeout_ms);
+	else
+		r->phase_deadline = now_ms() + co->write_timeout_ms;
+}
+
+/* A participant writing its image on this host shows progress by the
+ * bytes it writes; one that shows none for two phase timeouts is stuck,
+ * and the others, stopped until every image is written, must not wait
+ * for it until --write-timeout. Where the bytes cannot be seen (another
+ * host), only --write-timeout bounds the write. */
+static void check_write_progress(struct coordinator *co, int64_t now)
+{
+	int64_t stall = co->phase_timeout_ms * COORD_STALL_FACTOR;
+
+	if (!co->round.writing || co->round.resumed || co->round.failed)
+		return;
+	for (size_t i = 0; i < co->nconns; i++) {
+		struct conn *c = co->conns[i];
+		uint64_t w;
+		char what[256];
+
+		if (!round_in(co, c) || c->proc.state != PROC_WRITING)
+			continue;
+		w = written_bytes(c);
+		if (w == PROGRESS_UNKNOWN || c->proc.wchar == PROGRESS_UNKNOWN)
+			continue;
+		if (w != c->proc.wchar) {
+			c->proc.wchar = w;
+			c->proc.progress_ms = now;
+		}
+		if (now - c->proc.progress_ms < stall)
+			continue;
+		snprintf(what, sizeof(what), "stalled in the write phase: no "
+			 "WRITTEN and no byte written for %.1f s "
+			 "(ckpt_coordinator --phase-timeout x %d)",
+			 stall / 1000.0, COORD_STALL_FACTOR);
+		drop_stalled(co, c, what);
+	}
+}
+
+/* A process stopped by SIGSTOP or a debugger cannot answer: say so within
+ * a second instead of at the phase's timeout. Only processes on this host
+ * can be looked at. */
+static bool process_is_stopped(const struct conn *c)
+{
+	char state;
+
+	if (!proc_on_this_host(c))
+		return false;
+	state = local_process_state(c->proc.local_pid);
+	return state == 'T' || state == 't';
+}
+
+static void fail_stopped_processes(struct coordinator *co)
+{
+	for (size_t i = 0; i < co->nconns; i++) {
+		struct conn *c = co->conns[i];
+
+		if (!round_in(co, c) || round_state_is_final(c->proc.state) ||
+		    c->proc.state == PROC_ABORTING || !process_is_stopped(c))
+			continue;
+		/* once continued it must run again, not wait for us */
+		round_abort_participant(co, c);
+		round_fail_process(co, c, EAGAIN, "is stopped (SIGSTOP or a "
+				   "debugger); continue it (kill -CONT) and "
+				   "checkpoint again");
+	}
+}
+
+/* How often stopped processes and writing progress are looked at. */
+static int64_t check_interval(const struct coordinator *co)
+{
+	int64_t half = co->phase_timeout_ms / 2;
+
+	return half < COORD_STOP_CHECK_MS ? (half > 50 ? half : 50)
+					  : COORD_STOP_CHECK_MS;
+}
+
+void round_check_timeouts(struct coordinator *co)
+{
+	struct round *r = &co->round;
+	int64_t now = now_ms();
+
+	if (!r->active)
+		return;
+	if (r->next_member_check_ms && now >= r->next_member_check_ms)
+		r->next_member_check_ms = 0; /* round_advance looks again */
+	if (now >= r->next_stop_check_ms) {
+		fail_stopped_processes(co);
+		check_write_progress(co, now);
+		r->next_stop_check_ms = now + check_interval(co);
+	}
+	if (now >= r->phase_deadline)
+		time_out_phase(co);
+	round_advance(co);
+}
+
+int64_t round_next_deadline(struct coordinator *co)
+{
+	struct round *r = &co->round;
+	int64_t d;
+
+	if (!r->active)
+		return 0;
+	d = r->phase_deadline;
+	if (r->next_stop_check_ms < d)
+		d = r->next_stop_check_ms;
+	if (r->next_member_check_ms && r->next_member_check_ms < d)
+		d = r->next_member_check_ms;
+	return d;
+}

@@ -1,0 +1,50 @@
+# Fuzzing targets: libFuzzer with clang (Debian: clang, libclang-rt-14-dev).
+# Not part of `all`. `make fuzz` builds and runs every target of
+# FUZZ_TARGETS for FUZZ_SECONDS each (tests/fuzz/run.sh); a target NAME is
+# built from tests/fuzz/fuzz_NAME.c plus FUZZ_SRCS_NAME into
+# build/fuzz/fuzz_NAME, its seeds are tests/fuzz/seeds/NAME/ and whatever
+# its build/fuzz/seeds-NAME rule writes. Add a target by appending to
+# FUZZ_TARGETS and defining FUZZ_SRCS_NAME (and a seeds rule if any).
+
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_DIR := $(BUILD)/fuzz
+FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined \
+	-fno-sanitize-recover=undefined -std=gnu11 -D_GNU_SOURCE -Iinclude \
+	-Icoordinator -DCKPT_VERSION=\"$(VERSION)\" \
+	-DCKPT_ARCH_$(subst -,_,$(ARCH))=1
+
+.PHONY: fuzz
+
+# --- coord_msg: the coordinator's message parser --------------------------
+FUZZ_TARGETS += coord_msg
+FUZZ_SRCS_coord_msg := coordinator/conn.c coordinator/listener.c \
+	coordinator/checkpoint_round.c coordinator/commands.c \
+	coordinator/round_members.c coordinator/conn_guard.c \
+	coordinator/peer_pid.c coordinator/sanitize.c $(CLIENT_SRCS)
+
+$(FUZZ_DIR)/fuzz_coord_msg: tests/fuzz/fuzz_coord_msg.c \
+		$(FUZZ_SRCS_coord_msg) coordinator/coordinator.c \
+		$(wildcard coordinator/*.h include/ckpt/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) tests/fuzz/fuzz_coord_msg.c \
+		$(FUZZ_SRCS_coord_msg) -o $@
+
+# Real messages, laid out by include/ckpt/protocol.h itself.
+$(FUZZ_DIR)/seeds-coord_msg: tests/fuzz/coord_msg_seeds.c \
+		include/ckpt/protocol.h
+	@mkdir -p $(FUZZ_DIR)
+	$(CC) $(CKPT_CFLAGS) $< -o $(FUZZ_DIR)/coord_msg_seeds
+	rm -rf $@ && mkdir -p $@ && $(FUZZ_DIR)/coord_msg_seeds $@
+
+# --- running them ----------------------------------------------------------
+# The list is read when the recipe runs, so targets added after this line
+# (or in another file) are run too.
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		$(MAKE) --no-print-directory $(FUZZ_DIR)/fuzz_$$t || exit 1; \
+		$(MAKE) --no-print-directory -q $(FUZZ_DIR)/seeds-$$t 2>/dev/null; \
+		[ $$? = 2 ] || $(MAKE) --no-print-directory \
+			$(FUZZ_DIR)/seeds-$$t || exit 1; \
+		tests/fuzz/run.sh $$t $(FUZZ_SECONDS) $(FUZZ_DIR) || exit 1; \
+	done
