@@ -12,6 +12,7 @@ import shutil
 import socket
 import struct
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -19,6 +20,8 @@ import time
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "security"))
+import ckpt_wire as wire  # noqa: E402
 BIN = os.path.join(ROOT, "build", "bin")
 COORDINATOR = os.path.join(BIN, "ckpt_coordinator")
 COMMAND = os.path.join(BIN, "ckpt_command")
@@ -63,6 +66,9 @@ def test_struct_sizes_match_header():
 
 
 def send_msg(sock, mtype, payload=b""):
+    if isinstance(sock, wire.Conn):     # authenticated TCP: MAC framed
+        sock.send(mtype, payload)
+        return
     sock.sendall(HEADER.pack(MAGIC, VERSION, mtype, len(payload), 0) +
                  payload)
 
@@ -78,6 +84,8 @@ def recv_exact(sock, n):
 
 
 def recv_msg(sock):
+    if isinstance(sock, wire.Conn):
+        return sock.recv()
     magic, version, mtype, length, _ = HEADER.unpack(
         recv_exact(sock, HEADER.size))
     assert magic == MAGIC and version == VERSION
@@ -88,11 +96,22 @@ def cstr(b):
     return b.split(b"\0", 1)[0].decode()
 
 
-def connect(addr, timeout=TIMEOUT):
-    if ":" in addr and not addr.startswith("/"):
+def is_tcp(addr):
+    return ":" in addr and not addr.startswith("/")
+
+
+def connect(addr, timeout=TIMEOUT, secret=b""):
+    """With a secret, a TCP connection runs the handshake of
+    docs/protocol.md, "Authentication" (the secret never travels) and
+    is a wire.Conn, whose messages carry their MACs."""
+    if is_tcp(addr):
         host, port = addr.rsplit(":", 1)
         sock = socket.create_connection((host, int(port)), timeout=timeout)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if secret:
+            conn = wire.Conn(sock)
+            conn.client_handshake(secret)
+            return conn
     else:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(timeout)
@@ -102,8 +121,8 @@ def connect(addr, timeout=TIMEOUT):
 
 def command(addr, cmd, arg=0, secret=b"", timeout=TIMEOUT):
     """One command through the protocol directly: (status, text)."""
-    with connect(addr, timeout) as sock:
-        send_msg(sock, MSG_CMD, CMD.pack(cmd, arg, secret, b""))
+    with connect(addr, timeout, secret) as sock:
+        send_msg(sock, MSG_CMD, CMD.pack(cmd, arg, b"", b""))
         mtype, payload = recv_msg(sock)
     assert mtype == MSG_CMD_REPLY
     status, text_len = CMD_REPLY.unpack_from(payload)
@@ -126,7 +145,7 @@ class FakeProcess:
     def __init__(self, addr, vpid, program="fakeapp", behaviour="ok",
                  flags=0, generation=0, secret=b"", delay=0.0,
                  computation_id=0, unrestored="", hostname=b"testhost",
-                 real_pid=None):
+                 real_pid=None, sock=None):
         self.vpid = vpid
         self.program = program
         self.behaviour = behaviour
@@ -136,10 +155,11 @@ class FakeProcess:
         self.generations = []
         self.killed = threading.Event()
         self.closed = threading.Event()
-        self.sock = connect(addr)
+        # sock: connected by the process it speaks for (its SO_PEERCRED)
+        self.sock = sock or connect(addr, secret=secret)
         hello = HELLO.pack(real_pid or os.getpid(), vpid, 1, flags,
                            generation, program.encode(), b"uid-%d" % vpid,
-                           hostname, secret, b"")
+                           hostname, b"", b"")
         # appended field: the computation it belonged to
         hello += struct.pack("<Q", computation_id)
         send_msg(self.sock, MSG_HELLO, hello)

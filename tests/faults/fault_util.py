@@ -5,7 +5,9 @@ and a watch on a launched counter that tells how long it stood still."""
 
 import os
 import re
+import socket
 import subprocess
+import sys
 import threading
 import time
 
@@ -41,7 +43,7 @@ class VanishingFake(FakeProcess):
 
     def __init__(self, addr, vpid, child, **kw):
         self.child = child
-        super().__init__(addr, vpid, real_pid=child.pid,
+        super().__init__(addr, vpid, real_pid=child.pid, sock=child.sock,
                          hostname=os.uname().nodename.encode(), **kw)
 
     def _on_suspend(self, g):
@@ -50,8 +52,38 @@ class VanishingFake(FakeProcess):
         return False  # closes the connection
 
 
-def start_child():
-    return subprocess.Popen(["sleep", "600"])
+# The child connects to the coordinator itself, hands the connection over
+# (SCM_RIGHTS) and sleeps: the coordinator believes a pid claim only from
+# the process that connected (coordinator/peer_pid.c), so the fake that
+# speaks on this connection stands for the child, a real process that
+# writes nothing.
+CHILD = """
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(10)
+s.connect(sys.argv[1])
+socket.send_fds(socket.socket(fileno=int(sys.argv[2])), [b"c"], [s.fileno()])
+time.sleep(600)
+"""
+
+
+def start_child(addr=None):
+    """A sleeping process; with a Unix socket addr, its .sock is a
+    connection to the coordinator it made."""
+    if addr is None:
+        child = subprocess.Popen(["sleep", "600"])
+        child.sock = None
+        return child
+    mine, theirs = socket.socketpair()
+    with mine, theirs:
+        child = subprocess.Popen(
+            [sys.executable, "-c", CHILD, addr, str(theirs.fileno())],
+            pass_fds=[theirs.fileno()])
+        mine.settimeout(10)
+        _, fds, _, _ = socket.recv_fds(mine, 1, 1)
+    child.sock = socket.socket(fileno=fds[0])
+    child.sock.settimeout(10)
+    return child
 
 
 class CountWatch:

@@ -15,7 +15,7 @@ from test_coordinator import COMMAND, coord, env  # noqa: F401 (fixtures)
 @pytest.mark.time_limit(60)
 def test_checkpoint_everyone_left_fails(env, coord):  # noqa: F811
     c = coord()
-    child = start_child()
+    child = start_child(c.addr)
     try:
         fake = VanishingFake(c.addr, 4711, child, program="leaver")
         t0 = time.monotonic()

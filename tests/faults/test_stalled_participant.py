@@ -33,11 +33,12 @@ def checkpoint_with_stalled(session, p, behaviour, phase, bound,
     """With local, the fake speaks for a process on this host (a sleeping
     child, which writes nothing), so the coordinator can watch its
     progress; else for one on another host."""
-    child = start_child()
+    child = start_child(session.coord if local else None)
     watch = CountWatch(p)
     fake = SilentFake(session.coord, 9001, program="stuckfake",
                       behaviour=behaviour,
                       real_pid=child.pid if local else None,
+                      sock=child.sock,
                       hostname=os.uname().nodename.encode() if local
                       else b"otherhost")
     try:

@@ -140,6 +140,18 @@ class Conn:
     def close(self):
         self.sock.close()
 
+    # the socket's other calls (settimeout, shutdown, fileno), and `with`
+    def __getattr__(self, name):
+        if name == "sock":
+            raise AttributeError(name)
+        return getattr(self.sock, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
 
 def hello(vpid=1, generation=0, flags=HELLO_F_RESUME_BARRIER, secret=b""):
     return HELLO.pack(os.getpid(), vpid, 1, flags, generation, b"fakeapp",

@@ -9,6 +9,7 @@ import os
 import signal
 import socket
 import subprocess
+import threading
 import time
 
 import pytest
@@ -17,6 +18,37 @@ from ckpt_harness import app
 from test_coordinator import (COMMAND, FakeProcess, env, free_port,  # noqa: F401
                               run, wait_for)
 from hostile_peers import LimitedCoordinator
+import ckpt_wire as w
+
+
+class AuthenticatedLiar:
+    """A client over TCP that knows the secret (so it is let in) and
+    claims another process's pid in its HELLO."""
+
+    def __init__(self, addr, secret, real_pid):
+        self.killed = threading.Event()
+        self.conn = w.Conn(w.connect_tcp(addr))
+        self.conn.client_handshake(secret)
+        hello = w.HELLO.pack(real_pid, 5, 1, w.HELLO_F_RESUME_BARRIER, 0,
+                             b"liar", b"uid-5",
+                             socket.gethostname().encode(), b"", b"", 0)
+        self.conn.send(w.MSG_HELLO, hello)
+        assert self.conn.recv()[0] == w.MSG_WELCOME
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        try:
+            while self.conn.recv()[0] != w.MSG_DO_KILL:
+                pass
+            self.killed.set()
+            self.conn.sock.shutdown(socket.SHUT_RDWR)  # "exits"
+        except (OSError, AssertionError):
+            pass
+
+    def close(self):
+        self.conn.close()
+        self.thread.join(10)
 
 
 @pytest.fixture
@@ -37,16 +69,16 @@ def test_kill_spares_a_claimed_pid(env, bystander, transport):
     c = LimitedCoordinator(addr, env, os.path.join(env["TESTDIR"], "c.log"))
     liar = None
     try:
-        secret = b""
         if transport == "tcp":
-            with open(os.path.join(env["HOME"], ".ckpt", "secret")) as f:
-                secret = f.read().strip().encode()
-        liar = FakeProcess(addr, 5, program="liar", secret=secret,
-                           hostname=socket.gethostname().encode(),
-                           real_pid=bystander.pid)
+            liar = AuthenticatedLiar(addr, w.read_secret(env["HOME"]),
+                                     bystander.pid)
+        else:
+            liar = FakeProcess(addr, 5, program="liar",
+                               hostname=socket.gethostname().encode(),
+                               real_pid=bystander.pid)
         r = run([COMMAND, "--kill"], env=e)
         assert r.returncode == 0, r.stderr
-        assert liar.killed.is_set(), "the client got no DO_KILL"
+        assert liar.killed.wait(10), "the client got no DO_KILL"
         time.sleep(0.5)
         assert bystander.poll() is None, (
             "--kill killed pid %d, which a client only claimed"
