@@ -21,7 +21,9 @@ FUZZ_TARGETS += coord_msg
 FUZZ_SRCS_coord_msg := coordinator/conn.c coordinator/listener.c \
 	coordinator/checkpoint_round.c coordinator/commands.c \
 	coordinator/round_members.c coordinator/conn_guard.c \
-	coordinator/peer_pid.c coordinator/sanitize.c $(CLIENT_SRCS)
+	coordinator/peer_pid.c coordinator/sanitize.c \
+	coordinator/round_timeouts.c coordinator/auth_handshake.c \
+	$(CLIENT_SRCS)
 
 $(FUZZ_DIR)/fuzz_coord_msg: tests/fuzz/fuzz_coord_msg.c \
 		$(FUZZ_SRCS_coord_msg) coordinator/coordinator.c \

@@ -7,8 +7,9 @@
  * Input: records of [conn index (1 byte, mod FUZZ_CONNS)] [length (2
  * bytes, little-endian)] [bytes]; each record's bytes arrive on that
  * connection and are handled as the coordinator handles a read. The first
- * byte of the input picks the transport (bit 0: TCP, where the secret
- * is checked). tests/fuzz/coord_msg_seeds.c writes real messages in this
+ * byte of the input picks the transport (bit 0: TCP, where a peer must
+ * pass the handshake of coordinator/auth_handshake.c first; random bytes
+ * do not, so TCP inputs fuzz the handshake). tests/fuzz/coord_msg_seeds.c writes real messages in this
  * form as the seed corpus.
  *
  * What would touch the machine is not linked: the images of processes
