@@ -166,15 +166,6 @@ void guard_check_timeouts(struct coordinator *co)
 	coord_log_tick();
 }
 
-static int64_t earlier(int64_t a, int64_t b)
-{
-	if (!a)
-		return b;
-	if (!b)
-		return a;
-	return a < b ? a : b;
-}
-
 int64_t guard_next_deadline(struct coordinator *co)
 {
 	int64_t d = co->accept_paused_until;
@@ -183,9 +174,9 @@ int64_t guard_next_deadline(struct coordinator *co)
 		struct conn *c = co->conns[i];
 
 		if (unauthenticated(c))
-			d = earlier(d, c->first_msg_deadline);
+			d = deadline_earlier(d, c->first_msg_deadline);
 		else if (idle_command(c))
-			d = earlier(d, c->last_msg_ms +
+			d = deadline_earlier(d, c->last_msg_ms +
 					COORD_CMD_IDLE_TIMEOUT_MS);
 	}
 	return d;

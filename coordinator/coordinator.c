@@ -286,27 +286,18 @@ static void run_timers(struct coordinator *co)
 	kill_check(co);
 }
 
-static int64_t min_deadline(int64_t a, int64_t b)
-{
-	if (!a)
-		return b;
-	if (!b)
-		return a;
-	return a < b ? a : b;
-}
-
 static int64_t next_deadline(struct coordinator *co)
 {
 	int64_t d = round_next_deadline(co);
 
-	d = min_deadline(d, guard_next_deadline(co));
+	d = deadline_earlier(d, guard_next_deadline(co));
 	if (!co->round.active)
-		d = min_deadline(d, co->next_interval_ms);
-	d = min_deadline(d, co->kill_deadline);
+		d = deadline_earlier(d, co->next_interval_ms);
+	d = deadline_earlier(d, co->kill_deadline);
 	if (!co->daemon && !co->ever_had_process)
-		d = min_deadline(d, co->started_ms + COORD_IDLE_EXIT_MS);
+		d = deadline_earlier(d, co->started_ms + COORD_IDLE_EXIT_MS);
 	if (!co->daemon && co->empty_since_ms)
-		d = min_deadline(d, co->empty_since_ms + COORD_LINGER_MS);
+		d = deadline_earlier(d, co->empty_since_ms + COORD_LINGER_MS);
 	return d;
 }
 

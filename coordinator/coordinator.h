@@ -241,6 +241,16 @@ void write_restart_scripts(struct coordinator *co, const char *paths,
 /* coordinator.c */
 int64_t now_ms(void);
 
+/* The earlier of two deadlines (ms, now_ms() clock), 0 meaning none. */
+static inline int64_t deadline_earlier(int64_t a, int64_t b)
+{
+	if (!a)
+		return b;
+	if (!b)
+		return a;
+	return a < b ? a : b;
+}
+
 /* coord_log.c: sanitized, deduplicated, rate-limited and bounded */
 void coord_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Write a pending "last message repeated" note when due. */

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from test_coordinator import COORDINATOR, connect, wait_for
+from test_coordinator import Coordinator
 
 ATTACKER = r'''
 import os, resource, select, socket, sys, time
@@ -54,29 +54,18 @@ print(made, flush=True)
 '''
 
 
-class LimitedCoordinator:
+class LimitedCoordinator(Coordinator):
     """ckpt_coordinator with RLIMIT_NOFILE `nofile` and its log in a file."""
 
     def __init__(self, addr, env, log, nofile=None, extra_env=None):
-        self.addr, self.log = addr, log
         e = dict(env)
         e.update(extra_env or {})
 
         def limit():
             if nofile:
                 resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
-        self.proc = subprocess.Popen(
-            [COORDINATOR, "--coord", addr], env=e,
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=open(log, "w"), preexec_fn=limit)
-        assert wait_for(self.answers, 10), "coordinator did not start"
-
-    def answers(self):
-        try:
-            connect(self.addr, 1).close()
-            return True
-        except OSError:
-            return False
+        super().__init__(addr, e, log=log, start_timeout=10,
+                         preexec_fn=limit)
 
     def logtext(self):
         with open(self.log, errors="replace") as f:

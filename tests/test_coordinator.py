@@ -34,27 +34,22 @@ pytestmark = pytest.mark.skipif(
 
 # --- the protocol, as in include/ckpt/protocol.h -------------------------
 
-MAGIC = 0x434B5054
-VERSION = 1
-HEADER = struct.Struct("<IHHII")
-HELLO = struct.Struct("<iiiIQ64s64s64s33s7s")
-WELCOME = struct.Struct("<QII")
-DO_CHECKPOINT = struct.Struct("<Q4096s")
-RESULT = struct.Struct("<QiI4096s512s")
-CMD = struct.Struct("<II33s7s")
-CMD_REPLY = struct.Struct("<iI")
+# the framing and the structs version 2 shares with version 1 (what a
+# libckpt of either speaks on a Unix socket): tests/security/ckpt_wire.py
+from ckpt_wire import (MAGIC, HEADER, WELCOME, DO_CHECKPOINT,  # noqa: E402
+                       RESULT, CMD, CMD_REPLY, MSG_HELLO, MSG_SUSPENDED,
+                       MSG_WRITTEN, MSG_DURABLE, MSG_FAILED, MSG_SYNCED,
+                       MSG_UNRESTORED, MSG_WELCOME, MSG_DO_SUSPEND,
+                       MSG_DO_WRITE, MSG_DO_ABORT, MSG_DO_KILL,
+                       MSG_DO_COMMIT, MSG_DO_RESUME, MSG_CMD, MSG_CMD_REPLY,
+                       CMD_CHECKPOINT, CMD_STATUS, CMD_LIST, CMD_INTERVAL,
+                       CMD_KILL, CMD_QUIT, HELLO_F_RESUME_BARRIER)
 
-MSG_HELLO, MSG_SUSPENDED, MSG_WRITTEN, MSG_DURABLE, MSG_FAILED = 1, 2, 3, 4, 5
-MSG_SYNCED = 6
-MSG_WELCOME, MSG_DO_SUSPEND, MSG_DO_WRITE, MSG_DO_ABORT, MSG_DO_KILL = \
-    16, 17, 18, 19, 20
-MSG_DO_COMMIT, MSG_DO_RESUME = 21, 22
-MSG_CMD, MSG_CMD_REPLY = 32, 33
-CMD_CHECKPOINT, CMD_STATUS, CMD_LIST, CMD_INTERVAL, CMD_KILL, CMD_QUIT = \
-    1, 2, 3, 4, 5, 6
-HELLO_F_RESTARTED, HELLO_F_ACCEL, HELLO_F_RESUME_BARRIER = 1, 2, 4
+VERSION = 1     # these fakes speak version 1: no computation id in HELLO
+HELLO = struct.Struct("<iiiIQ64s64s64s33s7s")
+HELLO_F_RESTARTED, HELLO_F_ACCEL = 1, 2
 HELLO_F_IMAGE_GENERATION = 8
-MSG_UNRESTORED, WELCOME_F_UNRESTORED = 7, 1
+WELCOME_F_UNRESTORED = 1
 
 TIMEOUT = 10.0
 
@@ -287,14 +282,17 @@ def run(args, env=None, timeout=60, **kw):
 
 
 class Coordinator:
-    def __init__(self, addr, env, args=(), log=None):
+    def __init__(self, addr, env, args=(), log=None, start_timeout=5,
+                 **popen_kw):
         self.addr = addr
         self.log = log
         self.proc = subprocess.Popen(
             [COORDINATOR, "--coord", addr, *args], env=env,
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=open(log, "w") if log else subprocess.DEVNULL)
-        assert wait_for(self.answers, 5), "coordinator did not start"
+            stderr=open(log, "w") if log else subprocess.DEVNULL,
+            **popen_kw)
+        assert wait_for(self.answers, start_timeout), \
+            "coordinator did not start"
 
     def answers(self):
         try:

@@ -464,8 +464,12 @@ def test_hello_generation_beyond_bound_is_rejected(session):
         with pytest.raises(ConnectionResetError):
             c.recv()
         c.close()
-    assert "checkpoint generation 18446744073709551615 is beyond" in \
-        coord.stderr_text()
+    # stderr is read by a thread: give the line a moment to arrive
+    want = "checkpoint generation 18446744073709551615 is beyond"
+    deadline = time.monotonic() + 10
+    while want not in coord.stderr_text() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert want in coord.stderr_text()
     # a real process joins; the numbering did not move
     p = s.launch([app("counter"), "100000", "50"])
     p.wait_line(r"^count (\d+)", minimum=3)
