@@ -141,11 +141,13 @@ static int check_trust(const struct ckpt_image *img, int trust_image)
 	char why[1024], caller[300];
 	int err = image_trust_check(img->fd, why, sizeof(why));
 
+	if (err && err != -EPERM)
+		fprintf(stderr, "ckpt_restart: %s: %s\n", img->path, why);
 	if (err != -EPERM)
-		goto out;
+		return err;
 	image_trust_caller(caller, sizeof(caller));
 	if (trust_image) {
-		fprintf(stderr, "ckpt_restart: warning: %s: %s; restarting it "
+		fprintf(stderr, "ckpt_restart: %s: warning: %s; restarting it "
 			"anyway (--trust-image), as you (%s): restart never "
 			"changes uid or gid\n", img->path, why, caller);
 		return 0;
@@ -154,10 +156,6 @@ static int check_trust(const struct ckpt_image *img, int trust_image)
 		"image is code: it would run as you (%s). If you trust its "
 		"owner and everyone who could write it, use ckpt_restart "
 		"--trust-image\n", img->path, why, caller);
-	return err;
-out:
-	if (err)
-		fprintf(stderr, "ckpt_restart: %s: %s\n", img->path, why);
 	return err;
 }
 

@@ -18,14 +18,14 @@ static const char *user_name(uid_t uid)
 {
 	struct passwd *pw = getpwuid(uid);
 
-	return pw ? pw->pw_name : "no such user";
+	return pw ? pw->pw_name : "an unknown user";
 }
 
 static const char *group_name(gid_t gid)
 {
 	struct group *gr = getgrgid(gid);
 
-	return gr ? gr->gr_name : "no such group";
+	return gr ? gr->gr_name : "an unknown group";
 }
 
 void image_trust_caller(char *buf, size_t len)

@@ -31,10 +31,10 @@ static void describe_bits(const struct stat *st, int setuid, int setgid,
 
 	if (setuid)
 		snprintf(u, sizeof(u), "set-user-ID %s (uid %u)",
-			 pw ? pw->pw_name : "?", (unsigned)st->st_uid);
+			 pw ? pw->pw_name : "an unknown user", (unsigned)st->st_uid);
 	if (setgid)
 		snprintf(g, sizeof(g), "set-group-ID %s (gid %u)",
-			 gr ? gr->gr_name : "?", (unsigned)st->st_gid);
+			 gr ? gr->gr_name : "an unknown group", (unsigned)st->st_gid);
 	snprintf(buf, len, "%s%s%s%s", u[0] || g[0] ? "is " : "", u,
 		 u[0] && g[0] ? " and " : "", g);
 }
