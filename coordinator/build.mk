@@ -26,6 +26,7 @@ $(BIN)/ckpt_command: $(OBJ)/app/coordinator/ckpt_command.c.o \
 	$(CC) $(LDFLAGS) -o $@ $^
 
 $(BIN)/ckpt_launch: $(OBJ)/app/libckpt-preload/launch/ckpt_launch.c.o \
+		$(OBJ)/app/libckpt-preload/launch/setid_exec.c.o \
 		$(COORD_TOOL_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^

@@ -4,12 +4,14 @@
  * threads, fds) and verify every checksum. Exit 1 if the image is corrupt;
  * whether this machine could restart it is only reported.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
 #include "image_check.h"
+#include "image_trust.h"
 
 /* The saved command line, its strings joined by spaces (validated:
  * NUL-terminated inside the string table). */
@@ -270,6 +272,17 @@ static void print_host_notes(struct ckpt_image *img)
 		       "old vdso entry points to this kernel's vdso\n");
 }
 
+/* Reading an image is not running it: another user's image is inspected,
+ * with a note that ckpt_restart would refuse it. */
+static void print_trust_note(const struct ckpt_image *img)
+{
+	char why[1024];
+
+	if (image_trust_check(img->fd, why, sizeof(why)) == -EPERM)
+		printf("note: ckpt_restart refuses to run it without "
+		       "--trust-image: it is %s\n", why);
+}
+
 int main(int argc, char **argv)
 {
 	struct ckpt_image img;
@@ -304,6 +317,7 @@ int main(int argc, char **argv)
 	}
 	printf("\nall checksums verified\n");
 	print_host_notes(&img);
+	print_trust_note(&img);
 	image_close(&img);
 	return 0;
 }

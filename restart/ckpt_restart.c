@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * ckpt_restart [--coord ADDR] [--ckptdir DIR] [--cpu-compat] IMAGE...
+ * ckpt_restart [--coord ADDR] [--ckptdir DIR] [--cpu-compat] [--trust-image]
+ *              IMAGE...
  *
- * Validate every image completely, make sure a coordinator runs, then exec
+ * Validate every image completely (and that it is the caller's own:
+ * image_trust.c), make sure a coordinator runs, then exec
  * the freestanding loader for each image: in place for one image (the
  * restarted program keeps our pid slot, terminal and stdio, and our caller
  * can wait for it); several images (or pipes to hand over) go through
@@ -19,6 +21,7 @@
 #include <unistd.h>
 #include "ckpt/coord_client.h"
 #include "image_check.h"
+#include "image_trust.h"
 #include "loader_exec.h"
 #include "process_tree.h"
 
@@ -28,6 +31,7 @@ struct options {
 	const char *coord;
 	const char *ckpt_dir;
 	unsigned check_flags;		/* IMAGE_CPU_COMPAT */
+	int trust_image;		/* --trust-image */
 	char **images;
 	int nimages;
 };
@@ -36,7 +40,7 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: ckpt_restart [--coord ADDR] [--ckptdir DIR] "
-		"[--cpu-compat] IMAGE...\n"
+		"[--cpu-compat] [--trust-image] IMAGE...\n"
 		"Restart checkpointed processes from their images.\n\n"
 		"  --coord ADDR    coordinator to join (/path or HOST:PORT);\n"
 		"                  default $CKPT_COORD or the per-user socket;\n"
@@ -50,6 +54,11 @@ static void usage(FILE *out)
 		"                  with GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX512F,\n"
 		"                  -AVX512VL,-AVX512BW,-AVX512DQ,-AVX512CD,\n"
 		"                  -AVX512ER,-AVX512PF)\n"
+		"  --trust-image   restart an image that is not your own file,\n"
+		"                  or that its group or other users may write:\n"
+		"                  an image is code, and it runs as you (restart\n"
+		"                  never changes uid or gid); give it only if\n"
+		"                  you trust everyone who could have written it\n"
 		"  --help          show this help\n"
 		"  --version       show the version\n\n"
 		"The images of one checkpoint come back as the process tree\n"
@@ -65,6 +74,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{ "coord", required_argument, NULL, 'c' },
 		{ "ckptdir", required_argument, NULL, 'd' },
 		{ "cpu-compat", no_argument, NULL, 'C' },
+		{ "trust-image", no_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -81,6 +91,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 			break;
 		case 'C':
 			o->check_flags |= IMAGE_CPU_COMPAT;
+			break;
+		case 'T':
+			o->trust_image = 1;
 			break;
 		case 'h':
 			usage(stdout);
@@ -120,15 +133,45 @@ static int absolute_path(const char *path, char *out, size_t len)
 	return 0;
 }
 
+/* Before anything is done on its behalf (files put back, a coordinator
+ * joined, its code run): an image someone else could have written runs
+ * only with --trust-image, and then as us all the same. */
+static int check_trust(const struct ckpt_image *img, int trust_image)
+{
+	char why[1024], caller[300];
+	int err = image_trust_check(img->fd, why, sizeof(why));
+
+	if (err && err != -EPERM)
+		fprintf(stderr, "ckpt_restart: %s: %s\n", img->path, why);
+	if (err != -EPERM)
+		return err;
+	image_trust_caller(caller, sizeof(caller));
+	if (trust_image) {
+		fprintf(stderr, "ckpt_restart: %s: warning: %s; restarting it "
+			"anyway (--trust-image), as you (%s): restart never "
+			"changes uid or gid\n", img->path, why, caller);
+		return 0;
+	}
+	fprintf(stderr, "ckpt_restart: %s: refusing to restart it: %s. An "
+		"image is code: it would run as you (%s). If you trust its "
+		"owner and everyone who could write it, use ckpt_restart "
+		"--trust-image\n", img->path, why, caller);
+	return err;
+}
+
 static int validate_image(struct ckpt_image *img, const char *path,
-			  unsigned check_flags)
+			  const struct options *o)
 {
 	int err;
 
 	/* Not close-on-exec: the loader reads the memory data from it. */
 	err = image_open(img, path, 0);
-	if (!err)
-		err = image_check_host(img, check_flags);
+	if (!err) {
+		err = check_trust(img, o->trust_image);
+		if (err)
+			return err;
+		err = image_check_host(img, o->check_flags);
+	}
 	if (err)
 		fprintf(stderr, "ckpt_restart: %s: %s\n", path, img->err);
 	else if (img->warning[0])
@@ -293,7 +336,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	for (i = 0; i < o.nimages; i++)
-		if (validate_image(&imgs[i], o.images[i], o.check_flags))
+		if (validate_image(&imgs[i], o.images[i], &o))
 			failed = 1;
 	if (failed)
 		return 1;

@@ -18,6 +18,7 @@
 #include "ckpt/coord_client.h"
 #include "../../coordinator/client_internal.h"
 #include "../../coordinator/tool_common.h"
+#include "setid_exec.h"
 
 #define COORD_TIMEOUT_MS	10000
 
@@ -236,16 +237,12 @@ static int elf_has_interp(const char *path)
  * told that they will not be checkpointed. */
 static void warn_if_not_preloadable(const char *path)
 {
-	struct stat st;
-
 	if (elf_has_interp(path) == 0)
 		fprintf(stderr, "ckpt_launch: warning: %s is statically linked;"
 			" libckpt.so cannot be preloaded into it, so it runs "
 			"without checkpoints\n", path);
-	else if (stat(path, &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID)))
-		fprintf(stderr, "ckpt_launch: warning: %s is set-user/group-"
-			"ID; the dynamic loader ignores LD_PRELOAD for it, so "
-			"it runs without checkpoints\n", path);
+	else
+		setid_exec_warn(path);
 }
 
 static int resolve_ckptdir(struct launch *l)
