@@ -155,7 +155,7 @@ def test_unrestorable_epoll_entries_are_named(session):
              "that fd is closed, the file registered stays open at "
              "another")):
         rx = re.compile(prefix + re.escape(
-            "fd %d: an epoll instance: its entry for fd %d (events 0x1, "
+            "fd %d: an epoll instance: its entry for fd %d (events 0x19, "
             "data %#x): %s; a restart leaves the entry out" % (
                 fds["epoll"], fd, data, why)) + "$")
         assert len([l for l in err if rx.search(l)]) == 1, (
