@@ -375,17 +375,19 @@ static int epoll_restore(const struct event_fd *e)
 
 static const struct event_fd_ops {
 	const char *link;		/* its /proc/self/fd link */
+	const char *name;		/* what it is, for messages */
 	int kind;
 	int (*save)(struct event_fd *e);
 	int (*restore)(const struct event_fd *e);	/* new fd or -errno */
 } kinds[] = {
-	{ "anon_inode:[eventfd]", CKPT_FD_EVENTFD, eventfd_save,
-	  eventfd_restore },
-	{ "anon_inode:[timerfd]", CKPT_FD_TIMERFD, timerfd_save,
-	  timerfd_restore },
-	{ "anon_inode:[signalfd]", CKPT_FD_SIGNALFD, signalfd_save,
-	  signalfd_restore },
-	{ "anon_inode:[eventpoll]", CKPT_FD_EPOLL, epoll_save, epoll_restore },
+	{ "anon_inode:[eventfd]", "an eventfd", CKPT_FD_EVENTFD,
+	  eventfd_save, eventfd_restore },
+	{ "anon_inode:[timerfd]", "a timerfd", CKPT_FD_TIMERFD,
+	  timerfd_save, timerfd_restore },
+	{ "anon_inode:[signalfd]", "a signalfd", CKPT_FD_SIGNALFD,
+	  signalfd_save, signalfd_restore },
+	{ "anon_inode:[eventpoll]", "an epoll instance", CKPT_FD_EPOLL,
+	  epoll_save, epoll_restore },
 };
 
 static const struct event_fd_ops *ops_of(int kind)
@@ -411,6 +413,13 @@ int event_fds_kind(const char *link)
 		if (!strcmp(link, kinds[i].link))
 			return kinds[i].kind;
 	return 0;
+}
+
+const char *event_fds_name(int kind)
+{
+	const struct event_fd_ops *ops = ops_of(kind);
+
+	return ops ? ops->name : "an event fd";
 }
 
 void event_fds_begin(void)

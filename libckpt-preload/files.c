@@ -120,9 +120,11 @@ static int is_event_fd(int kind)
 	       kind == CKPT_FD_SIGNALFD || kind == CKPT_FD_EPOLL;
 }
 
-/* An event fd whose state cannot be read is replaced by /dev/null. */
+/* An event fd whose state cannot be read is replaced by /dev/null. One
+ * inherited from the parent is made again in each process: said. */
 static void save_event_fd(struct saved_fd *s, const char *path)
 {
+	pid_t ppid = syscall(SYS_getppid);
 	int r = event_fds_save(s->fd, s->kind);
 
 	if (r < 0) {
@@ -130,7 +132,14 @@ static void save_event_fd(struct saved_fd *s, const char *path)
 			 "puts /dev/null in its place", s->fd, path,
 			 strerror(-r));
 		s->kind = CKPT_FD_UNSUPPORTED;
+		return;
 	}
+	if (ppid > 1 && syscall(SYS_kcmp, ckpt_real_getpid(), ppid, KCMP_FILE,
+				s->fd, s->fd) == 0)
+		unrestored_add("fd %d: %s (%s): shared with the parent process "
+			       "(vpid %d): a restart gives each process its own "
+			       "copy", s->fd, event_fds_name(s->kind), path,
+			       ckpt.vppid);
 }
 
 static int save_one_fd(int fd, pid_t pid)

@@ -156,6 +156,7 @@ int sockets_describe(int fd, char *out, size_t len);
 
 /* event_fds.c: eventfd, timerfd, signalfd, epoll (for files.c) */
 int event_fds_kind(const char *link);
+const char *event_fds_name(int kind);
 void event_fds_begin(void);
 int event_fds_save(int fd, int kind);
 void event_fds_check_interest(pid_t pid, int (*saved_kind)(int fd));

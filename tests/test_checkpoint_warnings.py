@@ -55,11 +55,19 @@ def test_unrestored_fds_are_named_at_checkpoint(session):
             "a UDP socket on 127.0.0.1:%d" % uport)))
         assert_one_match(err, warning_rx(pid, tcp, re.escape(
             "a TCP socket listening on 127.0.0.1:%d" % tport)))
-    # epoll, eventfd and timerfd are restored (test_event_fds.py)
-    for pid, fd in ((p.pid, ep), (p.pid, ev), (cpid, ep), (cpid, ev),
-                    (cpid, tfd), (p.pid, tfd)):
+    # epoll, eventfd and timerfd are restored (test_event_fds.py); the
+    # child's epoll and eventfd are its parent's: each gets its own copy
+    for pid, fd in ((p.pid, ep), (p.pid, ev), (cpid, tfd), (p.pid, tfd)):
         assert not [l for l in err if re.search(r"\(vpid %d, .*: fd %d: " % (
             pid, fd), l)], err
+    for fd, what in ((ep, "an epoll instance (anon_inode:[eventpoll])"),
+                     (ev, "an eventfd (anon_inode:[eventfd])")):
+        assert_one_match(err, re.compile(
+            r"^warning: event_fds \(vpid %d, pid \d+, host [^)]*\): "
+            % cpid + re.escape(
+                "fd %d: %s: shared with the parent process (vpid %d): a "
+                "restart gives each process its own copy" % (fd, what,
+                                                            p.pid)) + "$"))
     parent_img = [i for i in images if "-%d-" % p.pid in i]
     assert len(parent_img) == 1, images
     shown = s.inspect(parent_img[0])

@@ -5,7 +5,8 @@ checkpointed mid-run, killed and restarted goes on where it was: the
 eventfd sums not yet read are read, EFD_SEMAPHORE still gives 1 per read,
 the periodic timer keeps its period and its ticks count on, an expired
 one-shot timer's expiration and a CLOCK_REALTIME absolute deadline are
-kept, a signal sent to the restarted process comes through the signalfd,
+kept, a signal pending at the checkpoint and one sent to the restarted
+process come through their signalfds,
 each event reaches its handler by its 64-bit epoll data, and an
 EPOLLONESHOT entry that fired stays disabled. Nothing is said unrestored.
 Epoll entries a restart cannot bring back are named at the checkpoint."""
@@ -24,14 +25,14 @@ PERIOD_MS = 50
 TICK = r"^tick (\d+)$"
 FDS = re.compile(r"^fds epoll (\d+) timerfd (\d+) eventfd (\d+) signalfd "
                  r"(\d+) pipe (\d+) (\d+) hold (\d+) sem (\d+) once (\d+) "
-                 r"wall (\d+)$")
+                 r"wall (\d+) usr2 (\d+)$")
 RESULT = re.compile(r"^result (.*)$")
 
 
 def fds_of(p):
     m = p.wait_line(FDS.pattern)
     names = ("epoll", "timerfd", "eventfd", "signalfd", "pipe_r", "pipe_w",
-             "hold", "sem", "once", "wall")
+             "hold", "sem", "once", "wall", "usr2")
     return dict(zip(names, (int(x) for x in m.groups())))
 
 
@@ -121,6 +122,7 @@ def test_event_loop_continues_after_restart(session):
     # the one-shot expiration, the pipe bytes and its own signals
     assert res["ticks"] == TICKS and res["sem_reads"] == TICKS, res
     assert res["hold"] == 777 and res["once"] == 1, res
+    assert res["usr2"] == 4242, res
     assert res["external_signals"] == 1, res
     assert res["interval_ms"] == PERIOD_MS, res
     assert 3000 < res["wall_left"] <= 3600, res
@@ -174,3 +176,21 @@ def test_unrestorable_epoll_entries_are_named(session):
         "exit %d, last lines %r, stderr:\n%s" % (rc, lines[-5:],
                                                 r.stderr_text()))
     assert_resumed(before, numbers(lines, TICK), TICK, TICKS, seen)
+
+
+@pytest.mark.time_limit(300)
+def test_checkpoints_leave_the_event_loop_undisturbed(session):
+    """Reading the state takes nothing out: no tick, sum or signal lost."""
+    s = session
+    p = s.launch([app("eventloop"), "80", "30"])
+    for at in (10, 25, 40):
+        p.wait_line(TICK, minimum=at)
+        s.checkpoint()
+    rc = p.wait_exit()
+    lines = p.lines()
+    assert rc == 0 and lines[-1] == "OK eventloop", (
+        "exit %d, last lines %r, stderr:\n%s" % (rc, lines[-5:],
+                                                p.stderr_text()))
+    assert numbers(lines, TICK) == list(range(1, 81))
+    res = result_of(lines)
+    assert (res["hold_events"], res["usr2"], res["once"]) == (1, 4242, 1), res

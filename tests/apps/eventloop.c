@@ -13,7 +13,8 @@
  *     the end: its one event comes before the first tick ("hold ready").
  * Outside the epoll: a semaphore eventfd (EFD_SEMAPHORE, TICKS) read once
  * per tick, a one-shot timerfd that expired at once and a CLOCK_REALTIME
- * TFD_TIMER_ABSTIME timerfd an hour ahead, both read at the end.
+ * TFD_TIMER_ABSTIME timerfd an hour ahead, both read at the end, and a
+ * signalfd for SIGUSR2 (blocked), queued once (4242), read at the end.
  * At the end: "result ..." and "OK eventloop"; a wrong value: "FAIL ...".
  * eventloop TICKS PERIOD_MS odd: also two epoll entries a restart cannot
  * bring back: an inotify instance, and an eventfd registered at a number
@@ -34,7 +35,7 @@
 #define D_PIPE	0x9100000000000004ULL
 #define D_HOLD	0xe3e3000000000005ULL
 
-static int ep, tfd, efd, sfd, pipefd[2], hold, sem, once, wall;
+static int ep, tfd, efd, sfd, pipefd[2], hold, sem, once, wall, usr2fd;
 static unsigned long ticks, want_ticks, period_ms;
 static unsigned long long efd_sum, efd_written, pipe_bytes, sem_reads;
 static unsigned long self_signals, external_signals, hold_events;
@@ -76,13 +77,21 @@ static void odd_entries(void)
 static void setup(void)
 {
 	struct timespec now;
-	sigset_t usr1;
+	sigset_t usr1, usr2;
 	uint64_t v = 777;
 
 	sigemptyset(&usr1);
 	sigaddset(&usr1, SIGUSR1);
-	if (sigprocmask(SIG_BLOCK, &usr1, NULL) < 0)
+	sigemptyset(&usr2);
+	sigaddset(&usr2, SIGUSR2);
+	if (sigprocmask(SIG_BLOCK, &usr1, NULL) < 0 ||
+	    sigprocmask(SIG_BLOCK, &usr2, NULL) < 0)
 		die("eventloop", "sigprocmask: %s", strerror(errno));
+	usr2fd = signalfd(-1, &usr2, SFD_NONBLOCK);
+	if (usr2fd < 0 ||
+	    sigqueue(getpid(), SIGUSR2, (union sigval){ .sival_int = 4242 }))
+		die("eventloop", "signalfd/sigqueue SIGUSR2: %s",
+		    strerror(errno));
 	ep = epoll_create1(EPOLL_CLOEXEC);
 	tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK);
 	efd = eventfd(0, EFD_NONBLOCK);
@@ -106,8 +115,8 @@ static void setup(void)
 	arm(wall, TFD_TIMER_ABSTIME, now.tv_sec + 3600, 0, 0);
 	arm(tfd, 0, 0, (long)period_ms, (long)period_ms);
 	say("fds epoll %d timerfd %d eventfd %d signalfd %d pipe %d %d hold %d "
-	    "sem %d once %d wall %d", ep, tfd, efd, sfd, pipefd[0], pipefd[1],
-	    hold, sem, once, wall);
+	    "sem %d once %d wall %d usr2 %d", ep, tfd, efd, sfd, pipefd[0],
+	    pipefd[1], hold, sem, once, wall, usr2fd);
 }
 
 static uint64_t read_u64(int fd, const char *what)
@@ -205,9 +214,21 @@ static void dispatch(uint64_t data)
 	}
 }
 
+/* The SIGUSR2 queued at the start, pending all along. */
+static int pending_usr2(void)
+{
+	struct signalfd_siginfo si;
+
+	if (read(usr2fd, &si, sizeof(si)) != sizeof(si))
+		return -errno;
+	expect_eq("eventloop", "usr2 signo", si.ssi_signo, SIGUSR2);
+	return si.ssi_int;
+}
+
 static void finish(void)
 {
 	struct itimerspec cur;
+	int usr2 = pending_usr2();
 	uint64_t held = read_u64(hold, "hold"), expired = 0, left;
 	int fl = fcntl(once, F_GETFL);
 
@@ -226,15 +247,16 @@ static void finish(void)
 		die("eventloop", "timerfd_gettime: %s", strerror(errno));
 	say("result ticks %lu eventfd_sum %llu written %llu sem_reads %llu "
 	    "hold %llu hold_events %lu once %llu wall_left %llu interval_ms "
-	    "%ld pipe_bytes %llu self_signals %lu external_signals %lu",
+	    "%ld pipe_bytes %llu self_signals %lu external_signals %lu usr2 %d",
 	    ticks, efd_sum, efd_written, sem_reads, (unsigned long long)held,
 	    hold_events, (unsigned long long)expired, (unsigned long long)left,
 	    cur.it_interval.tv_sec * 1000 + cur.it_interval.tv_nsec / 1000000,
-	    pipe_bytes, self_signals, external_signals);
+	    pipe_bytes, self_signals, external_signals, usr2);
 	expect_eq("eventloop", "eventfd sum", (long)efd_sum, (long)efd_written);
 	expect_eq("eventloop", "semaphore reads", (long)sem_reads,
 		  (long)want_ticks);
 	expect_eq("eventloop", "hold", (long)held, 777);
+	expect_eq("eventloop", "pending SIGUSR2 value", usr2, 4242);
 	expect_eq("eventloop", "one-shot timer", (long)expired, 1);
 	expect_eq("eventloop", "pipe bytes", (long)pipe_bytes,
 		  (long)(ticks / 2 * 3));
