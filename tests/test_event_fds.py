@@ -103,6 +103,9 @@ def test_event_loop_continues_after_restart(session):
     for name, kind in (("epoll", "epoll"), ("timerfd", "timerfd"),
                        ("signalfd", "signalfd"), ("sem", "eventfd")):
         assert " %s " % kind in inspect_fd_line(shown, fds[name]), shown
+    assert "(semaphore)" in inspect_fd_line(shown, fds["sem"]), shown
+    assert "(5 targets)" in inspect_fd_line(shown, fds["epoll"]), shown
+    assert "(mask 0x200)" in inspect_fd_line(shown, fds["signalfd"]), shown
 
     t0 = time.monotonic()
     r = s.restart(images)
