@@ -107,6 +107,8 @@ def test_event_loop_continues_after_restart(session):
     assert "(5 targets)" in inspect_fd_line(shown, fds["epoll"]), shown
     assert "(mask 0x200)" in inspect_fd_line(shown, fds["signalfd"]), shown
 
+    # 40 periods pass while the program is down: they do not count
+    time.sleep(2)
     t0 = time.monotonic()
     r = s.restart(images)
     r.wait_line(TICK)
@@ -133,7 +135,8 @@ def test_event_loop_continues_after_restart(session):
     assert res["hold_events"] == 1 and "hold ready" not in lines, res
     assert not [l for l in lines if l.startswith("FAIL")], lines
     # the period goes on: the ticks left take their time (a few may have
-    # been pending at the checkpoint), not all at once
+    # been pending at the checkpoint), not all at once, and the 2 s down
+    # did not count
     left = TICKS - first
     assert elapsed >= (left - 5) * PERIOD_MS / 1000.0, (
         "%d ticks in %.2f s after the restart" % (left, elapsed))
@@ -197,3 +200,28 @@ def test_checkpoints_leave_the_event_loop_undisturbed(session):
     assert numbers(lines, TICK) == list(range(1, 81))
     res = result_of(lines)
     assert (res["hold_events"], res["usr2"], res["once"]) == (1, 4242, 1), res
+
+
+@pytest.mark.time_limit(300)
+def test_realtime_deadline_passed_while_down_fires_once(session):
+    """A CLOCK_REALTIME absolute timer whose deadline passed while the
+    program was not running expires once at the restart, not once per
+    missed period, and its period goes on."""
+    s = session
+    p = s.launch([app("wall_timer"), "4", "300", "4"])
+    deadline = int(p.wait_line(r"^armed (\d+)$").group(1))
+    images = s.checkpoint()
+    assert time.time() < deadline - 1, "the checkpoint came too late"
+    assert not [l for l in p.lines() if l.startswith("read")], p.lines()
+    p.sigkill()
+    p.popen.wait(30)
+    time.sleep(max(0, deadline + 3 - time.time()))   # 10 periods missed
+    r = s.restart(images)
+    rc = r.wait_exit()
+    lines = r.lines()
+    assert rc == 0 and lines[-1] == "OK wall_timer", (
+        "exit %d, last lines %r, stderr:\n%s" % (rc, lines[-5:],
+                                                r.stderr_text()))
+    reads = numbers(lines, r"^read (\d+) ")
+    assert reads[0] == 1, "first read after the restart: %r" % reads
+    assert sum(reads) <= 6, reads
