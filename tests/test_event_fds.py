@@ -225,3 +225,33 @@ def test_realtime_deadline_passed_while_down_fires_once(session):
     reads = numbers(lines, r"^read (\d+) ")
     assert reads[0] == 1, "first read after the restart: %r" % reads
     assert sum(reads) <= 6, reads
+
+
+@pytest.mark.time_limit(300)
+def test_restarted_event_loop_restarts_again(session):
+    """The restored fds are saved like the first ones: a second
+    checkpoint, kill and restart of the restarted loop goes on too."""
+    s = session
+    p = s.launch([app("eventloop"), "120", "30"])
+    p.wait_line(TICK, minimum=20)
+    images = s.checkpoint()
+    p.sigkill()
+    p.popen.wait(30)
+    r1 = s.restart(images)
+    r1.wait_line(TICK, minimum=50)
+    seen = max(numbers(r1.lines(), TICK))
+    cmd = s.command("--checkpoint")
+    assert cmd.returncode == 0 and cmd.stderr.strip() == "", cmd.stderr
+    images = cmd.stdout.split()
+    s.kill_all()
+    r1.popen.wait(30)
+    before = numbers(r1.lines(), TICK)
+    r2 = s.restart(images)
+    rc = r2.wait_exit()
+    lines = r2.lines()
+    assert rc == 0 and lines[-1] == "OK eventloop", (
+        "exit %d, last lines %r, stderr:\n%s" % (rc, lines[-5:],
+                                                r2.stderr_text()))
+    assert_resumed(before, numbers(lines, TICK), TICK, 120, seen)
+    res = result_of(lines)
+    assert (res["hold_events"], res["usr2"], res["once"]) == (1, 4242, 1), res
