@@ -100,6 +100,8 @@ def test_event_loop_continues_after_restart(session):
     # the held eventfd's 777 is in the counter, unread, at the checkpoint
     assert re.search(r" eventfd .* offset 777 anon_inode:\[eventfd\]",
                      inspect_fd_line(shown, fds["hold"])), shown
+    pending = int(re.search(r" offset (\d+) ", inspect_fd_line(
+        shown, fds["timerfd"])).group(1))
     for name, kind in (("epoll", "epoll"), ("timerfd", "timerfd"),
                        ("signalfd", "signalfd"), ("sem", "eventfd")):
         assert " %s " % kind in inspect_fd_line(shown, fds[name]), shown
@@ -134,12 +136,13 @@ def test_event_loop_continues_after_restart(session):
     # EPOLLONESHOT fired before the checkpoint: disabled after it too
     assert res["hold_events"] == 1 and "hold ready" not in lines, res
     assert not [l for l in lines if l.startswith("FAIL")], lines
-    # the period goes on: the ticks left take their time (a few may have
-    # been pending at the checkpoint), not all at once, and the 2 s down
-    # did not count
-    left = TICKS - first
-    assert elapsed >= (left - 5) * PERIOD_MS / 1000.0, (
-        "%d ticks in %.2f s after the restart" % (left, elapsed))
+    # the period goes on: the ticks left take their time, but for those
+    # pending at the checkpoint, not all at once, and the 2 s down did
+    # not count (a timer never fires early: the bound holds under load)
+    left = TICKS - first - pending
+    assert elapsed >= left * PERIOD_MS / 1000.0 * 0.9, (
+        "%d ticks (%d pending) in %.2f s after the restart" % (
+            TICKS - first + 1, pending, elapsed))
     assert "cannot" not in r.stderr_text(), r.stderr_text()
 
 
