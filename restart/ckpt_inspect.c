@@ -177,7 +177,8 @@ static void print_fds(const struct ckpt_image *img)
 		else if (f->kind == CKPT_FD_SIGNALFD)
 			printf(" (mask %#llx)", (unsigned long long)f->offset);
 		else if (f->kind == CKPT_FD_EPOLL)
-			printf(" (%u targets)", f->event_info);
+			printf(" (%u target%s)", f->event_info,
+			       f->event_info == 1 ? "" : "s");
 		else if (f->share & CKPT_FD_SHARE_GROUP)
 			printf(" (shared description %u)",
 			       f->share & ~CKPT_FD_SHARE_GROUP);
