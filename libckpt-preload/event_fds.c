@@ -41,17 +41,17 @@
 
 struct timerfd_state {
 	int clockid;
-	unsigned settime_flags;		/* TFD_TIMER_ABSTIME, ..._CANCEL_ON_SET */
+	unsigned settime_flags;		/* TFD_TIMER_ABSTIME, CANCEL_ON_SET */
 	uint64_t ticks;			/* expirations not yet read */
 	struct itimerspec its;		/* time left, period */
-	int64_t realtime_ns;		/* CLOCK_REALTIME at the checkpoint */
+	int64_t realtime_ns;		/* CLOCK_REALTIME when saved */
 };
 
 struct epoll_target {
 	int fd;
 	uint32_t events;
 	uint64_t data;
-	int dropped;			/* said unrestored at the checkpoint */
+	int dropped;			/* said unrestored when saved */
 };
 
 struct event_fd {

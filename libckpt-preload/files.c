@@ -137,9 +137,9 @@ static void save_event_fd(struct saved_fd *s, const char *path)
 	if (ppid > 1 && syscall(SYS_kcmp, ckpt_real_getpid(), ppid, KCMP_FILE,
 				s->fd, s->fd) == 0)
 		unrestored_add("fd %d: %s (%s): shared with the parent process "
-			       "(vpid %d): a restart gives each process its own "
-			       "copy", s->fd, event_fds_name(s->kind), path,
-			       ckpt.vppid);
+			       "(vpid %d): a restart gives each process its "
+			       "own copy", s->fd, event_fds_name(s->kind),
+			       path, ckpt.vppid);
 }
 
 static int save_one_fd(int fd, pid_t pid)

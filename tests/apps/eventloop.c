@@ -45,7 +45,8 @@ static void watch(int fd, uint32_t events, uint64_t data)
 	struct epoll_event ev = { .events = events, .data.u64 = data };
 
 	if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0)
-		die("eventloop", "epoll_ctl ADD fd %d: %s", fd, strerror(errno));
+		die("eventloop", "epoll_ctl ADD fd %d: %s", fd,
+		    strerror(errno));
 }
 
 static void arm(int fd, int flags, time_t sec, long ms, long period)
