@@ -41,7 +41,7 @@
 
 struct timerfd_state {
 	int clockid;
-	unsigned settime_flags;		/* TFD_TIMER_ABSTIME, CANCEL_ON_SET */
+	unsigned settime_flags;		/* TFD_TIMER_* */
 	uint64_t ticks;			/* expirations not yet read */
 	struct itimerspec its;		/* time left, period */
 	int64_t realtime_ns;		/* CLOCK_REALTIME when saved */
