@@ -577,13 +577,18 @@ static int restore_socket_end(const struct saved_fd *s)
 }
 
 /* Made again with its saved state (event_fds.c), at its number, with its
- * status flags (O_NONBLOCK). */
+ * status flags (O_NONBLOCK); if the kernel refuses (an alarm clock
+ * without CAP_WAKE_ALARM), /dev/null. */
 static int restore_event_fd(const struct saved_fd *s)
 {
 	int r = event_fds_restore(s->fd);
 
-	if (r < 0)
-		return r;
+	if (r < 0) {
+		ckpt_log("fd %d (%s): making it again failed: %s; it is "
+			 "replaced by /dev/null", s->fd, saved_path(s),
+			 strerror(-r));
+		return open_dev_null(s->fd);
+	}
 	r = place_fd(r, s->fd);
 	if (r == 0 && fcntl(s->fd, F_SETFL, s->flags) < 0)
 		r = -errno;
