@@ -406,7 +406,8 @@ void round_on_unrestored(struct coordinator *co, struct conn *c,
 	ckpt_sanitize_in_place(c->proc.unrestored.data, true);
 }
 
-/* "app (vpid 7, pid 42, host h): fd 5: an eventfd ...: why" per line. */
+/* "app (vpid 7, pid 42, host h): fd 5: an inotify instance ...: why"
+ * per line. */
 static void record_unrestored_of(struct coordinator *co, const char *name,
 				 const char *line)
 {

@@ -6,7 +6,9 @@
  * in a new unlinked file; character devices are reopened;
  * terminals and pipes/sockets on 0-2 are taken from the restarting side
  * (ckpt_restart's stdio). Pipes inside the computation are drained at
- * the checkpoint and handed over by ckpt_restart (pipes.c). Descriptors
+ * the checkpoint and handed over by ckpt_restart (pipes.c). eventfd,
+ * timerfd, signalfd and epoll are made again inside the process with
+ * their state, epoll last (event_fds.c). Descriptors
  * sharing one open file description inside the process (dup) come back
  * shared. What is not supported yet is replaced by /dev/null with a
  * warning naming the descriptor.
@@ -74,6 +76,10 @@ static int is_tty(int fd)
 
 static int fd_kind(int fd, const struct stat *st, const char *path)
 {
+	int event_kind = event_fds_kind(path);
+
+	if (event_kind)
+		return event_kind;
 	if (S_ISREG(st->st_mode))
 		return st->st_nlink == 0 ? CKPT_FD_FILE_DELETED : CKPT_FD_FILE;
 	if (S_ISDIR(st->st_mode))
@@ -106,6 +112,34 @@ static void find_dup(struct saved_fd *s, pid_t pid)
 			s->dup_of = i;
 			return;
 		}
+}
+
+static int is_event_fd(int kind)
+{
+	return kind == CKPT_FD_EVENTFD || kind == CKPT_FD_TIMERFD ||
+	       kind == CKPT_FD_SIGNALFD || kind == CKPT_FD_EPOLL;
+}
+
+/* An event fd whose state cannot be read is replaced by /dev/null. One
+ * inherited from the parent is made again in each process: said. */
+static void save_event_fd(struct saved_fd *s, const char *path)
+{
+	pid_t ppid = syscall(SYS_getppid);
+	int r = event_fds_save(s->fd, s->kind);
+
+	if (r < 0) {
+		ckpt_log("fd %d (%s): reading its state failed: %s; a restart "
+			 "puts /dev/null in its place", s->fd, path,
+			 strerror(-r));
+		s->kind = CKPT_FD_UNSUPPORTED;
+		return;
+	}
+	if (ppid > 1 && syscall(SYS_kcmp, ckpt_real_getpid(), ppid, KCMP_FILE,
+				s->fd, s->fd) == 0)
+		unrestored_add("fd %d: %s (%s): shared with the parent process "
+			       "(vpid %d): a restart gives each process its "
+			       "own copy", s->fd, event_fds_name(s->kind),
+			       path, ckpt.vppid);
 }
 
 static int save_one_fd(int fd, pid_t pid)
@@ -149,6 +183,8 @@ static int save_one_fd(int fd, pid_t pid)
 	if (pool_add(path, &s->path) < 0)
 		return -ENOMEM;
 	find_dup(s, pid);
+	if (is_event_fd(s->kind) && s->dup_of < 0)
+		save_event_fd(s, path);
 	if (s->kind == CKPT_FD_UNSUPPORTED)	/* restore_one_fd's default */
 		unrestored_fd(fd, path);
 	nsaved++;
@@ -156,6 +192,15 @@ static int save_one_fd(int fd, pid_t pid)
 }
 
 static int may_share_with_parent(int kind);
+
+/* The saved kind of fd, 0 if it is not saved. */
+static int saved_kind(int fd)
+{
+	for (int i = 0; i < nsaved; i++)
+		if (saved[i].fd == fd)
+			return saved[i].kind;
+	return 0;
+}
 
 /* List the fds other processes may share in the round's table; without
  * it only sharing with the parent is found. */
@@ -182,6 +227,7 @@ static int files_save(void)
 
 	nsaved = 0;
 	pool_used = 0;
+	event_fds_begin();
 	r = ckpt_dir_open(&it, "/proc/self/fd");
 	if (r < 0)
 		return r;
@@ -194,6 +240,8 @@ static int files_save(void)
 			r = save_one_fd(fd, pid);
 	}
 	ckpt_dir_close(&it);
+	if (r == 0)
+		event_fds_check_interest(pid, saved_kind);
 	if (r == 0)
 		publish_shareable();
 	return r;
@@ -308,6 +356,9 @@ static int files_write(struct image_writer *w)
 			fi.pipe_size = s->pipe_size;
 		else if (s->kind == CKPT_FD_UNIX_STREAM)
 			fi.peer_ino = s->peer_ino;
+		else if (is_event_fd(s->kind))
+			event_fds_describe(saved[s->dup_of >= 0 ? s->dup_of :
+					   i].fd, &fi.offset, &fi.event_info);
 		else
 			fi.share = sharing(s);
 		r = writer_add_fd(w, &fi, saved_path(s),
@@ -525,6 +576,25 @@ static int restore_socket_end(const struct saved_fd *s)
 	return take_handed(end, s);
 }
 
+/* Made again with its saved state (event_fds.c), at its number, with its
+ * status flags (O_NONBLOCK); if the kernel refuses (an alarm clock
+ * without CAP_WAKE_ALARM), /dev/null. */
+static int restore_event_fd(const struct saved_fd *s)
+{
+	int r = event_fds_restore(s->fd);
+
+	if (r < 0) {
+		ckpt_log("fd %d (%s): making it again failed: %s; it is "
+			 "replaced by /dev/null", s->fd, saved_path(s),
+			 strerror(-r));
+		return open_dev_null(s->fd);
+	}
+	r = place_fd(r, s->fd);
+	if (r == 0 && fcntl(s->fd, F_SETFL, s->flags) < 0)
+		r = -errno;
+	return r;
+}
+
 static int restore_one_fd(const struct saved_fd *s, int image_fd)
 {
 	int r, fd = s->fd;
@@ -574,6 +644,11 @@ static int restore_one_fd(const struct saved_fd *s, int image_fd)
 		return restore_socket_end(s);
 	case CKPT_FD_FIFO:
 		return restore_fifo(s);
+	case CKPT_FD_EVENTFD:
+	case CKPT_FD_TIMERFD:
+	case CKPT_FD_SIGNALFD:
+	case CKPT_FD_EPOLL:
+		return restore_event_fd(s);
 	default:
 		ckpt_log("fd %d (%s) cannot be restored yet; it is replaced by"
 			 " /dev/null", fd, saved_path(s));
@@ -602,6 +677,25 @@ int files_private_fd(int fd)
 	return move_out_of_the_way(fd);
 }
 
+/* The saved fds that are epoll instances (epolls), or all others. */
+static int restore_fds(int image_fd, int epolls)
+{
+	for (int i = 0; i < nsaved; i++) {
+		int r;
+
+		if ((saved[i].kind == CKPT_FD_EPOLL) != epolls)
+			continue;
+		r = restore_one_fd(&saved[i], image_fd);
+		if (r < 0) {
+			ckpt_log("cannot restore fd %d (%s): %s", saved[i].fd,
+				 saved_path(&saved[i]), strerror(-r));
+			return r;
+		}
+		fcntl(saved[i].fd, F_SETFD, saved[i].fd_flags);
+	}
+	return 0;
+}
+
 static int files_restore(const struct ckpt_restart_args *args)
 {
 	int image_fd = move_out_of_the_way(args->image_fd), r = 0;
@@ -617,15 +711,13 @@ static int files_restore(const struct ckpt_restart_args *args)
 			 strerror(-r));
 		return r;
 	}
-	for (int i = 0; i < nsaved && r == 0; i++) {
-		r = restore_one_fd(&saved[i], image_fd);
-		if (r < 0) {
-			ckpt_log("cannot restore fd %d (%s): %s", saved[i].fd,
-				 saved_path(&saved[i]), strerror(-r));
-			break;
-		}
-		fcntl(saved[i].fd, F_SETFD, saved[i].fd_flags);
-	}
+	/* epoll instances last: they watch the others */
+	r = restore_fds(image_fd, 0);
+	if (r == 0)
+		r = restore_fds(image_fd, 1);
+	for (int i = 0; i < nsaved && r == 0; i++)
+		if (saved[i].kind == CKPT_FD_EPOLL && saved[i].dup_of < 0)
+			event_fds_restore_interest(saved[i].fd);
 	for (int i = 0; i < 3; i++)
 		if (stdio_copy[i] >= 0) {
 			ckpt_mark_own_fd(stdio_copy[i], 0);

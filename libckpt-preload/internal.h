@@ -154,6 +154,16 @@ const char *unrestored_text(void);
 /* socket_names.c */
 int sockets_describe(int fd, char *out, size_t len);
 
+/* event_fds.c: eventfd, timerfd, signalfd, epoll (for files.c) */
+int event_fds_kind(const char *link);
+const char *event_fds_name(int kind);
+void event_fds_begin(void);
+int event_fds_save(int fd, int kind);
+void event_fds_check_interest(pid_t pid, int (*saved_kind)(int fd));
+void event_fds_describe(int fd, int64_t *offset, uint32_t *info);
+int event_fds_restore(int fd);
+void event_fds_restore_interest(int epfd);
+
 /* files.c */
 int files_private_fd(int fd);
 int files_restored_a_terminal(void);

@@ -172,6 +172,15 @@ static void print_fds(const struct ckpt_image *img)
 			printf(" (size %u)", f->pipe_size);
 		else if (f->kind == CKPT_FD_UNIX_STREAM)
 			printf(" (peer socket:[%u])", f->peer_ino);
+		else if (f->kind == CKPT_FD_EVENTFD)
+			printf("%s", f->event_info ? " (semaphore)" : "");
+		else if (f->kind == CKPT_FD_TIMERFD)
+			printf(" (clock %u)", f->event_info);
+		else if (f->kind == CKPT_FD_SIGNALFD)
+			printf(" (mask %#llx)", (unsigned long long)f->offset);
+		else if (f->kind == CKPT_FD_EPOLL)
+			printf(" (%u target%s)", f->event_info,
+			       f->event_info == 1 ? "" : "s");
 		else if (f->share & CKPT_FD_SHARE_GROUP)
 			printf(" (shared description %u)",
 			       f->share & ~CKPT_FD_SHARE_GROUP);

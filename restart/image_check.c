@@ -106,6 +106,10 @@ const char *fd_kind_name(uint32_t kind)
 		[CKPT_FD_PIPE] = "pipe",
 		[CKPT_FD_UNIX_STREAM] = "unix-stream",
 		[CKPT_FD_FIFO] = "fifo",
+		[CKPT_FD_EVENTFD] = "eventfd",
+		[CKPT_FD_TIMERFD] = "timerfd",
+		[CKPT_FD_SIGNALFD] = "signalfd",
+		[CKPT_FD_EPOLL] = "epoll",
 	};
 
 	if (kind < sizeof(names) / sizeof(*names) && names[kind])

@@ -202,6 +202,19 @@ enum ckpt_fd_kind {
 					   its permission bits (st_mode &
 					   07777), pipe_size; data_*: the bytes
 					   in flight, in the drainer's image */
+	/* Event fds, made again inside the restarted process from libckpt's
+	 * saved tables (libckpt-preload/event_fds.c); path "anon_inode:[..]",
+	 * flags F_GETFL (O_NONBLOCK); offset and event_info summarize the
+	 * state for inspection: */
+	CKPT_FD_EVENTFD = 11,		/* offset: the counter; event_info:
+					   1 with EFD_SEMAPHORE */
+	CKPT_FD_TIMERFD = 12,		/* offset: expirations not yet read;
+					   event_info: the clock id */
+	CKPT_FD_SIGNALFD = 13,		/* offset: the signal mask (bit n-1:
+					   signal n) */
+	CKPT_FD_EPOLL = 14,		/* offset -1; event_info: how many
+					   targets it watches (restored after
+					   every other fd) */
 };
 
 /* ckpt_fd_info.fd_flags, above FD_CLOEXEC */
@@ -233,6 +246,8 @@ struct ckpt_fd_info {
 					   (inherited across fork) */
 		uint32_t peer_ino;	/* CKPT_FD_UNIX_STREAM: the inode
 					   of the connected peer socket */
+		uint32_t event_info;	/* CKPT_FD_EVENTFD ... CKPT_FD_EPOLL:
+					   see there */
 	};
 	uint64_t data_offset;		/* deleted file: content in the image;
 					   pipe: the bytes in flight */

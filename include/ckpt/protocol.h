@@ -133,7 +133,7 @@ struct ckpt_msg_welcome {
 };
 
 /* Followed by text_len bytes: NUL-terminated lines, one per thing a
- * restart will not bring back ("fd 5: an epoll instance ...: ..."). */
+ * restart will not bring back ("fd 5: an inotify instance ...: ..."). */
 struct ckpt_msg_unrestored {
 	uint64_t generation;		/* the round being suspended */
 	uint32_t text_len;		/* bytes of text incl. NUL */

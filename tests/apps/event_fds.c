@@ -7,8 +7,10 @@
  * and "child C timerfd F". MODE "plain": a regular file in DIR, a
  * directory and a pipe only; prints "fds file F dir D pipe R W".
  * Then "tick I" up to ITER every DELAY_MS (the child too: "child tick
- * I"), and "OK event_fds". ckpt cannot restore the first kind yet: the
- * checkpoint says so (item 8); the descriptors are not used after that.
+ * I"), and "OK event_fds". ckpt cannot restore the sockets of the first
+ * kind yet: the checkpoint says so (item 8); the epoll, eventfd and
+ * timerfd are restored (none said); the descriptors are not used after
+ * that.
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
