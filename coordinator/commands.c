@@ -135,10 +135,27 @@ static int alive_killed(struct coordinator *co)
 	return n;
 }
 
-/* The processes on this host are stopped first, all of them, then
- * killed: none may see another die and act on it (a compiler driver
- * removes its temporary files when its cc1 dies, files the images of the
- * last checkpoint still need). Others get DO_KILL. */
+/* `sig` to pid and, depth first, to every process below it: a child
+ * that has not joined yet (between fork and its HELLO, or exec'ing) is
+ * part of the computation too, and left running it would see its
+ * parent die and act on it (write into a pipe nobody reads any more). */
+static void signal_tree(pid_t pid, int sig, int depth)
+{
+	pid_t kids[256];
+	int n;
+
+	kill(pid, sig);
+	if (depth >= COORD_KILL_TREE_DEPTH)
+		return;
+	n = local_children(pid, kids, 256);
+	for (int i = 0; i < n; i++)
+		signal_tree(kids[i], sig, depth + 1);
+}
+
+/* The processes on this host and their descendants are stopped first,
+ * all of them, then killed: none may see another die and act on it (a
+ * compiler driver removes its temporary files when its cc1 dies, files
+ * the images of the last checkpoint still need). Others get DO_KILL. */
 static void stop_local_processes(struct coordinator *co, int sig)
 {
 	/* only where the kernel vouched for the pid (peer_pid.c); the
@@ -148,7 +165,7 @@ static void stop_local_processes(struct coordinator *co, int sig)
 
 		if (p->kind == CONN_PROCESS && !p->eof &&
 		    !p->proc.kill_sent && proc_on_this_host(p))
-			kill(p->proc.local_pid, sig);
+			signal_tree(p->proc.local_pid, sig, 0);
 	}
 }
 

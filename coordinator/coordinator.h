@@ -25,6 +25,7 @@
 #define COORD_STALL_FACTOR		2	/* writing with no progress:
 						   this many phase timeouts */
 #define COORD_KILL_TIMEOUT_MS		10000	/* all gone after DO_KILL */
+#define COORD_KILL_TREE_DEPTH		64	/* below a process, at --kill */
 #define COORD_STOP_CHECK_MS		1000	/* stopped processes in a round */
 #define COORD_JOIN_TIMEOUT_MS		3000	/* a forked/exec'd member */
 #define COORD_JOIN_CHECK_MS		20	/* look again for it */
@@ -343,6 +344,7 @@ void orphans_discard(struct coordinator *co);
 /* round_members.c */
 bool proc_on_this_host(const struct conn *c);
 char local_process_state(pid_t pid);
+int local_children(pid_t pid, pid_t *out, int max);
 void members_on_join(struct coordinator *co, struct conn *c);
 bool members_on_left_while_suspending(struct coordinator *co,
 				      struct conn *c);

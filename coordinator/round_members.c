@@ -114,43 +114,55 @@ static void expect(struct round *r, pid_t pid, pid_t parent)
 	};
 }
 
-/* The children of every thread of a local member. */
-static void expect_children_of(struct coordinator *co, struct conn *c)
+/* The children of every thread of local process `pid`, at most max of
+ * them, into out; how many. */
+int local_children(pid_t pid, pid_t *out, int max)
 {
 	char path[320];
 	struct dirent *d;
 	DIR *tasks;
+	int n = 0;
 
-	snprintf(path, sizeof(path), "/proc/%d/task",
-		 (int)c->proc.local_pid);
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
 	tasks = opendir(path);
 	if (!tasks)
-		return;
-	while ((d = readdir(tasks))) {
+		return 0;
+	while (n < max && (d = readdir(tasks))) {
 		char list[4096], *p, *end;
-		ssize_t n;
+		ssize_t len;
 		int fd;
 
 		if (d->d_name[0] < '0' || d->d_name[0] > '9')
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/task/%s/children",
-			 (int)c->proc.local_pid, d->d_name);
+			 (int)pid, d->d_name);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			continue;
-		n = read(fd, list, sizeof(list) - 1);
+		len = read(fd, list, sizeof(list) - 1);
 		close(fd);
-		list[n > 0 ? n : 0] = 0;
-		for (p = list; *p; p = end) {
-			long pid = strtol(p, &end, 10);
+		list[len > 0 ? len : 0] = 0;
+		for (p = list; *p && n < max; p = end) {
+			long child = strtol(p, &end, 10);
 
 			if (end == p)
 				break;
-			if (pid > 0 && !member_with_pid(co, pid))
-				expect(&co->round, pid, c->proc.local_pid);
+			if (child > 0)
+				out[n++] = (pid_t)child;
 		}
 	}
 	closedir(tasks);
+	return n;
+}
+
+static void expect_children_of(struct coordinator *co, struct conn *c)
+{
+	pid_t kids[COORD_MAX_EXPECTED];
+	int n = local_children(c->proc.local_pid, kids, COORD_MAX_EXPECTED);
+
+	for (int i = 0; i < n; i++)
+		if (!member_with_pid(co, kids[i]))
+			expect(&co->round, kids[i], c->proc.local_pid);
 }
 
 void members_on_join(struct coordinator *co, struct conn *c)
