@@ -164,9 +164,8 @@ static void print_fds(const struct ckpt_image *img)
 		       (long long)f->offset, image_string(img, f->path));
 		if (f->kind == CKPT_FD_FILE_DELETED || f->data_size ||
 		    (f->fd_flags & CKPT_FDF_CONTENT_SAVED))
-			printf(" (%llu bytes saved, hash %016llx)",
-			       (unsigned long long)f->data_size,
-			       (unsigned long long)f->data_hash);
+			printf(" (%llu bytes saved)",
+			       (unsigned long long)f->data_size);
 		if (f->kind == CKPT_FD_PIPE || f->kind == CKPT_FD_FIFO)
 			printf(" (size %u)", f->pipe_size);
 		else if (f->kind == CKPT_FD_UNIX_STREAM)
@@ -177,6 +176,9 @@ static void print_fds(const struct ckpt_image *img)
 		else if (f->share)
 			printf(" (shared with the parent's fd %u)",
 			       f->share - 1);
+		if (f->data_size)
+			printf(", hash %016llx",
+			       (unsigned long long)f->data_hash);
 		printf("\n");
 	}
 }
