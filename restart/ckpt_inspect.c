@@ -273,6 +273,30 @@ static void print_host_notes(struct ckpt_image *img)
 		       "old vdso entry points to this kernel's vdso\n");
 }
 
+/* Decode and verify path; on failure img->err says why. The image is
+ * closed either way (tests/fuzz/fuzz_image.c calls it in a loop). */
+static int inspect(struct ckpt_image *img, const char *path)
+{
+	int err = image_open(img, path, O_CLOEXEC);
+
+	if (!err) {
+		print_header(img);
+		print_regions(img);
+		print_threads(img);
+		print_fds(img);
+		print_files(img);
+		print_unrestored(img);
+		fflush(stdout);
+		err = image_verify_data(img);
+	}
+	if (!err) {
+		printf("\nall checksums verified\n");
+		print_host_notes(img);
+	}
+	image_close(img);
+	return err;
+}
+
 int main(int argc, char **argv)
 {
 	struct ckpt_image img;
@@ -290,23 +314,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "Usage: ckpt_inspect IMAGE\n");
 		return 1;
 	}
-	if (image_open(&img, argv[1], O_CLOEXEC)) {
+	if (inspect(&img, argv[1])) {
+		fflush(stdout);
 		fprintf(stderr, "ckpt_inspect: %s: %s\n", argv[1], img.err);
 		return 1;
 	}
-	print_header(&img);
-	print_regions(&img);
-	print_threads(&img);
-	print_fds(&img);
-	print_files(&img);
-	print_unrestored(&img);
-	fflush(stdout);
-	if (image_verify_data(&img)) {
-		fprintf(stderr, "ckpt_inspect: %s: %s\n", argv[1], img.err);
-		return 1;
-	}
-	printf("\nall checksums verified\n");
-	print_host_notes(&img);
-	image_close(&img);
 	return 0;
 }
