@@ -52,7 +52,7 @@ $(FUZZ_DIR)/fuzz_image: tests/fuzz/fuzz_image.c $(FUZZ_SRCS_image) \
 
 # Small real images (about 45 KiB each) of the loader self-test generator,
 # in its variants; the files they map lie beside, in seed-files-image.
-FUZZ_IMAGE_SEEDS := plain vdso-code no-vdso cover-top
+FUZZ_IMAGE_SEEDS := plain vdso-code no-vdso cover-top saved-content
 $(FUZZ_DIR)/seeds-image: $(SELFTEST_DIR)/mkimage $(SELFTEST_DIR)/restored.bin
 	rm -rf $@ $(FUZZ_DIR)/seed-files-image
 	mkdir -p $@ $(FUZZ_DIR)/seed-files-image
