@@ -681,9 +681,20 @@ static int verify_shared_memory(struct ckpt_image *img, void *buf)
 	return err;
 }
 
+/* Room for the largest extent read whole and for one content chunk. */
+static void *verify_buffer(const struct ckpt_image *img)
+{
+	uint64_t size = CKPT_FILE_HASH_CHUNK;
+
+	for (uint32_t i = 0; i < img->hdr.nextents; i++)
+		if (img->extents[i].len > size)
+			size = img->extents[i].len;
+	return malloc(size < VERIFY_READ_MAX ? size : VERIFY_READ_MAX);
+}
+
 int image_verify_restart_data(struct ckpt_image *img)
 {
-	char *buf = malloc(VERIFY_READ_MAX);
+	char *buf = verify_buffer(img);
 	int err;
 
 	if (!buf)
@@ -697,7 +708,7 @@ int image_verify_restart_data(struct ckpt_image *img)
 
 int image_verify_data(struct ckpt_image *img)
 {
-	char *buf = malloc(VERIFY_READ_MAX);
+	char *buf = verify_buffer(img);
 	uint32_t i;
 	int err = 0;
 
