@@ -124,8 +124,9 @@ static const char *prot_text(uint32_t prot, char *buf)
 
 /*
  * addr must lie in a saved region with at least prot: where the restored
- * program reads and writes (a stack, a TLS block) or runs. `use` says
- * what the restart does with it.
+ * program reads and writes (a stack, a TLS block) or runs. value is the
+ * field's (a stack pointer's addr is below it), `use` says what the
+ * restart does with it.
  */
 static int check_address(struct ckpt_image *img, const char *name,
 			 uint64_t value, uint64_t addr, uint32_t prot,
@@ -139,8 +140,9 @@ static int check_address(struct ckpt_image *img, const char *name,
 		return field_fail(img, name, hex(&t, value), "%s, but no saved "
 				  "region holds it", use);
 	if ((r->prot & prot) != prot)
-		return field_fail(img, name, hex(&t, value), "%s, but its region "
-				  "%llx-%llx has protection %s, not %s", use,
+		return field_fail(img, name, hex(&t, value), "%s, but its "
+				  "region %llx-%llx has protection %s, not %s",
+				  use,
 				  (unsigned long long)r->start,
 				  (unsigned long long)r->end,
 				  prot_text(r->prot, have),
@@ -213,7 +215,8 @@ static int check_brk(struct ckpt_image *img)
 	if (h->brk_start >= end)
 		return field_fail(img, "brk_start", hex(&t, h->brk_start),
 				  "beyond this machine's user address space "
-				  "(it ends at %#llx)", (unsigned long long)end);
+				  "(it ends at %#llx)",
+				  (unsigned long long)end);
 	if (h->brk_end < h->brk_start || h->brk_end > end)
 		return field_fail(img, "brk_end", hex(&t, h->brk_end), "the "
 				  "program break must lie between brk_start "
@@ -309,7 +312,8 @@ static int check_handoff(struct ckpt_image *img)
 		return err;
 	return check_address(img, "restore_tls", h->restore_tls,
 			     h->restore_tls, PROT_READ | PROT_WRITE,
-			     "the loader sets the main thread's TLS base there");
+			     "the loader sets the main thread's TLS base "
+			     "there");
 }
 
 static int check_thread(struct ckpt_image *img, uint32_t i, uint32_t *nmain)
@@ -354,8 +358,8 @@ static int check_threads(struct ckpt_image *img)
 	int err;
 
 	if (!img->hdr.nthreads)
-		return field_fail(img, "nthreads", "0", "a process has at least "
-				  "one thread");
+		return field_fail(img, "nthreads", "0", "a process has at "
+				  "least one thread");
 	for (uint32_t i = 0; i < img->hdr.nthreads; i++) {
 		err = check_thread(img, i, &nmain);
 		if (err)

@@ -44,7 +44,8 @@ static void try_image(const uint8_t *data, size_t size)
 {
 	struct ckpt_image img;
 
-	if (ftruncate(memfd, 0) || pwrite(memfd, data, size, 0) != (ssize_t)size)
+	if (ftruncate(memfd, 0) ||
+	    pwrite(memfd, data, size, 0) != (ssize_t)size)
 		abort();
 	if (inspect(&img, memfd_path))
 		return;
