@@ -209,6 +209,7 @@ int writer_add_fd(struct image_writer *w, const struct ckpt_fd_info *fi,
 	*slot = *fi;
 	slot->data_offset = 0;
 	slot->data_size = 0;
+	slot->data_hash = 0;
 	if (content_fd >= 0) {
 		b = table_push(&w->blobs);
 		if (!b)
@@ -407,7 +408,7 @@ static ssize_t read_chunk(int fd, char *buf, size_t want, uint64_t off)
 }
 
 /* Copy a blob in CKPT_FILE_HASH_CHUNK pieces (buf holds one), hashing
- * them as ckpt_file_record.data_hash says. A file that shrank since its
+ * them as ckpt_file_record.data_hash (and ckpt_fd_info's) says. A file that shrank since its
  * size was taken fails the checkpoint (-EIO). */
 static int copy_blob(int out, const struct blob *b, uint64_t off,
 		     char *buf, uint64_t *hash)
@@ -473,6 +474,8 @@ static int write_blobs(struct image_writer *w, int fd, char *err,
 			blob_error(w, &b[i], r, err, errlen);
 		else if (b[i].is_file)
 			fr[b[i].index].data_hash = hash;
+		else
+			fi[b[i].index].data_hash = hash;
 	}
 	munmap(buf, CKPT_FILE_HASH_CHUNK);
 	return r;

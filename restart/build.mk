@@ -45,7 +45,7 @@ $(LIBDIR)/ckpt_restart_loader.bin: $(LOADER_OBJS) restart/loader/blob.lds
 
 # --- ckpt_restart and ckpt_inspect ----------------------------------------
 RESTART_COMMON_SRCS := restart/image_check.c restart/image_trust.c \
-	$(wildcard $(RESTART_ARCH)/*.c)
+	restart/image_fields.c $(wildcard $(RESTART_ARCH)/*.c)
 RESTART_COMMON_OBJS := $(patsubst %,$(OBJ)/app/%.o,$(RESTART_COMMON_SRCS))
 # The coordinator client (coordinator/client*.c); overridable for testing.
 RESTART_CLIENT_OBJS ?= $(patsubst %,$(OBJ)/app/%.o,$(CLIENT_SRCS))

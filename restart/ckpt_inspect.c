@@ -187,6 +187,9 @@ static void print_fds(const struct ckpt_image *img)
 		else if (f->share)
 			printf(" (shared with the parent's fd %u)",
 			       f->share - 1);
+		if (f->data_size)
+			printf(", hash %016llx",
+			       (unsigned long long)f->data_hash);
 		printf("\n");
 	}
 }
@@ -292,6 +295,31 @@ static void print_trust_note(const struct ckpt_image *img)
 		       "--trust-image: it is %s\n", why);
 }
 
+/* Decode and verify path; on failure img->err says why. The image is
+ * closed either way (tests/fuzz/fuzz_image.c calls it in a loop). */
+static int inspect(struct ckpt_image *img, const char *path)
+{
+	int err = image_open(img, path, O_CLOEXEC);
+
+	if (!err) {
+		print_header(img);
+		print_regions(img);
+		print_threads(img);
+		print_fds(img);
+		print_files(img);
+		print_unrestored(img);
+		fflush(stdout);
+		err = image_verify_data(img);
+	}
+	if (!err) {
+		printf("\nall checksums verified\n");
+		print_host_notes(img);
+		print_trust_note(img);
+	}
+	image_close(img);
+	return err;
+}
+
 int main(int argc, char **argv)
 {
 	struct ckpt_image img;
@@ -309,24 +337,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "Usage: ckpt_inspect IMAGE\n");
 		return 1;
 	}
-	if (image_open(&img, argv[1], O_CLOEXEC)) {
+	if (inspect(&img, argv[1])) {
+		fflush(stdout);
 		fprintf(stderr, "ckpt_inspect: %s: %s\n", argv[1], img.err);
 		return 1;
 	}
-	print_header(&img);
-	print_regions(&img);
-	print_threads(&img);
-	print_fds(&img);
-	print_files(&img);
-	print_unrestored(&img);
-	fflush(stdout);
-	if (image_verify_data(&img)) {
-		fprintf(stderr, "ckpt_inspect: %s: %s\n", argv[1], img.err);
-		return 1;
-	}
-	printf("\nall checksums verified\n");
-	print_host_notes(&img);
-	print_trust_note(&img);
-	image_close(&img);
 	return 0;
 }

@@ -172,6 +172,8 @@ static int validate_image(struct ckpt_image *img, const char *path,
 			return err;
 		err = image_check_host(img, o->check_flags);
 	}
+	if (!err)
+		err = image_verify_restart_data(img);
 	if (err)
 		fprintf(stderr, "ckpt_restart: %s: %s\n", path, img->err);
 	else if (img->warning[0])

@@ -157,14 +157,14 @@ static int check_header(struct ckpt_image *img)
 				  CKPT_HEADER_SIZE);
 	memcpy(&h, buf, sizeof(h));
 	if (h.version < CKPT_IMAGE_VERSION)
-		return image_fail(img, EINVAL, "image version %u, made by an "
-				  "older ckpt; this ckpt reads version %d "
-				  "only: restart it with the ckpt that made it",
+		return image_fail(img, EINVAL, "image format version %u, this "
+				  "ckpt reads %d: made by an older ckpt, "
+				  "restart it with the ckpt that made it",
 				  h.version, CKPT_IMAGE_VERSION);
 	if (h.version != CKPT_IMAGE_VERSION)
-		return image_fail(img, EINVAL, "image version %u, this ckpt "
-				  "reads version %d", h.version,
-				  CKPT_IMAGE_VERSION);
+		return image_fail(img, EINVAL, "image format version %u, this "
+				  "ckpt reads %d: made by a newer ckpt",
+				  h.version, CKPT_IMAGE_VERSION);
 	/* older images have a shorter header, newer ones may have more */
 	if (h.header_size < CKPT_HEADER_SIZE_MIN ||
 	    h.header_size > CKPT_HEADER_SIZE)
@@ -454,36 +454,6 @@ static int check_file_record(struct ckpt_image *img,
 	return 0;
 }
 
-/* The hand-off target must be restored memory libckpt can run on. */
-static int check_entry(struct ckpt_image *img)
-{
-	const struct ckpt_image_header *h = &img->hdr;
-	bool entry_ok = false, stack_ok = false;
-	uint32_t i;
-
-	for (i = 0; i < h->nregions; i++) {
-		const struct ckpt_region *r = &img->regions[i];
-
-		if (region_is_special(r))
-			continue;
-		if (h->restore_entry >= r->start && h->restore_entry < r->end &&
-		    (r->prot & PROT_EXEC))
-			entry_ok = true;
-		if (h->restore_stack_top > r->start &&
-		    h->restore_stack_top <= r->end && (r->prot & PROT_WRITE))
-			stack_ok = true;
-	}
-	if (!entry_ok)
-		return image_fail(img, EINVAL, "restore entry %#llx is not in a "
-				  "saved executable region",
-				  (unsigned long long)h->restore_entry);
-	if (!stack_ok || h->restore_stack_top % 16)
-		return image_fail(img, EINVAL, "restore stack top %#llx is not "
-				  "16-byte aligned in a saved writable region",
-				  (unsigned long long)h->restore_stack_top);
-	return 0;
-}
-
 static int check_tables(struct ckpt_image *img)
 {
 	const struct ckpt_image_header *h = &img->hdr;
@@ -526,7 +496,7 @@ static int check_tables(struct ckpt_image *img)
 		if (err)
 			return err;
 	}
-	return check_entry(img);
+	return image_check_fields(img);
 }
 
 static const char *file_kind_name(mode_t mode)
@@ -615,21 +585,20 @@ static int extent_hash(struct ckpt_image *img, const struct ckpt_extent *e,
 	return 0;
 }
 
-/* Hash content saved with a file record as ckpt_file_record.data_hash
- * says; buf holds CKPT_FILE_HASH_CHUNK bytes. */
-int image_file_content_hash(struct ckpt_image *img,
-			    const struct ckpt_file_record *f, char *buf,
-			    uint64_t *hash)
+/* Hash content saved with a file or fd record as their data_hash says;
+ * buf holds CKPT_FILE_HASH_CHUNK bytes. */
+int image_content_hash(struct ckpt_image *img, uint64_t off, uint64_t size,
+		       char *buf, uint64_t *hash)
 {
 	uint64_t done = 0;
 	int err;
 
 	*hash = 0;
-	while (done < f->size) {
-		size_t n = f->size - done < CKPT_FILE_HASH_CHUNK ?
-			   f->size - done : CKPT_FILE_HASH_CHUNK;
+	while (done < size) {
+		size_t n = size - done < CKPT_FILE_HASH_CHUNK ?
+			   size - done : CKPT_FILE_HASH_CHUNK;
 
-		err = read_exact(img, buf, n, f->data_offset + done,
+		err = read_exact(img, buf, n, off + done,
 				 "saved file content");
 		if (err)
 			return err;
@@ -639,50 +608,124 @@ int image_file_content_hash(struct ckpt_image *img,
 	return 0;
 }
 
-static int verify_file_contents(struct ckpt_image *img)
+static int verify_file_contents(struct ckpt_image *img, char *buf)
 {
-	char *buf = malloc(CKPT_FILE_HASH_CHUNK);
 	uint64_t hash;
 	int err = 0;
 
-	if (!buf)
-		return image_fail(img, ENOMEM, "no memory to verify the data");
 	for (uint32_t i = 0; i < img->hdr.nfiles && !err; i++) {
 		const struct ckpt_file_record *f = &img->files[i];
 
 		if (!(f->flags & CKPT_FILE_F_CONTENT))
 			continue;
-		err = image_file_content_hash(img, f, buf, &hash);
+		err = image_content_hash(img, f->data_offset, f->size, buf,
+					 &hash);
 		if (!err && hash != f->data_hash)
 			err = image_fail(img, EINVAL, "file %s: checksum "
 					 "mismatch: the saved content is "
 					 "corrupt", image_string(img, f->path));
 	}
+	return err;
+}
+
+/* The content of a deleted file, the bytes in flight of a pipe, FIFO or
+ * socket: ckpt_restart and libckpt copy it as it is. */
+static int verify_fd_contents(struct ckpt_image *img, char *buf)
+{
+	uint64_t hash;
+	int err = 0;
+
+	for (uint32_t i = 0; i < img->hdr.nfds && !err; i++) {
+		const struct ckpt_fd_info *f = &img->fds[i];
+
+		if (!f->data_size)
+			continue;
+		err = image_content_hash(img, f->data_offset, f->data_size,
+					 buf, &hash);
+		if (!err && hash != f->data_hash)
+			err = image_fail(img, EINVAL, "fd %d (%s %s): checksum "
+					 "mismatch: the content saved with it "
+					 "is corrupt", f->fd,
+					 fd_kind_name(f->kind) ?: "?",
+					 image_string(img, f->path));
+	}
+	return err;
+}
+
+static int verify_extent(struct ckpt_image *img, const struct ckpt_extent *e,
+			 void *buf)
+{
+	uint64_t hash = 0;
+	int err = extent_hash(img, e, buf, &hash);
+
+	if (!err && hash != e->hash)
+		err = image_fail(img, EINVAL, "memory %llx-%llx: checksum "
+				 "mismatch: the saved data is corrupt",
+				 (unsigned long long)e->addr,
+				 (unsigned long long)(e->addr + e->len));
+	return err;
+}
+
+/* Shared memory objects: ckpt_restart copies their pages into one memfd
+ * (restart_shm.c); the loader never sees them. */
+static int verify_shared_memory(struct ckpt_image *img, void *buf)
+{
+	int err = 0;
+
+	for (uint32_t i = 0; i < img->hdr.nregions && !err; i++) {
+		const struct ckpt_region *r = &img->regions[i];
+
+		if (r->kind != CKPT_REGION_ANON_SHARED)
+			continue;
+		for (uint32_t k = 0; k < r->nextents && !err; k++)
+			err = verify_extent(img,
+					    &img->extents[r->first_extent + k],
+					    buf);
+	}
+	return err;
+}
+
+/* Room for the largest extent read whole and for one content chunk. */
+static void *verify_buffer(const struct ckpt_image *img)
+{
+	uint64_t size = CKPT_FILE_HASH_CHUNK;
+
+	for (uint32_t i = 0; i < img->hdr.nextents; i++)
+		if (img->extents[i].len > size)
+			size = img->extents[i].len;
+	return malloc(size < VERIFY_READ_MAX ? size : VERIFY_READ_MAX);
+}
+
+int image_verify_restart_data(struct ckpt_image *img)
+{
+	char *buf = verify_buffer(img);
+	int err;
+
+	if (!buf)
+		return image_fail(img, ENOMEM, "no memory to verify the data");
+	err = verify_fd_contents(img, buf);
+	if (!err)
+		err = verify_shared_memory(img, buf);
 	free(buf);
 	return err;
 }
 
 int image_verify_data(struct ckpt_image *img)
 {
-	char *buf = malloc(VERIFY_READ_MAX);
-	uint64_t hash = 0;
+	char *buf = verify_buffer(img);
 	uint32_t i;
 	int err = 0;
 
 	if (!buf)
 		return image_fail(img, ENOMEM, "no memory to verify the data");
-	for (i = 0; i < img->hdr.nextents && !err; i++) {
-		const struct ckpt_extent *e = &img->extents[i];
-
-		err = extent_hash(img, e, buf, &hash);
-		if (!err && hash != e->hash)
-			err = image_fail(img, EINVAL, "memory %llx-%llx: checksum "
-					 "mismatch: the saved data is corrupt",
-					 (unsigned long long)e->addr,
-					 (unsigned long long)(e->addr + e->len));
-	}
+	for (i = 0; i < img->hdr.nextents && !err; i++)
+		err = verify_extent(img, &img->extents[i], buf);
+	if (!err)
+		err = verify_fd_contents(img, buf);
+	if (!err)
+		err = verify_file_contents(img, buf);
 	free(buf);
-	return err ? err : verify_file_contents(img);
+	return err;
 }
 
 /* --- can this machine restart it ------------------------------------ */

@@ -44,6 +44,10 @@ struct ckpt_image {
  * checked without reading the memory data: header, metadata, tables. */
 int image_open(struct ckpt_image *img, const char *path, int open_flags);
 void image_close(struct ckpt_image *img);
+/* Every field the restart uses against what it does with it (brk, the
+ * hand-off, stacks, TLS, threads, fd numbers...), image_fields.c; called
+ * by image_open() once the tables lie inside the metadata. */
+int image_check_fields(struct ckpt_image *img);
 
 /* Can this machine restart it: architecture, page size, CPU features
  * (with IMAGE_CPU_COMPAT only those the saved threads hold; then
@@ -56,14 +60,17 @@ int image_check_host(struct ckpt_image *img, unsigned flags);
 int image_check_vdso(struct ckpt_image *img);
 /* Bytes of the saved vdso code the loader reads, 0 if none. */
 uint64_t image_vdso_code_size(const struct ckpt_image *img);
-/* Read every extent and check its hash (the loader does it while
- * restoring; ckpt_inspect up front). */
+/* Read every extent and every content saved with an fd or file record
+ * and check its hash (the loader checks the extents it restores itself;
+ * ckpt_inspect checks all up front). */
 int image_verify_data(struct ckpt_image *img);
-/* ckpt_file_record.data_hash of a record's saved content, read through
- * buf (CKPT_FILE_HASH_CHUNK bytes). */
-int image_file_content_hash(struct ckpt_image *img,
-			    const struct ckpt_file_record *f, char *buf,
-			    uint64_t *hash);
+/* What ckpt_restart and libckpt copy as it is, without the loader: the
+ * content saved with fd records, shared memory objects' pages. */
+int image_verify_restart_data(struct ckpt_image *img);
+/* data_hash (ckpt_file_record, ckpt_fd_info) of size bytes at off, read
+ * through buf (CKPT_FILE_HASH_CHUNK bytes). */
+int image_content_hash(struct ckpt_image *img, uint64_t off, uint64_t size,
+		       char *buf, uint64_t *hash);
 
 const char *image_string(const struct ckpt_image *img, uint32_t off);
 const char *region_kind_name(uint32_t kind);

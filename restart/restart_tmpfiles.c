@@ -138,7 +138,7 @@ static int verify_content(struct ckpt_image *img,
 
 	if (!buf)
 		return -ENOMEM;
-	r = image_file_content_hash(img, f, buf, &hash);
+	r = image_content_hash(img, f->data_offset, f->size, buf, &hash);
 	free(buf);
 	if (r < 0)
 		return r;

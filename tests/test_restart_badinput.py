@@ -30,104 +30,8 @@ MKIMAGE = os.path.join(SELFTEST, "mkimage")
 RESTORED = os.path.join(SELFTEST, "restored.bin")
 TIMEOUT = 30
 
-# struct ckpt_image_header (include/ckpt/image.h), 392 bytes; the first
-# 352 (up to header_hash) are all an older image has.
-HEADER_FMT = "<8sIIIIQQQQQQQIIIIQQQQQQQQQQQiiQQ64s64sQQQQIIIIII"
-HEADER_FIELDS = (
-    "magic version header_size arch page_size cpu_features flags "
-    "image_size meta_offset meta_size meta_hash data_offset nregions "
-    "nextents nthreads nfds regions_offset extents_offset threads_offset "
-    "fds_offset strings_offset strings_size restore_entry "
-    "restore_stack_top restore_tls brk_start brk_end vpid vppid "
-    "generation ckpt_time_ns program unique_id cpu_features_in_use "
-    "header_hash computation_id files_offset nfiles unrestored cmdline "
-    "cmdline_size environment environment_size").split()
-HEADER_SIZE = struct.calcsize(HEADER_FMT)
-assert HEADER_SIZE == 392
-OLD_HEADER_SIZE = 352
-REGION_FMT = "<QQIIIIQQQQQII"     # struct ckpt_region, 80 bytes
-EXTENT_FMT = "<QQQQ"              # struct ckpt_extent, 32 bytes
-assert struct.calcsize(REGION_FMT) == 80
-
-M64 = (1 << 64) - 1
-P1, P2, P3 = 0x9E3779B185EBCA87, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9
-
-
-def rotl(x, r):
-    return ((x << r) | (x >> (64 - r))) & M64
-
-
-def lane(acc, v):
-    acc = (acc + v * P2) & M64
-    return (rotl(acc, 31) * P1) & M64
-
-
-def ckpt_hash64(data, seed=0):
-    """include/ckpt/hash.h, in Python (also checks the C side)."""
-    a, b = (seed + P1 + P2) & M64, (seed + P2) & M64
-    c, d = seed, (seed - P1) & M64
-    n = len(data)
-    i = 0
-    while i + 32 <= n:
-        w = struct.unpack_from("<4Q", data, i)
-        a, b, c, d = lane(a, w[0]), lane(b, w[1]), lane(c, w[2]), lane(d, w[3])
-        i += 32
-    h = (rotl(a, 1) + rotl(b, 7) + rotl(c, 12) + rotl(d, 18) + n) & M64
-    for byte in data[i:]:
-        h = (rotl(h ^ ((byte * P3) & M64), 11) * P1) & M64
-    h ^= h >> 33
-    h = (h * P2) & M64
-    h ^= h >> 29
-    h = (h * P3) & M64
-    h ^= h >> 32
-    return h
-
-
-class Image:
-    """An image file in memory, patchable with hashes kept right."""
-
-    def __init__(self, path):
-        with open(path, "rb") as f:
-            self.data = bytearray(f.read())
-
-    def header(self):
-        return dict(zip(HEADER_FIELDS,
-                        struct.unpack_from(HEADER_FMT, self.data, 0)))
-
-    def set_header(self, **fields):
-        h = self.header()
-        h.update(fields)
-        struct.pack_into(HEADER_FMT, self.data, 0,
-                         *[h[k] for k in HEADER_FIELDS])
-
-    def rehash(self):
-        h = self.header()
-        meta = bytes(self.data[h["meta_offset"]:
-                               h["meta_offset"] + h["meta_size"]])
-        self.set_header(meta_hash=ckpt_hash64(meta), header_hash=0)
-        self.set_header(header_hash=ckpt_hash64(
-            bytes(self.data[:h["header_size"]])))
-
-    def regions(self):
-        h = self.header()
-        return [list(struct.unpack_from(REGION_FMT, self.data,
-                                        h["regions_offset"] + 80 * i))
-                for i in range(h["nregions"])]
-
-    def set_region(self, i, fields):
-        h = self.header()
-        struct.pack_into(REGION_FMT, self.data, h["regions_offset"] + 80 * i,
-                         *fields)
-
-    def string(self, off):
-        h = self.header()
-        start = h["strings_offset"] + off
-        return bytes(self.data[start:self.data.index(b"\0", start)]).decode()
-
-    def write(self, path):
-        with open(path, "wb") as f:
-            f.write(self.data)
-        return path
+from ckpt_image import (EXTENT_FMT, HEADER_SIZE, OLD_HEADER_SIZE,  # noqa: F401
+                        Image, ckpt_hash64)
 
 
 def run(argv, timeout=TIMEOUT, **kw):
@@ -346,22 +250,27 @@ def test_wrong_magic(work, coord):
 
 def test_wrong_version(work, coord):
     im = Image(work())
-    im.set_header(version=3)
+    im.set_header(version=4)
     im.rehash()
     img = im.write(str(work.dir / "version.img"))
     assert_refused(restart(img, coord), img,
-                   r"image version 3, this ckpt reads version 2")
+                   r"image format version 4, this ckpt reads 3: made by a "
+                   r"newer ckpt")
 
 
-def test_older_version_refused_clearly(work, coord):
-    """A version 1 image (before file records) is refused, naming why."""
+@pytest.mark.parametrize("version", [1, 2])
+def test_older_version_refused_clearly(work, coord, version):
+    """An image of an older format (1: before file records; 2: before
+    the content saved with fd records was hashed) is refused, naming
+    why, by ckpt_restart and ckpt_inspect."""
     im = Image(work())
-    im.set_header(version=1)
+    im.set_header(version=version)
     im.rehash()
-    img = im.write(str(work.dir / "version1.img"))
-    assert_refused(restart(img, coord), img,
-                   r"image version 1, made by an older ckpt; this ckpt "
-                   r"reads version 2 only")
+    img = im.write(str(work.dir / "version.img"))
+    pattern = (r"image format version %d, this ckpt reads 3: made by an "
+               r"older ckpt, restart it with the ckpt that made it" % version)
+    assert_refused(restart(img, coord), img, pattern)
+    assert_refused(run([INSPECT, img]), img, pattern)
 
 
 def test_wrong_arch(work, coord):
@@ -549,3 +458,33 @@ def test_real_image_corruptions(session, tmp_path):
     bad.data[h["image_size"] - 100] ^= 0x55
     img = bad.write(str(tmp_path / "data.img"))
     assert_refused(restart(img, session.coord), img, r"checksum mismatch")
+
+
+@pytest.mark.parametrize("which", ["deleted file", "pipe", "temporary file"])
+def test_corrupt_saved_content(work, coord, which):
+    """Content saved with an fd record (a deleted file's, a pipe's bytes in
+    flight; hashed since image format 3) or a file record: one flipped
+    byte is found by ckpt_inspect and by ckpt_restart before it uses the
+    content, naming the record."""
+    img = work("content.img", "--saved-content")
+    r = run([INSPECT, img])
+    assert r.returncode == 0, r.stderr
+    im = Image(img)
+    text, pattern = {
+        "deleted file": (b"the content of a file deleted",
+                         r"fd 3 \(deleted-file /tmp/selftest-in \(deleted\)"
+                         r"\): checksum mismatch"),
+        "pipe": (b"in flight", r"fd 4 \(pipe pipe:\[4242\]\): checksum "
+                 r"mismatch"),
+        "temporary file": (b"a temporary file\n",
+                           r"file .*content\.img\.data\.tmp: checksum "
+                           r"mismatch"),
+    }[which]
+    off = im.data.index(text, im.header()["data_offset"])
+    im.data[off + 5] ^= 0x20
+    bad = im.write(str(work.dir / "bad.img"))
+    assert_refused(run([INSPECT, bad]), bad, pattern)
+    assert_refused(restart(bad, coord), bad,
+                   r"(fd [34] \(.*\)|content\.img\.data\.tmp.*): checksum "
+                   r"mismatch")
+    assert not os.path.exists(img + ".data.tmp")

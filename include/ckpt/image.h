@@ -15,8 +15,11 @@
  *                         struct ckpt_thread_info [nthreads]  (inspection)
  *                         struct ckpt_fd_info [nfds]          (inspection)
  *                         struct ckpt_file_record [nfiles]    (version 2)
+ *                         (every byte above: meta_hash)
  *                         string table (NUL-terminated strings)
  *   data_offset         memory and file data, every extent page-aligned
+ *                       (each extent: its hash; content saved with an fd
+ *                       or file record: that record's data_hash)
  *   image_size          end of file
  */
 #ifndef CKPT_IMAGE_H
@@ -27,7 +30,9 @@
 #include "ckpt/hash.h"
 
 #define CKPT_IMAGE_MAGIC	"CKPTIMG1"	/* 8 bytes, no NUL */
-#define CKPT_IMAGE_VERSION	2	/* 2: file records (nfiles) */
+#define CKPT_IMAGE_VERSION	3	/* 2: file records (nfiles); 3: the
+					   content saved with an fd record is
+					   hashed (ckpt_fd_info.data_hash) */
 #define CKPT_HEADER_SIZE	4096
 #define CKPT_PROGRAM_MAX	64
 
@@ -252,6 +257,9 @@ struct ckpt_fd_info {
 	uint64_t data_offset;		/* deleted file: content in the image;
 					   pipe: the bytes in flight */
 	uint64_t data_size;
+	uint64_t data_hash;		/* of data_size bytes at data_offset,
+					   as ckpt_file_record.data_hash
+					   (version 3) */
 };
 
 /* ckpt_file_record.flags: why the file is recorded, and what was saved */
@@ -284,8 +292,9 @@ struct ckpt_file_record {
 	uint64_t data_hash;		/* CONTENT: see CKPT_FILE_HASH_CHUNK */
 };
 
-/* data_hash: h = 0, then h = ckpt_hash64(chunk, len, h) over consecutive
- * chunks of this many bytes (the last one shorter). */
+/* data_hash (file and fd records): h = 0, then h = ckpt_hash64(chunk,
+ * len, h) over consecutive chunks of this many bytes (the last one
+ * shorter). */
 #define CKPT_FILE_HASH_CHUNK	(1U << 20)
 
 #endif /* CKPT_IMAGE_H */

@@ -45,7 +45,7 @@ static void check_header(struct loader *l)
 	if (memcmp(h.magic, CKPT_IMAGE_MAGIC, 8))
 		loader_fail("not a ckpt image (bad magic)");
 	if (h.version != CKPT_IMAGE_VERSION)
-		loader_fail("image version %u, this ckpt reads version %d",
+		loader_fail("image format version %u, this ckpt reads %d",
 			    h.version, CKPT_IMAGE_VERSION);
 	if (h.header_size < CKPT_HEADER_SIZE_MIN ||
 	    h.header_size > CKPT_HEADER_SIZE ||

@@ -45,6 +45,14 @@ struct builder {
 	char strings[8192];
 	uint32_t strings_size;
 	struct st_params params;
+	/* stdin..stderr, then with --saved-content a deleted file and a
+	 * pipe with content, and a file record with content */
+	struct ckpt_fd_info fds[5];
+	const char *fd_content[5];
+	unsigned nfds;
+	struct ckpt_file_record file;
+	const char *file_content;
+	unsigned nfiles;
 };
 
 /* What the image says about the kernel's special mappings. */
@@ -59,7 +67,7 @@ enum vdso_variant {
 
 struct options {
 	const char *out, *restored, *datafile, *message;
-	int exit_code, cover_top;
+	int exit_code, cover_top, saved_content;
 	enum vdso_variant vdso;
 	uint64_t xcr0, xcr0_in_use;
 };
@@ -468,6 +476,83 @@ static void write_all_at(int fd, const void *p, uint64_t len, uint64_t off)
 		err(1, "write");
 }
 
+static void add_fd(struct builder *b, int fd, uint32_t kind,
+		   const char *path, const char *content)
+{
+	struct ckpt_fd_info *f = &b->fds[b->nfds];
+
+	memset(f, 0, sizeof(*f));
+	f->fd = fd;
+	f->kind = kind;
+	f->flags = O_RDWR;
+	f->offset = -1;
+	f->path = path ? add_string(b, path) : 0;
+	if (kind == CKPT_FD_PIPE)
+		f->pipe_size = 65536;
+	b->fd_content[b->nfds++] = content;
+}
+
+/* A deleted file and a pipe with content saved, and a file on temporary
+ * storage saved with its record: the seeds of tests/fuzz/fuzz_image.c.
+ * Not for restarting (ckpt_restart would put the file back). */
+static void add_saved_content(struct builder *b, const char *datafile)
+{
+	static char tmp_path[4096];
+	static const char deleted[] = "the content of a file deleted while "
+				      "open\n", tmp[] = "a temporary file\n";
+
+	add_fd(b, 3, CKPT_FD_FILE_DELETED, "/tmp/selftest-in (deleted)",
+	       deleted);
+	b->fds[3].offset = 4;
+	add_fd(b, 4, CKPT_FD_PIPE, "pipe:[4242]", "in flight");
+	snprintf(tmp_path, sizeof(tmp_path), "%s.tmp", datafile);
+	b->file.path = add_string(b, tmp_path);
+	b->file.flags = CKPT_FILE_F_TEMPORARY | CKPT_FILE_F_WRITTEN |
+			CKPT_FILE_F_SAVED | CKPT_FILE_F_CONTENT;
+	b->file.mode = 0600;
+	b->file.size = strlen(tmp);
+	b->file_content = tmp;
+	b->nfiles = 1;
+}
+
+static uint64_t page_up(uint64_t x)
+{
+	return (x + PAGE - 1) & ~(PAGE - 1);
+}
+
+/* Content saved with fd and file records after the extents, hashed. */
+static uint64_t lay_out_contents(struct builder *b, uint64_t data)
+{
+	for (unsigned i = 0; i < b->nfds; i++) {
+		const char *c = b->fd_content[i];
+
+		if (!c)
+			continue;
+		b->fds[i].data_offset = data = page_up(data);
+		b->fds[i].data_size = strlen(c);
+		b->fds[i].data_hash = ckpt_hash64(c, strlen(c), 0);
+		data += strlen(c);
+	}
+	if (b->nfiles) {
+		b->file.data_offset = data = page_up(data);
+		b->file.data_hash = ckpt_hash64(b->file_content, b->file.size,
+						0);
+		data += b->file.size;
+	}
+	return page_up(data);
+}
+
+static void write_contents(const struct builder *b, int fd)
+{
+	for (unsigned i = 0; i < b->nfds; i++)
+		if (b->fd_content[i])
+			write_all_at(fd, b->fd_content[i], b->fds[i].data_size,
+				     b->fds[i].data_offset);
+	if (b->nfiles)
+		write_all_at(fd, b->file_content, b->file.size,
+			     b->file.data_offset);
+}
+
 static void write_image(struct builder *b, struct ckpt_image_header *h,
 			const char *out)
 {
@@ -477,20 +562,13 @@ static void write_image(struct builder *b, struct ckpt_image_header *h,
 	struct ckpt_thread_info thread = { .vtid = getpid(), .is_main = 1,
 		.tls = h->restore_tls, .sp = h->restore_stack_top,
 		.pc = h->restore_entry };
-	struct ckpt_fd_info fds[3];
 	int fd;
 
-	memset(fds, 0, sizeof(fds));
-	for (i = 0; i < 3; i++) {
-		fds[i].fd = i;
-		fds[i].kind = CKPT_FD_STDIO_INHERIT;
-		fds[i].flags = O_RDWR;
-		fds[i].offset = -1;
-	}
 	h->nregions = b->nregions;
 	h->nextents = b->nextents;
 	h->nthreads = 1;
-	h->nfds = 3;
+	h->nfds = b->nfds;
+	h->nfiles = b->nfiles;
 	h->meta_offset = off;
 	h->regions_offset = off;
 	off += b->nregions * sizeof(*b->regions);
@@ -499,18 +577,19 @@ static void write_image(struct builder *b, struct ckpt_image_header *h,
 	h->threads_offset = off;
 	off += sizeof(thread);
 	h->fds_offset = off;
-	off += sizeof(fds);
-	h->files_offset = off;		/* nfiles = 0 */
+	off += b->nfds * sizeof(*b->fds);
+	h->files_offset = off;
+	off += b->nfiles * sizeof(b->file);
 	h->strings_offset = off;
 	h->strings_size = b->strings_size;
 	off += b->strings_size;
 	h->meta_size = off - h->meta_offset;
-	data = h->data_offset = (off + PAGE - 1) & ~(PAGE - 1);
+	data = h->data_offset = page_up(off);
 	for (i = 0; i < b->nextents; i++) {
 		b->extents[i].file_offset = data;
 		data += b->extents[i].len;
 	}
-	h->image_size = data;
+	h->image_size = lay_out_contents(b, data);
 
 	meta = calloc(1, h->meta_size);
 	memcpy(meta, b->regions, b->nregions * sizeof(*b->regions));
@@ -518,7 +597,10 @@ static void write_image(struct builder *b, struct ckpt_image_header *h,
 	       b->nextents * sizeof(*b->extents));
 	memcpy(meta + h->threads_offset - h->meta_offset, &thread,
 	       sizeof(thread));
-	memcpy(meta + h->fds_offset - h->meta_offset, fds, sizeof(fds));
+	memcpy(meta + h->fds_offset - h->meta_offset, b->fds,
+	       b->nfds * sizeof(*b->fds));
+	memcpy(meta + h->files_offset - h->meta_offset, &b->file,
+	       b->nfiles * sizeof(b->file));
 	memcpy(meta + h->strings_offset - h->meta_offset, b->strings,
 	       b->strings_size);
 	h->meta_hash = ckpt_hash64(meta, h->meta_size, 0);
@@ -535,6 +617,7 @@ static void write_image(struct builder *b, struct ckpt_image_header *h,
 	for (i = 0; i < b->nextents; i++)
 		write_all_at(fd, b->extent_data[i], b->extents[i].len,
 			     b->extents[i].file_offset);
+	write_contents(b, fd);
 	close(fd);
 }
 
@@ -547,7 +630,8 @@ static void parse(int argc, char **argv, struct options *o)
 		{ "no-vdso", 0, 0, 'n' }, { "vdso-code", 0, 0, 'v' },
 		{ "vdso-code-modified", 0, 0, 'V' }, { "old-vdso", 0, 0, 'O' },
 		{ "old-vdso-short", 0, 0, 'S' }, { "xcr0", 1, 0, 'x' },
-		{ "xcr0-in-use", 1, 0, 'u' }, { 0 },
+		{ "xcr0-in-use", 1, 0, 'u' }, { "saved-content", 0, 0, 's' },
+		{ 0 },
 	};
 	int c;
 
@@ -569,6 +653,7 @@ static void parse(int argc, char **argv, struct options *o)
 		case 'S': o->vdso = VDSO_OLD_SHORT; break;
 		case 'x': o->xcr0 = strtoull(optarg, NULL, 16); break;
 		case 'u': o->xcr0_in_use = strtoull(optarg, NULL, 16); break;
+		case 's': o->saved_content = 1; break;
 		default: exit(2);
 		}
 	}
@@ -576,7 +661,8 @@ static void parse(int argc, char **argv, struct options *o)
 		errx(2, "usage: mkimage --out IMG --restored BLOB --datafile "
 		     "/ABS/PATH [--exit-code N] [--message TEXT] [--cover-top]"
 		     " [--no-vdso|--vdso-code|--vdso-code-modified|--old-vdso|"
-		     "--old-vdso-short] [--xcr0 HEX] [--xcr0-in-use HEX]");
+		     "--old-vdso-short] [--xcr0 HEX] [--xcr0-in-use HEX] "
+		     "[--saved-content]");
 }
 
 int main(int argc, char **argv)
@@ -590,6 +676,10 @@ int main(int argc, char **argv)
 
 	parse(argc, argv, &o);
 	add_string(&b, "");		/* offset 0 = no name */
+	for (int fd = 0; fd < 3; fd++)
+		add_fd(&b, fd, CKPT_FD_STDIO_INHERIT, NULL, NULL);
+	if (o.saved_content)
+		add_saved_content(&b, o.datafile);
 	memcpy(h.magic, CKPT_IMAGE_MAGIC, 8);
 	h.version = CKPT_IMAGE_VERSION;
 	h.header_size = sizeof(h);

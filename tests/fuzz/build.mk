@@ -39,6 +39,30 @@ $(FUZZ_DIR)/seeds-coord_msg: tests/fuzz/coord_msg_seeds.c \
 	$(CC) $(CKPT_CFLAGS) $< -o $(FUZZ_DIR)/coord_msg_seeds
 	rm -rf $@ && mkdir -p $@ && $(FUZZ_DIR)/coord_msg_seeds $@
 
+# --- image: the image reader (restart/image_check.c, image_fields.c) -------
+FUZZ_TARGETS += image
+FUZZ_SRCS_image = $(RESTART_COMMON_SRCS)
+
+$(FUZZ_DIR)/fuzz_image: tests/fuzz/fuzz_image.c $(FUZZ_SRCS_image) \
+		restart/ckpt_inspect.c restart/image_check.h \
+		$(wildcard include/ckpt/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Irestart tests/fuzz/fuzz_image.c \
+		$(FUZZ_SRCS_image) -o $@
+
+# Small real images (about 45 KiB each) of the loader self-test generator,
+# in its variants; the files they map lie beside, in seed-files-image.
+FUZZ_IMAGE_SEEDS := plain vdso-code no-vdso cover-top saved-content
+$(FUZZ_DIR)/seeds-image: $(SELFTEST_DIR)/mkimage $(SELFTEST_DIR)/restored.bin
+	rm -rf $@ $(FUZZ_DIR)/seed-files-image
+	mkdir -p $@ $(FUZZ_DIR)/seed-files-image
+	for v in $(FUZZ_IMAGE_SEEDS); do \
+		$(SELFTEST_DIR)/mkimage --out $@/$$v.img \
+			--restored $(SELFTEST_DIR)/restored.bin \
+			--datafile $(abspath $(FUZZ_DIR))/seed-files-image/$$v.data \
+			$$([ $$v = plain ] || echo --$$v) || exit 1; \
+	done
+
 # --- running them ----------------------------------------------------------
 # The list is read when the recipe runs, so targets added after this line
 # (or in another file) are run too.
