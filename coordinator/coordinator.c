@@ -445,6 +445,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "Usage: ckpt_coordinator [--coord ADDR] [--daemon] [-i SECONDS]\n"
+"                        [--phase-timeout S] [--write-timeout S]\n"
 "Coordinate checkpoints of the processes started with ckpt_launch.\n"
 "\n"
 "  --coord ADDR     Unix socket path or HOST:PORT (default: $CKPT_COORD,\n"
