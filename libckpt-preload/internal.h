@@ -288,6 +288,12 @@ extern const struct ckpt_resource_ops shared_memory_resource_ops;
 struct ckpt_plan_shm;
 int handover_read_shm(int plan_fd, struct ckpt_plan_shm *out, int max);
 
+/* image_temporaries.c */
+void image_tmp_name(char *buf, size_t len);
+int image_create_temporary(const char *dir, const char *tmp_path, char *err,
+			   size_t errlen);
+void image_remove_dead_temporaries(const char *dir);
+
 /* image_writer.c */
 int image_write(uint64_t generation, const char *dir, char *final_path,
 		size_t pathlen, char *tmp_path, size_t tmplen, char *err,

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The temporary file an image is written to before it is renamed over the
+ * previous one: ".ckpt_<program>_<unique id>.img.tmp.<real pid>" in the
+ * checkpoint directory. It is made exclusively, never through a symbolic
+ * link, relative to the directory opened and checked once
+ * (include/ckpt/safe_file.h; docs/security.md, "Files in the checkpoint
+ * directory").
+ *
+ * A process killed while writing leaves its temporary behind, as large as
+ * its memory. Such files of this process's computation (same program and
+ * unique id, a pid that is gone, a regular file of our uid) are removed
+ * at the start of every checkpoint and at restart, so at most the one of
+ * the last killed writer is ever there (docs/reliability.md, "Leftovers
+ * of failed checkpoints"). Runs with the threads stopped: no malloc.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "ckpt/safe_file.h"
+#include "internal.h"
+
+static void tmp_prefix(char *buf, size_t len)
+{
+	ckpt_fmt(buf, len, ".ckpt_%s_%s.img.tmp.", ckpt.program,
+		 ckpt.unique_id);
+}
+
+/* The real pid keeps two restarts of one image from sharing it. */
+void image_tmp_name(char *buf, size_t len)
+{
+	char prefix[512];
+
+	tmp_prefix(prefix, sizeof(prefix));
+	ckpt_fmt(buf, len, "%s%d", prefix, (int)ckpt_real_getpid());
+}
+
+/* The pid in name after prefix if it is a number, else 0. */
+static pid_t writer_pid(const char *name, const char *prefix)
+{
+	size_t n = strlen(prefix);
+	long pid = 0;
+
+	if (strncmp(name, prefix, n) || !name[n])
+		return 0;
+	for (name += n; *name; name++) {
+		if (*name < '0' || *name > '9' || pid > 1 << 22)
+			return 0;
+		pid = pid * 10 + (*name - '0');
+	}
+	return pid;
+}
+
+static int writer_is_gone(pid_t pid)
+{
+	return pid != ckpt_real_getpid() && syscall(SYS_kill, pid, 0) < 0 &&
+	       errno == ESRCH;
+}
+
+static void remove_dead_temporaries_at(int dirfd)
+{
+	char buf[4096], prefix[512];
+	struct ckpt_refusal ref;
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	long n;
+
+	if (fd < 0)
+		return;
+	tmp_prefix(prefix, sizeof(prefix));
+	while ((n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
+		for (long pos = 0; pos < n;) {
+			struct dirent64 *d = (struct dirent64 *)(buf + pos);
+			pid_t pid = writer_pid(d->d_name, prefix);
+
+			pos += d->d_reclen;
+			if (pid > 0 && writer_is_gone(pid) &&
+			    ckpt_own_leftover(dirfd, d->d_name, &ref) == 0 &&
+			    unlinkat(dirfd, d->d_name, 0) == 0)
+				ckpt_log("removed %s, the image a killed "
+					 "checkpoint left unfinished",
+					 d->d_name);
+		}
+	}
+	close(fd);
+}
+
+/* At restart: what a writer killed before it left behind. */
+void image_remove_dead_temporaries(const char *dir)
+{
+	struct ckpt_refusal ref;
+	int dirfd = ckpt_safe_dir_open(dir, &ref);
+
+	if (dirfd < 0)
+		return;
+	remove_dead_temporaries_at(dirfd);
+	close(dirfd);
+}
+
+static void refusal_message(char *err, size_t errlen, const char *what,
+			    const char *path, int r,
+			    const struct ckpt_refusal *ref)
+{
+	if (ref->why)
+		ckpt_fmt(err, errlen, "cannot create %s %s: %s (owner uid "
+			 "%u); refusing to use it", what, path, ref->why,
+			 ref->uid);
+	else
+		ckpt_fmt(err, errlen, "cannot create %s %s: %s", what, path,
+			 strerror(-r));
+}
+
+/* The new, empty temporary image tmp_path in dir, open for writing. */
+int image_create_temporary(const char *dir, const char *tmp_path, char *err,
+			   size_t errlen)
+{
+	const char *base = strrchr(tmp_path, '/');
+	struct ckpt_refusal ref;
+	int dirfd, fd;
+
+	dirfd = ckpt_safe_dir_open(dir, &ref);
+	if (dirfd < 0) {
+		if (ref.why)
+			ckpt_fmt(err, errlen, "checkpoint directory %s: %s "
+				 "(owner uid %u)", dir, ref.why, ref.uid);
+		else
+			ckpt_fmt(err, errlen, "checkpoint directory %s: %s",
+				 dir, strerror(-dirfd));
+		return dirfd;
+	}
+	remove_dead_temporaries_at(dirfd);
+	fd = ckpt_create_at(dirfd, base ? base + 1 : tmp_path, O_WRONLY, 0600,
+			    &ref);
+	if (fd < 0)
+		refusal_message(err, errlen, "the temporary image", tmp_path,
+				fd, &ref);
+	close(dirfd);
+	return fd;
+}
