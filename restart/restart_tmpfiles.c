@@ -175,10 +175,16 @@ static int write_content(struct ckpt_image *img,
 static int put_back_in_place(struct ckpt_image *img,
 			     const struct ckpt_file_record *f, const char *path)
 {
-	int fd = open(path, O_WRONLY | O_CLOEXEC), r;
+	int fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC), r;
+	struct stat st;
 
+	/* Never through a symbolic link planted in its place. */
 	if (fd < 0)
 		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
 	r = copy_content(img, f, fd);
 	if (r == 0 && ftruncate(fd, f->size) < 0)
 		r = -errno;
