@@ -10,7 +10,8 @@
  *
  * Used by libckpt with the threads stopped (no allocation, no stdio), by
  * the coordinator and by ckpt_restart. Functions return an fd or -errno;
- * on a refusal `why` says what was found.
+ * on a refusal `why` says what was found (never -EPERM, which is -1: an
+ * fd's "none" to some callers).
  */
 #ifndef CKPT_SAFE_FILE_H
 #define CKPT_SAFE_FILE_H
@@ -44,11 +45,11 @@ static inline int ckpt_dir_check(const struct stat *st,
 	if (st->st_uid != geteuid() && st->st_uid != 0)
 		return ckpt_refuse(ref, "the directory belongs to another "
 				   "user, who could replace what ckpt writes "
-				   "in it", st->st_uid, -EPERM);
+				   "in it", st->st_uid, -EACCES);
 	if ((st->st_mode & (S_IWGRP | S_IWOTH)) && !(st->st_mode & S_ISVTX))
 		return ckpt_refuse(ref, "others may write the directory and "
 				   "it is not sticky: they could replace what "
-				   "ckpt writes in it", st->st_uid, -EPERM);
+				   "ckpt writes in it", st->st_uid, -EACCES);
 	return 0;
 }
 
@@ -85,7 +86,7 @@ static inline int ckpt_own_leftover(int dirfd, const char *name,
 				   "is in its place", st.st_uid, -EEXIST);
 	if (st.st_uid != geteuid())
 		return ckpt_refuse(ref, "a file of another user is in its "
-				   "place", st.st_uid, -EPERM);
+				   "place", st.st_uid, -EEXIST);
 	if (st.st_nlink != 1)
 		return ckpt_refuse(ref, "a file with other hard links is in "
 				   "its place", st.st_uid, -EMLINK);
@@ -125,9 +126,13 @@ static inline int ckpt_open_own_at(int dirfd, const char *name, int flags,
 	ref->why = NULL;
 	fd = openat(dirfd, name, (flags & ~O_TRUNC) | O_CREAT | O_NOFOLLOW |
 		    O_CLOEXEC, mode);
-	if (fd < 0)
-		return errno == ELOOP ? ckpt_own_leftover(dirfd, name, ref) ?:
-			-ELOOP : -errno;
+	if (fd < 0) {
+		/* A symbolic link there gives ELOOP, or EACCES in a sticky
+		 * directory: say what is there. */
+		int e = errno, r = ckpt_own_leftover(dirfd, name, ref);
+
+		return r < 0 && ref->why ? r : -e;
+	}
 	if (fstat(fd, &st) < 0) {
 		int e = errno;
 
@@ -138,7 +143,7 @@ static inline int ckpt_open_own_at(int dirfd, const char *name, int flags,
 	    st.st_nlink != 1) {
 		close(fd);
 		return ckpt_refuse(ref, "a file that is not ours alone is in "
-				   "its place", st.st_uid, -EPERM);
+				   "its place", st.st_uid, -EEXIST);
 	}
 	return fd;
 }
