@@ -11,8 +11,11 @@
  * its memory. Such files of this process's computation (same program and
  * unique id, a pid that is gone, a regular file of our uid) are removed
  * at the start of every checkpoint and at restart, so at most the one of
- * the last killed writer is ever there (docs/reliability.md, "Leftovers
- * of failed checkpoints"). Runs with the threads stopped: no malloc.
+ * the last killed writer is ever there; so are the files rounds meet in
+ * (claims, tables of shared files) that a killed process or a failed
+ * round left, once no round can still use them (docs/reliability.md,
+ * "Leftovers of failed checkpoints"). Runs with the threads stopped: no
+ * malloc.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -20,7 +23,9 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 #include "ckpt/safe_file.h"
 #include "internal.h"
@@ -62,7 +67,54 @@ static int writer_is_gone(pid_t pid)
 	       errno == ESRCH;
 }
 
-static void remove_dead_temporaries_at(int dirfd)
+/* A file a round meets in (pipes.c's claims, shared_files.c's table):
+ * ".ckpt_<kind>_<numbers>.g<generation>" or ".ckpt_shared.g<generation>". */
+static int is_round_file(const char *name)
+{
+	static const char *const kinds[] = { ".ckpt_pipe_", ".ckpt_sock_",
+		".ckpt_fifo_", ".ckpt_file_", ".ckpt_shared" };
+	const char *g = strrchr(name, '.');
+	size_t i;
+
+	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (!strncmp(name, kinds[i], strlen(kinds[i])))
+			break;
+	if (i == sizeof(kinds) / sizeof(kinds[0]) || !g || g[1] != 'g' ||
+	    !g[2])
+		return 0;
+	for (g += 2; *g; g++)
+		if (*g < '0' || *g > '9')
+			return 0;
+	return 1;
+}
+
+/* Seconds after which a round file is surely not in use any more: no
+ * round lasts longer than the coordinator's bounds (suspend, then write,
+ * sync and commit), with a wide margin; at least an hour. */
+static long round_files_stale_s(void)
+{
+	long bound = 2 * (ckpt.coord_phase_ms + 3 * ckpt.coord_write_ms) /
+		     1000;
+
+	return bound > 3600 ? bound : 3600;
+}
+
+/* Round files of our uid left by rounds long over: a process killed
+ * mid-round never removes its claims, and a failed round's table stays. */
+static int round_file_is_stale(int dirfd, const char *name)
+{
+	struct ckpt_refusal ref;
+	struct timespec now;
+	struct stat st;
+
+	if (!is_round_file(name) || ckpt_own_leftover(dirfd, name, &ref) ||
+	    fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    clock_gettime(CLOCK_REALTIME, &now) < 0)
+		return 0;
+	return now.tv_sec - st.st_mtim.tv_sec > round_files_stale_s();
+}
+
+static void remove_leftovers_at(int dirfd)
 {
 	char buf[4096], prefix[512];
 	struct ckpt_refusal ref;
@@ -84,20 +136,22 @@ static void remove_dead_temporaries_at(int dirfd)
 				ckpt_log("removed %s, the image a killed "
 					 "checkpoint left unfinished",
 					 d->d_name);
+			else if (round_file_is_stale(dirfd, d->d_name))
+				unlinkat(dirfd, d->d_name, 0);
 		}
 	}
 	close(fd);
 }
 
 /* At restart: what a writer killed before it left behind. */
-void image_remove_dead_temporaries(const char *dir)
+void image_remove_leftovers(const char *dir)
 {
 	struct ckpt_refusal ref;
 	int dirfd = ckpt_safe_dir_open(dir, &ref);
 
 	if (dirfd < 0)
 		return;
-	remove_dead_temporaries_at(dirfd);
+	remove_leftovers_at(dirfd);
 	close(dirfd);
 }
 
@@ -132,7 +186,7 @@ int image_create_temporary(const char *dir, const char *tmp_path, char *err,
 				 dir, strerror(-dirfd));
 		return dirfd;
 	}
-	remove_dead_temporaries_at(dirfd);
+	remove_leftovers_at(dirfd);
 	fd = ckpt_create_at(dirfd, base ? base + 1 : tmp_path, O_WRONLY, 0600,
 			    &ref);
 	if (fd < 0)

@@ -292,7 +292,7 @@ int handover_read_shm(int plan_fd, struct ckpt_plan_shm *out, int max);
 void image_tmp_name(char *buf, size_t len);
 int image_create_temporary(const char *dir, const char *tmp_path, char *err,
 			   size_t errlen);
-void image_remove_dead_temporaries(const char *dir);
+void image_remove_leftovers(const char *dir);
 
 /* image_writer.c */
 int image_write(uint64_t generation, const char *dir, char *final_path,

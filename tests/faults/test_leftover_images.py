@@ -117,3 +117,34 @@ def test_killed_writers_leave_at_most_one_temporary(session):
     # A checkpoint that completes leaves no temporary either.
     s.checkpoint()
     assert temporaries(s) == []
+
+
+@pytest.mark.time_limit(300)
+def test_round_files_of_rounds_long_over_are_removed(session):
+    """Claims (.ckpt_pipe_*, .ckpt_file_*, ...) and tables of shared files
+    (.ckpt_shared.g*) that a killed process or a failed round left: the
+    next checkpoint removes ours once no round can still use them (an hour
+    old here); recent ones, and anyone else's, stay."""
+    s = session
+    old = time.time() - 2 * 86400
+    stale = [".ckpt_pipe_4242.g3", ".ckpt_file_66_77.g3", ".ckpt_shared.g3",
+             ".ckpt_sock_99.g17", ".ckpt_fifo_1_2.g5"]
+    kept = [".ckpt_pipe_4243.g4", ".ckpt_shared.g4"]        # recent
+    foreign = ".ckpt_pipe_4244.g3"                          # not ours
+    for name in stale + kept + [foreign]:
+        path = os.path.join(s.ckptdir, name)
+        with open(path, "wb"):
+            pass
+        if name not in kept:
+            os.utime(path, (old, old))
+    if os.geteuid() == 0:
+        os.chown(os.path.join(s.ckptdir, foreign), 65534, 65534)
+    else:
+        os.unlink(os.path.join(s.ckptdir, foreign))
+        foreign = kept[0]
+    p = s.launch([app("counter"), "100000", "20"])
+    p.wait_line(r"^count (\d+) ", minimum=3)
+    s.checkpoint()
+    left = set(os.listdir(s.ckptdir))
+    assert not left & set(stale), sorted(left)
+    assert set(kept) | {foreign} <= left, sorted(left)
