@@ -610,6 +610,7 @@ static int write_image_file(struct image_writer *w, uint64_t generation,
 	fd = image_create_temporary(dir, tmp_path, err, errlen);
 	if (fd < 0)
 		return fd;
+	fchmod(fd, 0600);	/* whatever the program's umask */
 	fill_header(&h, w, generation);
 	h.image_size = lay_out(w, &h);
 	r = write_extents(w, fd, err, errlen);

@@ -124,8 +124,9 @@ static inline int ckpt_open_own_at(int dirfd, const char *name, int flags,
 	int fd;
 
 	ref->why = NULL;
+	/* O_NONBLOCK: a FIFO planted there must not block the open */
 	fd = openat(dirfd, name, (flags & ~O_TRUNC) | O_CREAT | O_NOFOLLOW |
-		    O_CLOEXEC, mode);
+		    O_NONBLOCK | O_CLOEXEC, mode);
 	if (fd < 0) {
 		/* A symbolic link there gives ELOOP, or EACCES in a sticky
 		 * directory: say what is there. */
