@@ -97,8 +97,13 @@ static int clear_stale_socket(struct coordinator *co, char *err,
 	if (fd >= 0 || fd == -EACCES || fd == -ETIMEDOUT) {
 		if (fd >= 0)
 			close(fd);
-		snprintf(err, errlen, "another coordinator already answers "
-			 "on %s", co->addr);
+		if (st.st_uid != geteuid())
+			snprintf(err, errlen, "another user's program (uid "
+				 "%u) already answers on %s; refusing to "
+				 "replace it", (unsigned)st.st_uid, co->addr);
+		else
+			snprintf(err, errlen, "another coordinator already "
+				 "answers on %s", co->addr);
 		return -EADDRINUSE;
 	}
 	if (unlink(co->addr) < 0 && errno != ENOENT) {

@@ -237,3 +237,53 @@ def test_claim_file_of_another_user_is_refused(shared):
         d.remove(n)
     r = d.checkpoint()
     assert r.returncode == 0 and len(r.stdout.split()) == 3, r
+
+
+ATTACKER_LISTENER = """
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1])
+s.listen(8)
+time.sleep(float(sys.argv[2]))
+"""
+
+
+@pytest.mark.time_limit(180)
+def test_coordinator_socket_and_lock_in_shared_dir(shared):
+    """The coordinator's socket in the shared directory: a symbolic link
+    planted as its lock file (to a path where root would create a file)
+    is refused, and a listener of the attacker's on the socket path is
+    named as such, not taken for a coordinator of ours."""
+    d, s = shared, shared.s
+    sock = os.path.join(s.ckptdir, "c.sock")
+    target = s.path("made-by-root")
+    d.as_attacker("ln", "-s", target, sock + ".lock")
+    env = dict(s.env, CKPT_COORD=sock)
+    r = run([s.tool("ckpt_coordinator"), "--coord", sock], 30, env=env)
+    assert r.returncode != 0, r
+    assert "cannot open lock file %s.lock: a symbolic link is in its " \
+        "place (owner uid %d)" % (sock, d.att.pw_uid) in r.stderr, r.stderr
+    assert not os.path.lexists(target), "root created %s" % target
+    d.remove("c.sock.lock")
+
+    listener = subprocess.Popen(
+        ["setpriv", "--reuid=%d" % d.att.pw_uid,
+         "--regid=%d" % d.att.pw_gid, "--clear-groups", "--",
+         sys.executable, "-c", ATTACKER_LISTENER, sock, "60"],
+        stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while not os.path.exists(sock):
+            assert listener.poll() is None and \
+                time.monotonic() < deadline, "the listener did not start"
+            time.sleep(0.05)
+        r = run([s.tool("ckpt_coordinator"), "--coord", sock], 30,
+                env=env)
+        assert r.returncode != 0, r
+        assert "another user's program (uid %d) already answers on %s" % (
+            d.att.pw_uid, sock) in r.stderr, r.stderr
+        assert os.stat(sock).st_uid == d.att.pw_uid
+    finally:
+        listener.kill()
+        listener.wait(30)
+    d.victim_untouched()
