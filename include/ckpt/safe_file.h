@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -67,6 +68,41 @@ static inline int ckpt_safe_dir_open(const char *path, struct ckpt_refusal *ref)
 		return r;
 	}
 	return fd;
+}
+
+/* Nobody but us (or root) can redirect what is made under the absolute
+ * path dir: each of its directories passes ckpt_dir_check, and a symbolic
+ * link on the way belongs to us or root. On a refusal, bad gets the part
+ * of the path at fault. */
+static inline int ckpt_path_check(const char *dir, char *bad, size_t len,
+				  struct ckpt_refusal *ref)
+{
+	size_t n = strlen(dir), end = 1;
+	struct stat st;
+	int r;
+
+	ref->why = NULL;
+	if (dir[0] != '/' || n >= len)
+		return -EINVAL;
+	for (;;) {
+		const char *slash;
+
+		memcpy(bad, dir, end);		/* "/", "/a", "/a/b", ... */
+		bad[end] = 0;
+		if (lstat(bad, &st) < 0)
+			return -errno;
+		if (!S_ISLNK(st.st_mode))
+			r = ckpt_dir_check(&st, ref);
+		else if (st.st_uid != geteuid() && st.st_uid != 0)
+			r = ckpt_refuse(ref, "a symbolic link of another user",
+					st.st_uid, -ELOOP);
+		else
+			r = 0;
+		if (r < 0 || end >= n)
+			return r;
+		slash = strchr(dir + end + 1, '/');
+		end = slash ? (size_t)(slash - dir) : n;
+	}
 }
 
 /* What is at name is a file we may reuse or replace: a regular file of

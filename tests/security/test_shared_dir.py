@@ -287,3 +287,39 @@ def test_coordinator_socket_and_lock_in_shared_dir(shared):
         listener.kill()
         listener.wait(30)
     d.victim_untouched()
+
+
+@pytest.mark.time_limit(300)
+def test_restart_never_writes_under_a_planted_link(shared):
+    """A temporary file saved with the image lived in a directory of
+    root's inside the shared one; the run removed both, and the attacker
+    put a symbolic link to another directory of root's in their place.
+    The restart must not recreate the file there."""
+    d, s = shared, shared.s
+    work = os.path.join(s.ckptdir, "work")
+    os.mkdir(work, 0o700)
+    s.env["TMPDIR"] = work
+    p = s.launch([app("tmp_created"), "4", "4000", work])
+    p.wait_line(r"^made (\d+)$", minimum=1)        # round 1: in work/
+    images = s.checkpoint()
+    p.wait_line(r"^checked (\d+) ", minimum=1)
+    s.kill_all()
+    p.wait_exit(30)
+    for name in os.listdir(work):
+        os.unlink(os.path.join(work, name))
+    os.rmdir(work)
+    elsewhere = s.path("elsewhere")
+    os.mkdir(elsewhere, 0o755)
+    d.as_attacker("ln", "-s", elsewhere, work)
+    r = s.restart(images)
+    rc = r.wait_exit(120)
+    # (the restarted run would remove the file it finds: its message
+    # tells)
+    assert "was gone; recreated" not in r.stderr_text(), r.stderr_text()
+    assert os.listdir(elsewhere) == [], "the restart wrote %s under the " \
+        "attacker's link" % os.listdir(elsewhere)
+    assert rc != 0
+    assert "%s: a symbolic link of another user (owner uid %d); not " \
+        "writing under it" % (work, d.att.pw_uid) in r.stderr_text(), \
+        r.stderr_text()
+    d.victim_untouched()
