@@ -18,6 +18,7 @@
 #include "coordinator.h"
 
 #define SCRIPT_NAME "ckpt_restart_script.sh"
+#define TMP_NAME "." SCRIPT_NAME ".tmp"
 
 /* Single-quote s for the shell. */
 static void put_quoted(FILE *f, const char *s)
@@ -81,51 +82,53 @@ static void note_replaced(int dirfd, const char *dir)
 			  SCRIPT_NAME, ref.why, ref.uid);
 }
 
-/* Written to a temporary file made exclusively in the directory opened
- * once, then renamed over the script (docs/security.md, "Files in the
- * checkpoint directory"). */
+/* The temporary script, made exclusively in dir, which is opened once
+ * (*dirfd; docs/security.md, "Files in the checkpoint directory"). */
+static int create_tmp(const char *dir, int *dirfd)
+{
+	struct ckpt_refusal ref;
+	int fd;
+
+	*dirfd = ckpt_safe_dir_open(dir, &ref);
+	fd = *dirfd < 0 ? *dirfd :
+	     ckpt_create_at(*dirfd, TMP_NAME, O_WRONLY, 0700, &ref);
+	if (fd < 0 && ref.why)
+		coord_log("not writing %s/%s: %s: %s (owner uid %u)", dir,
+			  SCRIPT_NAME, *dirfd < 0 ? "its directory" : TMP_NAME,
+			  ref.why, ref.uid);
+	return fd;
+}
+
+/* Written to the temporary file, then renamed over the script with the
+ * same directory descriptor. */
 static int write_script(const char *dir, const char *restart_bin,
 			const char *coord, const char *paths,
 			uint64_t generation)
 {
-	static const char tmp[] = "." SCRIPT_NAME ".tmp";
-	struct ckpt_refusal ref;
-	int dirfd, fd, r = 0;
+	int dirfd, fd = create_tmp(dir, &dirfd), r = 0;
 	FILE *f;
 
-	dirfd = ckpt_safe_dir_open(dir, &ref);
-	if (dirfd < 0)
-		goto refused;
-	fd = ckpt_create_at(dirfd, tmp, O_WRONLY, 0700, &ref);
 	if (fd < 0) {
 		r = fd;
-		goto refused;
+		goto out;
 	}
 	f = fdopen(fd, "w");
 	if (!f) {
 		r = -errno;
 		close(fd);
-		goto out;
+	} else {
+		put_script(f, restart_bin, coord, paths, generation);
+		if (fflush(f) != 0 || fsync(fileno(f)) != 0)
+			r = -errno;
+		fclose(f);
 	}
-	put_script(f, restart_bin, coord, paths, generation);
-	if (fflush(f) != 0 || fsync(fileno(f)) != 0)
-		r = -errno;
-	fclose(f);
 	if (r == 0) {
 		note_replaced(dirfd, dir);
-		if (renameat(dirfd, tmp, dirfd, SCRIPT_NAME) < 0)
+		if (renameat(dirfd, TMP_NAME, dirfd, SCRIPT_NAME) < 0)
 			r = -errno;
 	}
 	if (r < 0)
-		unlinkat(dirfd, tmp, 0);
-	goto out;
-refused:
-	if (dirfd < 0)
-		r = dirfd;
-	if (ref.why)
-		coord_log("not writing %s/%s: %s: %s (owner uid %u)", dir,
-			  SCRIPT_NAME, dirfd < 0 ? "its directory" : tmp,
-			  ref.why, ref.uid);
+		unlinkat(dirfd, TMP_NAME, 0);
 out:
 	if (dirfd >= 0)
 		close(dirfd);
