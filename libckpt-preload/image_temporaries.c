@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The temporary file an image is written to before it is renamed over the
- * previous one: ".ckpt_<program>_<unique id>.img.tmp.<real pid>" in the
- * checkpoint directory. It is made exclusively, never through a symbolic
- * link, relative to the directory opened and checked once
+ * previous one (image_commit): ".ckpt_<program>_<unique id>.img.tmp.<real
+ * pid>" in the checkpoint directory. It is made exclusively, never through
+ * a symbolic link, relative to the directory opened and checked once
  * (include/ckpt/safe_file.h; docs/security.md, "Files in the checkpoint
  * directory").
  *
@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -168,6 +169,23 @@ static void refusal_message(char *err, size_t errlen, const char *what,
 			 strerror(-r));
 }
 
+/* dir opened and checked, or -errno with err set. */
+static int open_image_dir(const char *dir, char *err, size_t errlen)
+{
+	struct ckpt_refusal ref;
+	int dirfd = ckpt_safe_dir_open(dir, &ref);
+
+	if (dirfd >= 0)
+		return dirfd;
+	if (ref.why)
+		ckpt_fmt(err, errlen, "checkpoint directory %s: %s (owner uid "
+			 "%u)", dir, ref.why, ref.uid);
+	else
+		ckpt_fmt(err, errlen, "checkpoint directory %s: %s", dir,
+			 strerror(-dirfd));
+	return dirfd;
+}
+
 /* The new, empty temporary image tmp_path in dir, open for writing. */
 int image_create_temporary(const char *dir, const char *tmp_path, char *err,
 			   size_t errlen)
@@ -176,16 +194,9 @@ int image_create_temporary(const char *dir, const char *tmp_path, char *err,
 	struct ckpt_refusal ref;
 	int dirfd, fd;
 
-	dirfd = ckpt_safe_dir_open(dir, &ref);
-	if (dirfd < 0) {
-		if (ref.why)
-			ckpt_fmt(err, errlen, "checkpoint directory %s: %s "
-				 "(owner uid %u)", dir, ref.why, ref.uid);
-		else
-			ckpt_fmt(err, errlen, "checkpoint directory %s: %s",
-				 dir, strerror(-dirfd));
+	dirfd = open_image_dir(dir, err, errlen);
+	if (dirfd < 0)
 		return dirfd;
-	}
 	remove_leftovers_at(dirfd);
 	fd = ckpt_create_at(dirfd, base ? base + 1 : tmp_path, O_WRONLY, 0600,
 			    &ref);
@@ -194,4 +205,36 @@ int image_create_temporary(const char *dir, const char *tmp_path, char *err,
 				fd, &ref);
 	close(dirfd);
 	return fd;
+}
+
+/* Every image of the checkpoint is synced: this one replaces the
+ * previous one, renamed within its directory opened and checked again,
+ * then the directory is synced. Both paths are "<dir>/<name>". */
+int image_commit(const char *tmp_path, const char *final_path, char *err,
+		 size_t errlen)
+{
+	const char *tmp_base = strrchr(tmp_path, '/') + 1;
+	const char *final_base = strrchr(final_path, '/') + 1;
+	char dir[4096];
+	int dirfd, r = 0;
+
+	ckpt_fmt(dir, sizeof(dir), "%.*s", final_base - final_path > 1 ?
+		 (int)(final_base - final_path - 1) : 1, final_path);
+	dirfd = open_image_dir(dir, err, errlen);
+	if (dirfd < 0) {
+		unlink(tmp_path);
+		return dirfd;
+	}
+	if (renameat(dirfd, tmp_base, dirfd, final_base) < 0) {
+		r = -errno;
+		ckpt_fmt(err, errlen, "rename %s to %s: %s", tmp_path,
+			 final_path, strerror(errno));
+		unlinkat(dirfd, tmp_base, 0);
+	} else if (fsync(dirfd) < 0 && errno != EINVAL) {
+		r = -errno;
+		ckpt_fmt(err, errlen, "fsync of the directory of %s: %s",
+			 final_path, strerror(errno));
+	}
+	close(dirfd);
+	return r;
 }

@@ -687,29 +687,6 @@ int image_write(uint64_t generation, const char *dir, char *final_path,
 	return r;
 }
 
-static int fsync_dir_of(const char *path)
-{
-	char dir[4096];
-	char *slash;
-	int fd, r = 0;
-
-	ckpt_fmt(dir, sizeof(dir), "%s", path);
-	slash = strrchr(dir, '/');
-	if (slash == dir)
-		slash[1] = 0;
-	else if (slash)
-		*slash = 0;
-	else
-		strcpy(dir, ".");
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fsync(fd) < 0 && errno != EINVAL)
-		r = -errno;
-	close(fd);
-	return r;
-}
-
 /* After the application resumed: the new image on disk, under its
  * temporary name (the previous image is untouched). */
 int image_sync(const char *tmp_path, char *err, size_t errlen)
@@ -724,26 +701,5 @@ int image_sync(const char *tmp_path, char *err, size_t errlen)
 		close(fd);
 	if (r < 0)
 		unlink(tmp_path);
-	return r;
-}
-
-/* Every image of the checkpoint is synced: this one replaces the
- * previous one. */
-int image_commit(const char *tmp_path, const char *final_path, char *err,
-		 size_t errlen)
-{
-	int r = 0;
-
-	if (rename(tmp_path, final_path) < 0) {
-		r = -errno;
-		ckpt_fmt(err, errlen, "rename %s to %s: %s", tmp_path,
-			 final_path, strerror(errno));
-		unlink(tmp_path);
-		return r;
-	}
-	r = fsync_dir_of(final_path);
-	if (r < 0)
-		ckpt_fmt(err, errlen, "fsync of the directory of %s: %s",
-			 final_path, strerror(-r));
 	return r;
 }
