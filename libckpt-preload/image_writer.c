@@ -5,9 +5,10 @@
  * sequentially in extents of at most CKPT_EXTENT_MAX bytes, each hashed
  * just before it is written, and the metadata and header last. The file
  * is a temporary one; image_sync() fsyncs it after the application has
- * resumed and image_commit() renames it over the previous image once every
- * process of the checkpoint is synced (two-phase commit), so the previous
- * image survives any crash and any failed checkpoint.
+ * resumed and image_commit() (image_temporaries.c) renames it over the
+ * previous image once every process of the checkpoint is synced
+ * (two-phase commit), so the previous image survives any crash and any
+ * failed checkpoint.
  */
 #include <dirent.h>
 #include <errno.h>
