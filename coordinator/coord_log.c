@@ -76,8 +76,10 @@ static void rotate(void)
 		path[n] = '\0';
 		snprintf(old, sizeof(old), "%s.1", path);
 		if (rename(path, old) == 0)
-			fd = open(path, O_WRONLY | O_CREAT | O_APPEND |
-				  O_TRUNC | O_CLOEXEC, 0600);
+			/* exclusively, never through a symbolic link: the
+			 * log may be in a shared directory */
+			fd = open(path, O_WRONLY | O_CREAT | O_EXCL |
+				  O_NOFOLLOW | O_APPEND | O_CLOEXEC, 0600);
 	}
 	lg.written = 0;
 	if (fd >= 0 && dup2(fd, 2) == 2) {

@@ -22,18 +22,54 @@
 #include <unistd.h>
 
 #include "ckpt/coord_client.h"
+#include "ckpt/safe_file.h"
 #include "coordinator.h"
 
 #define PROBE_TIMEOUT_MS 1000
 
+/* The directory of path into dir; returns path's last component. */
+static const char *split_dir(const char *path, char *dir, size_t len)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (!slash) {
+		snprintf(dir, len, ".");
+		return path;
+	}
+	snprintf(dir, len, "%.*s", slash == path ? 1 : (int)(slash - path),
+		 path);
+	return slash + 1;
+}
+
 static int take_lock(struct coordinator *co, char *err, size_t errlen)
 {
+	struct ckpt_refusal ref = { NULL, 0 };
+	char dir[4096];
+	const char *base;
+	int dirfd;
+
 	snprintf(co->lock_path, sizeof(co->lock_path), "%s.lock", co->addr);
-	co->lock_fd = open(co->lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	base = split_dir(co->lock_path, dir, sizeof(dir));
+	/* Never through a symbolic link, only ever a file of ours: the
+	 * directory may be shared (docs/security.md, "Files in the
+	 * checkpoint directory"). */
+	dirfd = ckpt_safe_dir_open(dir, &ref);
+	co->lock_fd = dirfd < 0 ? dirfd :
+		      ckpt_open_own_at(dirfd, base, O_RDWR, 0600, &ref);
+	if (dirfd >= 0)
+		close(dirfd);
 	if (co->lock_fd < 0) {
-		snprintf(err, errlen, "cannot open lock file %s: %s",
-			 co->lock_path, strerror(errno));
-		return -errno;
+		int r = co->lock_fd;
+
+		co->lock_fd = -1;
+		if (ref.why)
+			snprintf(err, errlen, "cannot open lock file %s: %s "
+				 "(owner uid %u)", co->lock_path, ref.why,
+				 ref.uid);
+		else
+			snprintf(err, errlen, "cannot open lock file %s: %s",
+				 co->lock_path, strerror(-r));
+		return r;
 	}
 	if (flock(co->lock_fd, LOCK_EX | LOCK_NB) == 0)
 		return 0;
@@ -61,8 +97,13 @@ static int clear_stale_socket(struct coordinator *co, char *err,
 	if (fd >= 0 || fd == -EACCES || fd == -ETIMEDOUT) {
 		if (fd >= 0)
 			close(fd);
-		snprintf(err, errlen, "another coordinator already answers "
-			 "on %s", co->addr);
+		if (st.st_uid != geteuid())
+			snprintf(err, errlen, "another user's program (uid "
+				 "%u) already answers on %s; refusing to "
+				 "replace it", (unsigned)st.st_uid, co->addr);
+		else
+			snprintf(err, errlen, "another coordinator already "
+				 "answers on %s", co->addr);
 		return -EADDRINUSE;
 	}
 	if (unlink(co->addr) < 0 && errno != ENOENT) {

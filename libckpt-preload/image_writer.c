@@ -5,9 +5,10 @@
  * sequentially in extents of at most CKPT_EXTENT_MAX bytes, each hashed
  * just before it is written, and the metadata and header last. The file
  * is a temporary one; image_sync() fsyncs it after the application has
- * resumed and image_commit() renames it over the previous image once every
- * process of the checkpoint is synced (two-phase commit), so the previous
- * image survives any crash and any failed checkpoint.
+ * resumed and image_commit() (image_temporaries.c) renames it over the
+ * previous image once every process of the checkpoint is synced
+ * (two-phase commit), so the previous image survives any crash and any
+ * failed checkpoint.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -603,20 +604,17 @@ static int build_tables(struct image_writer *w, char *err, size_t errlen)
 /* Write the whole image into tmp_path (a new file beside final_path).
  * Called with every other thread stopped. */
 static int write_image_file(struct image_writer *w, uint64_t generation,
-			    const char *tmp_path, char *err, size_t errlen)
+			    const char *dir, const char *tmp_path, char *err,
+			    size_t errlen)
 {
 	struct ckpt_image_header h;
 	int fd, r;
 
 	memset(&h, 0, sizeof(h));
-	fd = open(tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		r = -errno;
-		ckpt_fmt(err, errlen, "cannot create %s: %s", tmp_path,
-			 strerror(errno));
-		return r;
-	}
-	fchmod(fd, 0600);
+	fd = image_create_temporary(dir, tmp_path, err, errlen);
+	if (fd < 0)
+		return fd;
+	fchmod(fd, 0600);	/* whatever the program's umask */
 	fill_header(&h, w, generation);
 	h.image_size = lay_out(w, &h);
 	r = write_extents(w, fd, err, errlen);
@@ -649,11 +647,12 @@ static int write_image_file(struct image_writer *w, uint64_t generation,
 static void image_paths(const char *dir, char *final_path, size_t pathlen,
 			char *tmp_path, size_t tmplen)
 {
+	char tmp_name[600];
+
 	ckpt_fmt(final_path, pathlen, "%s/ckpt_%s_%s.img", dir, ckpt.program,
 		 ckpt.unique_id);
-	/* The real pid keeps two restarts of one image from sharing it. */
-	ckpt_fmt(tmp_path, tmplen, "%s/.ckpt_%s_%s.img.tmp.%d", dir,
-		 ckpt.program, ckpt.unique_id, (int)ckpt_real_getpid());
+	image_tmp_name(tmp_name, sizeof(tmp_name));
+	ckpt_fmt(tmp_path, tmplen, "%s/%s", dir, tmp_name);
 }
 
 int image_write(uint64_t generation, const char *dir, char *final_path,
@@ -685,76 +684,18 @@ int image_write(uint64_t generation, const char *dir, char *final_path,
 	image_paths(dir, final_path, pathlen, tmp_path, tmplen);
 	r = build_tables(&w, err, errlen);
 	if (r == 0)
-		r = write_image_file(&w, generation, tmp_path, err, errlen);
+		r = write_image_file(&w, generation, dir, tmp_path, err,
+				     errlen);
 	memory_reprotect();
 	writer_free(&w);
 	return r;
-}
-
-static int fsync_dir_of(const char *path)
-{
-	char dir[4096];
-	char *slash;
-	int fd, r = 0;
-
-	ckpt_fmt(dir, sizeof(dir), "%s", path);
-	slash = strrchr(dir, '/');
-	if (slash == dir)
-		slash[1] = 0;
-	else if (slash)
-		*slash = 0;
-	else
-		strcpy(dir, ".");
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fsync(fd) < 0 && errno != EINVAL)
-		r = -errno;
-	close(fd);
-	return r;
-}
-
-/* Temporary images of this process left by a writer that died (killed
- * in the middle of a checkpoint): "<tmp prefix>.<pid>" of a pid that is
- * gone. Runs while the application runs. */
-static void remove_stale_temporaries(const char *tmp_path)
-{
-	char dir[4096], prefix[512], buf[4096], path[4200];
-	const char *base = strrchr(tmp_path, '/'), *dot;
-	int fd;
-	long n;
-
-	if (!base || !(dot = strrchr(base, '.')))
-		return;
-	ckpt_fmt(dir, sizeof(dir), "%.*s", (int)(base - tmp_path), tmp_path);
-	ckpt_fmt(prefix, sizeof(prefix), "%.*s", (int)(dot + 1 - base - 1),
-		 base + 1);
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	while ((n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
-		for (long pos = 0; pos < n;) {
-			struct dirent64 *d = (struct dirent64 *)(buf + pos);
-			size_t plen = strlen(prefix);
-			int pid;
-
-			pos += d->d_reclen;
-			if (strncmp(d->d_name, prefix, plen) ||
-			    (pid = atoi(d->d_name + plen)) <= 0 ||
-			    syscall(SYS_kill, pid, 0) == 0 || errno != ESRCH)
-				continue;
-			ckpt_fmt(path, sizeof(path), "%s/%s", dir, d->d_name);
-			unlink(path);
-		}
-	}
-	close(fd);
 }
 
 /* After the application resumed: the new image on disk, under its
  * temporary name (the previous image is untouched). */
 int image_sync(const char *tmp_path, char *err, size_t errlen)
 {
-	int fd = open(tmp_path, O_RDONLY | O_CLOEXEC), r = 0;
+	int fd = open(tmp_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), r = 0;
 
 	if (fd < 0 || fsync(fd) < 0) {
 		r = -errno;
@@ -764,27 +705,5 @@ int image_sync(const char *tmp_path, char *err, size_t errlen)
 		close(fd);
 	if (r < 0)
 		unlink(tmp_path);
-	return r;
-}
-
-/* Every image of the checkpoint is synced: this one replaces the
- * previous one. */
-int image_commit(const char *tmp_path, const char *final_path, char *err,
-		 size_t errlen)
-{
-	int r = 0;
-
-	if (rename(tmp_path, final_path) < 0) {
-		r = -errno;
-		ckpt_fmt(err, errlen, "rename %s to %s: %s", tmp_path,
-			 final_path, strerror(errno));
-		unlink(tmp_path);
-		return r;
-	}
-	remove_stale_temporaries(tmp_path);
-	r = fsync_dir_of(final_path);
-	if (r < 0)
-		ckpt_fmt(err, errlen, "fsync of the directory of %s: %s",
-			 final_path, strerror(-r));
 	return r;
 }

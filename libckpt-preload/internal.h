@@ -298,13 +298,19 @@ extern const struct ckpt_resource_ops shared_memory_resource_ops;
 struct ckpt_plan_shm;
 int handover_read_shm(int plan_fd, struct ckpt_plan_shm *out, int max);
 
+/* image_temporaries.c */
+void image_tmp_name(char *buf, size_t len);
+int image_create_temporary(const char *dir, const char *tmp_path, char *err,
+			   size_t errlen);
+void image_remove_leftovers(const char *dir);
+int image_commit(const char *tmp_path, const char *final_path, char *err,
+		 size_t errlen);
+
 /* image_writer.c */
 int image_write(uint64_t generation, const char *dir, char *final_path,
 		size_t pathlen, char *tmp_path, size_t tmplen, char *err,
 		size_t errlen);
 int image_sync(const char *tmp_path, char *err, size_t errlen);
-int image_commit(const char *tmp_path, const char *final_path, char *err,
-		 size_t errlen);
 int writer_add_region(struct image_writer *w, const struct ckpt_region *r,
 		      const char *name);
 int writer_add_extent(struct image_writer *w, uint64_t addr, uint64_t len);

@@ -350,6 +350,8 @@ static void handle_write_image(const struct ckpt_msg_do_checkpoint *m)
 			     sizeof(tmp), err, sizeof(err));
 	if (r == CKPT_RESTARTED) {
 		manager_after_restart(m->generation);
+		/* a later checkpoint's writer may have been killed */
+		image_remove_leftovers(dir);
 		return;
 	}
 	if (r < 0) {

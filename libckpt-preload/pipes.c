@@ -30,6 +30,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "ckpt/restart_plan.h"
+#include "ckpt/safe_file.h"
 #include "internal.h"
 
 #define DRAIN_MAX	(64U << 20)	/* more than any pipe can hold */
@@ -142,8 +143,9 @@ static struct round_key claimed[CKPT_PLAN_MAX_PIPES];	/* this round */
 static uint64_t claimed_generation;
 static int nclaimed;
 
-/* .ckpt_pipe_<ino>, .ckpt_sock_<ino>, .ckpt_fifo_<dev>_<ino> */
-static void claim_path(char *buf, size_t len, const struct round_key *key,
+/* .ckpt_pipe_<ino>, .ckpt_sock_<ino>, .ckpt_fifo_<dev>_<ino>,
+ * .ckpt_file_<dev>_<ino> */
+static void claim_name(char *buf, size_t len, const struct round_key *key,
 		       uint64_t gen)
 {
 	char dev[32] = "";
@@ -151,21 +153,26 @@ static void claim_path(char *buf, size_t len, const struct round_key *key,
 	if (key->dev)
 		ckpt_fmt(dev, sizeof(dev), "%llu_",
 			 (unsigned long long)key->dev);
-	ckpt_fmt(buf, len, "%s/.ckpt_%s_%s%llu.g%llu", round_dir, key->kind,
-		 dev, (unsigned long long)key->ino, (unsigned long long)gen);
+	ckpt_fmt(buf, len, ".ckpt_%s_%s%llu.g%llu", key->kind, dev,
+		 (unsigned long long)key->ino, (unsigned long long)gen);
 }
 
 /* The previous round's claims are no longer needed by anyone: every
  * process finished that round before this one began. */
 static void forget_old_claims(void)
 {
-	char path[4200];
+	struct ckpt_refusal ref;
+	char name[200];
+	int dirfd = nclaimed ? ckpt_safe_dir_open(round_dir, &ref) : -1;
 
-	for (int i = 0; i < nclaimed; i++) {
-		claim_path(path, sizeof(path), &claimed[i],
+	for (int i = 0; dirfd >= 0 && i < nclaimed; i++) {
+		claim_name(name, sizeof(name), &claimed[i],
 			   claimed_generation);
-		unlink(path);
+		if (ckpt_own_leftover(dirfd, name, &ref) == 0)
+			unlinkat(dirfd, name, 0);
 	}
+	if (dirfd >= 0)
+		close(dirfd);
 	nclaimed = 0;
 }
 
@@ -185,13 +192,45 @@ void pipes_end_round(void)
 	ndrained = 0;
 }
 
+/* 1: name is made, ours; 0: another process of ours made it first;
+ * -errno: the name is taken by something not ours (logged). Made
+ * exclusively, never through a symbolic link (docs/security.md, "Files in
+ * the checkpoint directory"). */
+static int make_claim(const char *name)
+{
+	struct ckpt_refusal ref;
+	int dirfd = ckpt_safe_dir_open(round_dir, &ref), fd, r;
+
+	if (dirfd < 0) {
+		if (ref.why)
+			ckpt_log("checkpoint directory %s: %s (owner uid %u)",
+				 round_dir, ref.why, ref.uid);
+		return dirfd;
+	}
+	fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+		    O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		close(fd);
+		r = 1;
+	} else {
+		r = errno == EEXIST ? ckpt_own_leftover(dirfd, name, &ref) :
+		    -errno;
+		if (r < 0 && ref.why)
+			ckpt_log("claim file %s/%s: %s (owner uid %u); "
+				 "refusing it", round_dir, name, ref.why,
+				 ref.uid);
+	}
+	close(dirfd);
+	return r;
+}
+
 /* 1: this process saves the object `key` (a pipe, socket or FIFO) in
  * this round; 0: another process does, or this one already did through
  * another fd. */
 int round_claim(const struct round_key *key)
 {
-	char path[4200];
-	int fd;
+	char name[200];
+	int r;
 
 	for (int i = 0; i < nclaimed; i++)
 		if (claimed[i].ino == key->ino && claimed[i].dev == key->dev &&
@@ -199,13 +238,11 @@ int round_claim(const struct round_key *key)
 			return 0;
 	if (nclaimed == CKPT_PLAN_MAX_PIPES)
 		return -E2BIG;
-	claim_path(path, sizeof(path), key, round_generation);
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return errno == EEXIST ? 0 : -errno;
-	close(fd);
-	claimed[nclaimed++] = *key;
-	return 1;
+	claim_name(name, sizeof(name), key, round_generation);
+	r = make_claim(name);
+	if (r == 1)
+		claimed[nclaimed++] = *key;
+	return r;
 }
 
 /* A memfd of saved bytes, closed once the image is written. */

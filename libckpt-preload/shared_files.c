@@ -31,6 +31,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include "ckpt/safe_file.h"
 #include "internal.h"
 
 #define NOT_SHARED	0xffffffffu
@@ -50,12 +51,36 @@ static int published;			/* the table has our entries */
 static char table_path[4200];
 static char old_table_path[4200];	/* the previous round's */
 
-static int lock_table(int flags)
+/* The round's table, locked; made (never through a symbolic link, and
+ * only ever one of ours: docs/security.md, "Files in the checkpoint
+ * directory") when create. */
+static int lock_table(int create)
 {
-	int fd = open(table_path, flags | O_RDWR | O_CLOEXEC, 0600);
+	const char *slash = strrchr(table_path, '/');
+	char dir[4200];
+	struct ckpt_refusal ref = { NULL, 0 };
+	int dirfd, fd;
 
-	if (fd < 0)
-		return -errno;
+	ckpt_fmt(dir, sizeof(dir), "%.*s", (int)(slash - table_path),
+		 table_path);
+	dirfd = ckpt_safe_dir_open(dir, &ref);
+	if (dirfd < 0)
+		return dirfd;
+	fd = create ? ckpt_open_own_at(dirfd, slash + 1, O_RDWR | O_APPEND,
+				       0600, &ref) :
+		      ckpt_own_leftover(dirfd, slash + 1, &ref) ?:
+		      openat(dirfd, slash + 1, O_RDWR | O_NOFOLLOW |
+			     O_CLOEXEC);
+	if (fd == -1)
+		fd = -errno;
+	close(dirfd);
+	if (fd < 0) {
+		if (ref.why)
+			ckpt_log("the table of shared files %s: %s (owner uid "
+				 "%u); refusing to use it", table_path,
+				 ref.why, ref.uid);
+		return fd;
+	}
 	if (flock(fd, LOCK_EX) < 0) {
 		int e = errno;
 
@@ -102,7 +127,7 @@ int shared_publish(void)
 
 	if (!nmine)
 		return 0;
-	fd = lock_table(O_CREAT | O_APPEND);
+	fd = lock_table(1);
 	if (fd < 0)
 		return fd;
 	if (fstat(fd, &st) < 0 || st.st_size % sizeof(mine[0]))

@@ -96,7 +96,7 @@ static int is_deleted(const char *path)
 static int open_read_end(const struct fifo_need *f)
 {
 	struct stat st;
-	int fds[2];
+	int fds[2], made = 0;
 
 	if (is_deleted(f->path)) {
 		if (pipe(fds) < 0)
@@ -107,13 +107,24 @@ static int open_read_end(const struct fifo_need *f)
 	if (lstat(f->path, &st) < 0) {
 		if (errno != ENOENT)
 			return -errno;
-		if (mkfifo(f->path, f->mode) < 0 || chmod(f->path, f->mode) < 0)
+		if (mkfifo(f->path, f->mode) < 0)
 			return -errno;
+		made = 1;
 	} else if (!S_ISFIFO(st.st_mode)) {
 		return -EEXIST;
 	}
-	fds[0] = open(f->path, O_RDONLY | O_NONBLOCK);
-	return fds[0] < 0 ? -errno : fds[0];
+	/* What is there now, never through a symbolic link: the refill
+	 * writes into it (docs/security.md, "Files in the checkpoint
+	 * directory"). */
+	fds[0] = open(f->path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW);
+	if (fds[0] < 0)
+		return -errno;
+	if (fstat(fds[0], &st) < 0 || !S_ISFIFO(st.st_mode) ||
+	    (made && fchmod(fds[0], f->mode) < 0)) {
+		close(fds[0]);
+		return -EEXIST;
+	}
+	return fds[0];
 }
 
 static int reopen_end(int rfd, int mode)

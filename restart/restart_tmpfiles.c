@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "ckpt/copy_range.h"
+#include "ckpt/safe_file.h"
 #include "process_tree.h"
 
 /* The file's directory, for O_TMPFILE: "" when the path has none. */
@@ -175,10 +176,16 @@ static int write_content(struct ckpt_image *img,
 static int put_back_in_place(struct ckpt_image *img,
 			     const struct ckpt_file_record *f, const char *path)
 {
-	int fd = open(path, O_WRONLY | O_CLOEXEC), r;
+	int fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC), r;
+	struct stat st;
 
+	/* Never through a symbolic link planted in its place. */
 	if (fd < 0)
 		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
 	r = copy_content(img, f, fd);
 	if (r == 0 && ftruncate(fd, f->size) < 0)
 		r = -errno;
@@ -227,10 +234,8 @@ static int recreate_missing(struct ckpt_image *img,
 			    const struct ckpt_file_record *f, const char *path,
 			    char *dir)
 {
-	int tmp, r = make_parents(dir);
+	int tmp, r;
 
-	if (r < 0)
-		return r;
 	tmp = write_content(img, f, dir, f->mode);
 	if (tmp < 0)
 		return tmp;
@@ -278,6 +283,22 @@ static int put_back_existing(struct ckpt_image *img,
 	return 1;
 }
 
+/* Nobody else can redirect what is written under dir: a directory on
+ * its path that another user may rename things in, or their symbolic
+ * link, could send the content elsewhere (docs/security.md, "Files in the
+ * checkpoint directory"). */
+static int check_parents(struct ckpt_image *img, const char *dir)
+{
+	struct ckpt_refusal ref;
+	char bad[PATH_MAX];
+	int r = ckpt_path_check(dir, bad, sizeof(bad), &ref);
+
+	if (r < 0 && ref.why)
+		snprintf(img->err, sizeof(img->err), "%.600s: %s (owner uid "
+			 "%u); not writing under it", bad, ref.why, ref.uid);
+	return r;
+}
+
 /* 1 if put back, 0 if left as it is, -errno. */
 static int put_back_one(struct ckpt_image *img,
 			const struct ckpt_file_record *f)
@@ -297,6 +318,10 @@ static int put_back_one(struct ckpt_image *img,
 	if (!dir[0])
 		return -EINVAL;
 	r = verify_content(img, f);
+	if (r == 0 && missing)
+		r = make_parents(dir);
+	if (r == 0)
+		r = check_parents(img, dir);
 	if (r < 0)
 		return r;
 	return missing ? recreate_missing(img, f, path, dir) :
