@@ -6,6 +6,7 @@ for a current one (its output would come twice)."""
 
 import glob
 import os
+import time
 import re
 
 import pytest
@@ -121,6 +122,15 @@ def test_two_computations_in_one_directory(session):
     assert len(err) == 1 and err[0].startswith(
         "ckpt_restart: leaving out %s: it belongs to another computation"
         % older[0]), err
+    # the restarted process joins its coordinator from its manager
+    # thread, maybe after it printed: wait for it, then make sure no
+    # second one comes
+    deadline = time.monotonic() + 30
+    listed = []
+    while not listed and time.monotonic() < deadline:
+        listed = s.command("--list").stdout.splitlines()
+        time.sleep(0.1)
+    time.sleep(1)
     listed = s.command("--list").stdout.splitlines()
     assert len(listed) == 1, "restarted %r" % listed
     r.sigkill()
