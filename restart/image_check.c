@@ -106,6 +106,9 @@ const char *fd_kind_name(uint32_t kind)
 		[CKPT_FD_PIPE] = "pipe",
 		[CKPT_FD_UNIX_STREAM] = "unix-stream",
 		[CKPT_FD_FIFO] = "fifo",
+		[CKPT_FD_SOCKET_LISTEN] = "listen-socket",
+		[CKPT_FD_SOCKET_BOUND] = "bound-socket",
+		[CKPT_FD_SOCKET_OUTSIDE] = "outside-socket",
 	};
 
 	if (kind < sizeof(names) / sizeof(*names) && names[kind])

@@ -202,6 +202,40 @@ enum ckpt_fd_kind {
 					   its permission bits (st_mode &
 					   07777), pipe_size; data_*: the bytes
 					   in flight, in the drainer's image */
+	/* 11-19: other fd kinds (eventfd, timerfd, signalfd, epoll) */
+	CKPT_FD_SOCKET_LISTEN = 20,	/* listening TCP or Unix socket,
+					   "socket:[ino]"; data_*: a struct
+					   ckpt_socket_info; recreated once by
+					   ckpt_restart, shared by ino */
+	CKPT_FD_SOCKET_BOUND = 21,	/* bound, unconnected UDP or Unix
+					   datagram socket; data_* as above */
+	CKPT_FD_SOCKET_OUTSIDE = 22,	/* connected to a peer the restart
+					   does not bring back (TCP, UDP,
+					   Unix): restored as closed by the
+					   peer; data_* as above */
+};
+
+/* ckpt_socket_info.flags: options the program had set */
+#define CKPT_SOCK_F_REUSEADDR	0x1
+#define CKPT_SOCK_F_REUSEPORT	0x2
+#define CKPT_SOCK_F_V6ONLY	0x4	/* AF_INET6: IPV6_V6ONLY */
+
+/* The content (data_*) of a CKPT_FD_SOCKET_* record. Addresses are
+ * struct sockaddr bytes as getsockname/getpeername gave them (*_len
+ * bytes; a relative Unix path is made absolute at checkpoint). */
+struct ckpt_socket_info {
+	uint32_t family;		/* AF_INET, AF_INET6, AF_UNIX */
+	uint32_t type;			/* SOCK_STREAM, SOCK_DGRAM, ... */
+	uint32_t protocol;		/* SO_PROTOCOL */
+	uint32_t flags;			/* CKPT_SOCK_F_* */
+	int32_t backlog;		/* listen(2) backlog, from sock_diag */
+	int32_t rcvbuf;			/* SO_RCVBUF, SO_SNDBUF as read */
+	int32_t sndbuf;
+	uint32_t addr_len;		/* bytes of addr: getsockname */
+	uint32_t peer_len;		/* bytes of peer: getpeername; 0 none */
+	uint32_t reserved;
+	uint8_t addr[128];
+	uint8_t peer[128];
 };
 
 /* ckpt_fd_info.fd_flags, above FD_CLOEXEC */

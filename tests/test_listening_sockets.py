@@ -1,0 +1,150 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Listening sockets come back at their address: a line server listening
+on 127.0.0.1, [::1] and a Unix path answers new clients after a restart
+with its counter continued exactly; a client connected at the checkpoint
+is seen by the restarted server as closed by its peer (read returns 0),
+and the restart names that connection; an address taken at restart is a
+clear error naming it and the process, with nothing restarted."""
+
+import os
+import re
+import socket
+
+import pytest
+
+from ckpt_harness import app
+
+LISTENING = r"^listening tcp (\d+) tcp6 (\d+) unix (\S+)$"
+
+
+def ask(family, addr, lines, timeout=60):
+    """Send lines on a new connection; the replies as integers."""
+    with socket.socket(family, socket.SOCK_STREAM) as c:
+        c.settimeout(timeout)
+        c.connect(addr)
+        return talk(c, lines)
+
+
+def talk(c, lines):
+    f = c.makefile("r")
+    out = []
+    for line in lines:
+        c.sendall(line.encode() + b"\n")
+        out.append(int(f.readline()))
+    return out
+
+
+def start_server(s):
+    path = s.path("srv.sock")
+    p = s.launch([app("tcp_server"), "0", path])
+    m = p.wait_line(LISTENING)
+    return p, int(m.group(1)), int(m.group(2)), path
+
+
+def addresses(port, port6, path):
+    return [(socket.AF_INET, ("127.0.0.1", port)),
+            (socket.AF_INET6, ("::1", port6)),
+            (socket.AF_UNIX, path)]
+
+
+@pytest.mark.time_limit(300)
+def test_listeners_come_back_and_the_counter_goes_on(session):
+    s = session
+    p, port, port6, path = start_server(s)
+    where = addresses(port, port6, path)
+    assert ask(*where[0], ["a", "b"]) == [1, 2]
+    assert ask(*where[1], ["c"]) == [3]
+    assert ask(*where[2], ["d"]) == [4]
+    # a client still connected at the checkpoint
+    held = socket.create_connection(("127.0.0.1", port), timeout=60)
+    assert talk(held, ["e"]) == [5]
+    p.wait_line(r"^served (\d+)$", minimum=5)
+    images = s.checkpoint()
+    shown = s.inspect(images[0])
+    assert re.search(r"listen-socket .* \(127\.0\.0\.1:%d, backlog 16, "
+                     r"SO_REUSEADDR\)" % port, shown), shown
+    assert re.search(r"listen-socket .* \(\[::1\]:%d, backlog 16, "
+                     r"SO_REUSEADDR, IPV6_V6ONLY\)" % port6, shown), shown
+    assert re.search(r"listen-socket .* \(%s, backlog 16\)" % re.escape(
+        path), shown), shown
+    assert re.search(r"outside-socket .* \(127\.0\.0\.1:%d to "
+                     r"127\.0\.0\.1:%d\)" % (port, held.getsockname()[1]),
+                     shown), shown
+    s.kill_all()
+    p.popen.wait(30)
+    held.close()
+    # the socket file is left behind by the killed server
+    assert os.path.exists(path)
+
+    r = s.restart(images)
+    # the held client's connection reads as closed by its peer
+    r.wait_line(r"^closed fd \d+$")
+    assert ask(*where[0], ["f"]) == [6]
+    assert ask(*where[1], ["g", "h"]) == [7, 8]
+    assert ask(*where[2], ["i"]) == [9]
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as c:
+        c.sendall(b"quit\n")
+        assert r.wait_exit() == 0, r.stderr_text()
+    lines = r.lines()
+    assert lines[-1] == "OK tcp_server 9", lines[-5:]
+    assert not [l for l in lines if l.startswith("error")], lines
+    err = r.stderr_text()
+    assert re.search(r"tcp_server: fd \d+ \(socket:\[\d+\], 127\.0\.0\.1:%d "
+                     r"to 127\.0\.0\.1:\d+\): its peer is not restarted "
+                     r"with it; the connection reads as closed by the peer"
+                     % port, err), err
+    assert "/dev/null" not in err, err
+
+
+@pytest.mark.time_limit(300)
+def test_port_taken_at_restart_is_a_clear_error(session):
+    s = session
+    p, port, port6, path = start_server(s)
+    assert ask(socket.AF_INET, ("127.0.0.1", port), ["a"]) == [1]
+    images = s.checkpoint()
+    s.kill_all()
+    p.popen.wait(30)
+    with socket.socket() as taker:
+        taker.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        taker.bind(("127.0.0.1", port))
+        taker.listen(1)
+        r = s.restart(images)
+        rc = r.wait_exit()
+        err = r.stderr_text()
+        assert rc != 0, err
+        assert re.search(r"tcp_server \(vpid %d\), fd \d+: cannot listen on "
+                         r"127\.0\.0\.1:%d again: Address already in use"
+                         % (p.pid, port), err), err
+        assert r.lines() == [], r.lines()
+    # with the port free again, the same images restart
+    r = s.restart(images)
+    assert ask(socket.AF_INET, ("127.0.0.1", port), ["b"]) == [2]
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as c:
+        c.sendall(b"quit\n")
+        assert r.wait_exit() == 0, r.stderr_text()
+
+
+@pytest.mark.time_limit(300)
+def test_unix_path_held_by_a_file_or_a_listener_is_an_error(session):
+    s = session
+    p, port, port6, path = start_server(s)
+    images = s.checkpoint()
+    s.kill_all()
+    p.popen.wait(30)
+    os.unlink(path)
+    with open(path, "w") as f:
+        f.write("not a socket\n")
+    r = s.restart(images)
+    assert r.wait_exit() != 0
+    assert re.search(r"cannot bind %s again: it exists and is not a socket"
+                     % re.escape(path), r.stderr_text()), r.stderr_text()
+    os.unlink(path)
+    with socket.socket(socket.AF_UNIX) as other:
+        other.bind(path)
+        other.listen(1)
+        r = s.restart(images)
+        assert r.wait_exit() != 0
+        assert re.search(r"cannot bind %s again: a program is listening on "
+                         r"it" % re.escape(path), r.stderr_text()), (
+                             r.stderr_text())
+    assert os.path.exists(path)
