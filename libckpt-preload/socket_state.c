@@ -276,12 +276,13 @@ int socket_state_restore_closed(int fd, const struct ckpt_socket_info *si,
 	if (s < 0)
 		return s;
 	shutdown(s, SHUT_RDWR);
-	if (dup2(s, fd) < 0 || fcntl(fd, F_SETFL, status_flags) < 0) {
+	if (s != fd && dup2(s, fd) < 0) {
 		int e = errno;
 
 		close(s);
 		return -e;
 	}
-	close(s);
-	return 0;
+	if (s != fd)
+		close(s);
+	return fcntl(fd, F_SETFL, status_flags) < 0 ? -errno : 0;
 }

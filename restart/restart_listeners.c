@@ -54,13 +54,15 @@ static int read_info(const struct ckpt_image *img,
 	return 0;
 }
 
-static void say(const struct own_socket *o, const char *what, int err)
+/* "cannot listen on ADDR again: [step: ]why" */
+static void say(const struct own_socket *o, const char *step, int err)
 {
 	fprintf(stderr, "ckpt_restart: %s: %s (vpid %d), fd %d: cannot %s %s "
-		"%s again: %s%s\n", o->img->path, o->img->hdr.program,
-		o->img->hdr.vpid, o->f->fd, what,
+		"again: %s%s%s%s\n", o->img->path, o->img->hdr.program,
+		o->img->hdr.vpid, o->f->fd,
 		o->f->kind == CKPT_FD_SOCKET_LISTEN ? "listen on" : "bind to",
-		o->where[0] ? o->where : "its address", strerror(err),
+		o->where[0] ? o->where : "its address", step ? step : "",
+		step ? ": " : "", strerror(err),
 		err == EADDRINUSE ? " (another socket holds the address; "
 		"nothing was restarted)" : "");
 }
@@ -112,7 +114,7 @@ static int clear_unix_path(const struct own_socket *o)
 		return 0;	/* abstract, or nothing there */
 	if (!S_ISSOCK(st.st_mode) || st.st_uid != geteuid()) {
 		fprintf(stderr, "ckpt_restart: %s: %s (vpid %d), fd %d: "
-			"cannot bind %s again: it exists and is %s; remove it "
+			"cannot bind to %s again: it exists and is %s; remove it "
 			"if it is stale\n", o->img->path, o->img->hdr.program,
 			o->img->hdr.vpid, o->f->fd, o->where,
 			S_ISSOCK(st.st_mode) ? "another user's socket" :
@@ -127,7 +129,7 @@ static int clear_unix_path(const struct own_socket *o)
 	close(probe);
 	if (r != ECONNREFUSED) {
 		fprintf(stderr, "ckpt_restart: %s: %s (vpid %d), fd %d: "
-			"cannot bind %s again: a program is listening on it "
+			"cannot bind to %s again: a program is listening on it "
 			"(nothing was restarted)\n", o->img->path,
 			o->img->hdr.program, o->img->hdr.vpid, o->f->fd,
 			o->where);
@@ -135,7 +137,7 @@ static int clear_unix_path(const struct own_socket *o)
 	}
 	if (unlink(a->sun_path) < 0 && errno != ENOENT) {
 		r = -errno;
-		say(o, "remove the stale socket file to", -r);
+		say(o, "removing the stale socket file", -r);
 		return r;
 	}
 	return 0;
@@ -149,22 +151,22 @@ static int make_socket(const struct own_socket *o)
 	s = socket(si->family, si->type, si->protocol);
 	if (s < 0) {
 		r = -errno;
-		say(o, "make a socket to", -r);
+		say(o, "socket", -r);
 		return r;
 	}
 	r = set_options(s, si);
 	if (r < 0) {
-		say(o, "set the options (SO_REUSEADDR, SO_REUSEPORT, "
-		    "IPV6_V6ONLY) to", -r);
+		say(o, "setting SO_REUSEADDR, SO_REUSEPORT or IPV6_V6ONLY",
+		    -r);
 	} else if (si->family == AF_UNIX && (r = clear_unix_path(o)) < 0) {
 		/* said */
 	} else if (bind(s, (const void *)si->addr, si->addr_len) < 0) {
 		r = -errno;
-		say(o, "bind", -r);
+		say(o, NULL, -r);
 	} else if (o->f->kind == CKPT_FD_SOCKET_LISTEN &&
 		   listen(s, si->backlog > 0 ? si->backlog : SOMAXCONN) < 0) {
 		r = -errno;
-		say(o, "listen after bind:", -r);
+		say(o, "listen", -r);
 	}
 	if (r < 0) {
 		close(s);
