@@ -15,7 +15,7 @@ import pytest
 
 from ckpt_harness import app
 
-LISTENING = r"^listening tcp (\d+) tcp6 (\d+) unix (\S+)$"
+LISTENING = r"^listening tcp (\d+) tcp6 (\d+) unix (\S+) udp (\d+)$"
 
 
 def ask(family, addr, lines, timeout=60):
@@ -53,13 +53,22 @@ def start_server(s):
     path = s.path("srv.sock")
     p = s.launch([app("tcp_server"), "0", path])
     m = p.wait_line(LISTENING)
+    s.udp_port = int(m.group(4))
     return p, int(m.group(1)), int(m.group(2)), path
 
 
 def addresses(port, port6, path):
     return [(socket.AF_INET, ("127.0.0.1", port)),
             (socket.AF_INET6, ("::1", port6)),
-            (socket.AF_UNIX, path)]
+            (socket.AF_UNIX, path),
+            (socket.AF_UNIX, "\0" + path)]
+
+
+def ask_udp(port, timeout=60):
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+        u.settimeout(timeout)
+        u.sendto(b"x", ("127.0.0.1", port))
+        return int(u.recv(64))
 
 
 @pytest.mark.time_limit(300)
@@ -70,10 +79,16 @@ def test_listeners_come_back_and_the_counter_goes_on(session):
     assert ask(*where[0], ["a", "b"]) == [1, 2]
     assert ask(*where[1], ["c"]) == [3]
     assert ask(*where[2], ["d"]) == [4]
-    # a client still connected at the checkpoint
+    assert ask(*where[3], ["d2"]) == [5]
+    assert ask_udp(s.udp_port) == 6
+    # clients still connected at the checkpoint, over TCP and Unix
     held = socket.create_connection(("127.0.0.1", port), timeout=60)
-    assert talk(held, ["e"]) == [5]
-    p.wait_line(r"^served (\d+)$", minimum=5)
+    assert talk(held, ["e"]) == [7]
+    held_unix = socket.socket(socket.AF_UNIX)
+    held_unix.settimeout(60)
+    held_unix.connect(path)
+    assert talk(held_unix, ["e2"]) == [8]
+    p.wait_line(r"^served (\d+)$", minimum=8)
     images = s.checkpoint()
     shown = s.inspect(images[0])
     assert re.search(r"listen-socket .* \(127\.0\.0\.1:%d, backlog 16, "
@@ -82,32 +97,44 @@ def test_listeners_come_back_and_the_counter_goes_on(session):
                      r"SO_REUSEADDR, IPV6_V6ONLY\)" % port6, shown), shown
     assert re.search(r"listen-socket .* \(%s, backlog 16\)" % re.escape(
         path), shown), shown
+    assert re.search(r"listen-socket .* \(@%s, backlog 16\)" % re.escape(
+        path), shown), shown
+    assert re.search(r"bound-socket .* \(127\.0\.0\.1:%d\)" % s.udp_port,
+                     shown), shown
     assert re.search(r"outside-socket .* \(127\.0\.0\.1:%d to "
                      r"127\.0\.0\.1:%d[,)]" % (port, held.getsockname()[1]),
                      shown), shown
     s.kill_all()
     p.popen.wait(30)
     held.close()
+    held_unix.close()
     # the socket file is left behind by the killed server
     assert os.path.exists(path)
 
     r = s.restart(images)
     # the held client's connection reads as closed by its peer
     r.wait_line(r"^closed fd \d+$")
-    assert ask(*where[0], ["f"]) == [6]
-    assert ask(*where[1], ["g", "h"]) == [7, 8]
-    assert ask(*where[2], ["i"]) == [9]
+    assert ask(*where[0], ["f"]) == [9]
+    assert ask(*where[1], ["g", "h"]) == [10, 11]
+    assert ask(*where[2], ["i"]) == [12]
+    assert ask(*where[3], ["j"]) == [13]
+    assert ask_udp(s.udp_port) == 14
     with socket.create_connection(("127.0.0.1", port), timeout=60) as c:
         c.sendall(b"quit\n")
         assert r.wait_exit() == 0, r.stderr_text()
     lines = r.lines()
-    assert lines[-1] == "OK tcp_server 9", lines[-5:]
+    assert lines[-1] == "OK tcp_server 14", lines[-5:]
+    # the two held connections first, each read as closed
+    assert sorted(lines[:2]) == ["closed fd 8", "closed fd 9"], lines
     assert not [l for l in lines if l.startswith("error")], lines
     err = r.stderr_text()
     assert re.search(r"tcp_server: fd \d+ \(socket:\[\d+\], 127\.0\.0\.1:%d "
                      r"to 127\.0\.0\.1:\d+\): its peer is not restarted "
                      r"with it; the connection reads as closed by the peer"
                      % port, err), err
+    assert re.search(r"tcp_server: fd \d+ \(socket:\[\d+\], %s to an "
+                     r"unnamed address\): its peer is not restarted with "
+                     r"it" % re.escape(path), err), err
     assert "/dev/null" not in err, err
 
 

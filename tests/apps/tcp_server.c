@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * A small line server: listens on 127.0.0.1:PORT (0: any port), on
- * [::1] (any port; IPV6_V6ONLY set), and on a Unix path, with
+ * [::1] (any port; IPV6_V6ONLY set), on a Unix path and on the abstract
+ * name "@PATH", with
  * SO_REUSEADDR and O_NONBLOCK listeners, poll() for events. Each line a
  * client sends is answered with a running counter shared by all clients
  * ("N\n"), so a restart must continue it exactly; "quit" ends the server.
  * A client whose read returns 0 (or fails) is closed and the server goes
- * on serving.
+ * on serving. A UDP socket bound to 127.0.0.1 (any port) answers each
+ * datagram with the counter too.
  *
  *   tcp_server PORT UNIX_PATH
- *   -> listening tcp PORT tcp6 PORT6 unix PATH
+ *   -> listening tcp PORT tcp6 PORT6 unix PATH udp UPORT
  *   -> accepted fd N / served N / closed fd N / error fd N: why
  *   -> OK tcp_server N
  */
@@ -18,6 +20,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <stddef.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include "app_util.h"
@@ -27,7 +30,7 @@
 static struct pollfd pfd[MAX_FDS];
 static char inbuf[MAX_FDS][256];
 static size_t inlen[MAX_FDS];
-static int nfds, nlisteners;
+static int nfds, nlisteners, udp;
 static long counter;
 
 static void add(int fd)
@@ -82,6 +85,25 @@ static void drop(int i)
 	nfds--;
 }
 
+static void answer_datagram(void)
+{
+	struct sockaddr_storage from;
+	socklen_t len = sizeof(from);
+	char buf[256], reply[32];
+
+	if (recvfrom(udp, buf, sizeof(buf), 0, (struct sockaddr *)&from,
+		     &len) < 0) {
+		say("error fd %d: recvfrom: %s", udp, strerror(errno));
+		return;
+	}
+	counter++;
+	snprintf(reply, sizeof(reply), "%ld\n", counter);
+	if (sendto(udp, reply, strlen(reply), 0, (struct sockaddr *)&from,
+		   len) < 0)
+		say("error fd %d: sendto: %s", udp, strerror(errno));
+	say("served %ld", counter);
+}
+
 /* 1: quit asked */
 static int serve(int i)
 {
@@ -133,8 +155,19 @@ int main(int argc, char **argv)
 	s4 = listen_on((struct sockaddr *)&in4, sizeof(in4), 0);
 	s6 = listen_on((struct sockaddr *)&in6, sizeof(in6), 1);
 	listen_on((struct sockaddr *)&un, sizeof(un), 0);
-	say("listening tcp %d tcp6 %d unix %s", port_of(s4), port_of(s6),
-	    argv[2]);
+	/* the abstract name "\0PATH" */
+	memmove(un.sun_path + 1, un.sun_path, sizeof(un.sun_path) - 1);
+	un.sun_path[0] = 0;
+	listen_on((struct sockaddr *)&un, offsetof(struct sockaddr_un,
+		  sun_path) + 1 + strlen(argv[2]), 0);
+	in4.sin_port = 0;
+	udp = socket(AF_INET, SOCK_DGRAM, 0);
+	if (udp < 0 || bind(udp, (struct sockaddr *)&in4, sizeof(in4)) < 0)
+		die("tcp_server", "udp: %s", strerror(errno));
+	add(udp);
+	nlisteners++;
+	say("listening tcp %d tcp6 %d unix %s udp %d", port_of(s4),
+	    port_of(s6), argv[2], port_of(udp));
 	for (;;) {
 		int n = poll(pfd, nfds, 200);
 
@@ -143,7 +176,9 @@ int main(int argc, char **argv)
 		for (int i = nfds - 1; n > 0 && i >= 0; i--) {
 			if (!pfd[i].revents)
 				continue;
-			if (i < nlisteners) {
+			if (pfd[i].fd == udp) {
+				answer_datagram();
+			} else if (i < nlisteners) {
 				int c = accept(pfd[i].fd, NULL, NULL);
 
 				if (c >= 0) {
