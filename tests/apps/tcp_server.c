@@ -12,7 +12,8 @@
  *
  *   tcp_server PORT UNIX_PATH
  *   -> listening tcp PORT tcp6 PORT6 unix PATH udp UPORT
- *   -> accepted fd N / served N / closed fd N / error fd N: why
+ *   -> accepted fd N / served N / closed fd N write ok|why /
+ *      error fd N: why
  *   -> OK tcp_server N
  */
 #include <arpa/inet.h>
@@ -113,8 +114,10 @@ static int serve(int i)
 	if (n <= 0) {
 		if (n < 0)
 			say("error fd %d: %s", pfd[i].fd, strerror(errno));
-		else
-			say("closed fd %d", pfd[i].fd);
+		else	/* a peer that is gone: EPIPE at once after a restart */
+			say("closed fd %d write %s", pfd[i].fd,
+			    write(pfd[i].fd, "bye\n", 4) < 0 ? strerror(errno)
+							       : "ok");
 		drop(i);
 		return 0;
 	}
