@@ -254,23 +254,54 @@ static int is_socket_state(int kind)
 	       kind == CKPT_FD_SOCKET_OUTSIDE;
 }
 
+static int is_tcp(const struct ckpt_socket_info *si)
+{
+	return (si->family == AF_INET || si->family == AF_INET6) &&
+	       si->type == SOCK_STREAM;
+}
+
+/* A TCP connection: the bytes waiting to be read, after the struct, by
+ * one process per socket (its peer may be restarted with it). */
+static int save_tcp_queue(const struct saved_fd *s, int mfd,
+			  struct ckpt_socket_info *si, uint64_t *size)
+{
+	uint64_t queued = 0;
+	int r;
+
+	if (s->kind != CKPT_FD_SOCKET_OUTSIDE || !is_tcp(si))
+		return 0;
+	r = round_claim(&(struct round_key){ "sock", 0, s->ino });
+	if (r <= 0)
+		return r;
+	r = sockets_peek_into(s->fd, mfd, &queued);
+	if (r < 0)
+		return r;
+	si->flags |= CKPT_SOCK_F_QUEUE_SAVED;
+	*size += queued;
+	return 0;
+}
+
 /* The struct ckpt_socket_info of a socket record, in a memfd. */
 static int socket_info_memfd(const struct saved_fd *s, uint64_t *size)
 {
-	const struct ckpt_socket_info *si = &sock_info[s->sock];
+	struct ckpt_socket_info si = sock_info[s->sock];
 	int mfd = memfd_create("ckpt-socket-info", MFD_CLOEXEC), r;
 
 	if (mfd < 0)
 		return -errno;
-	r = write(mfd, si, sizeof(*si)) == sizeof(*si) ? round_keep_memfd(mfd)
-						       : -EIO;
+	*size = sizeof(si);
+	r = lseek(mfd, sizeof(si), SEEK_SET) < 0 ? -errno :
+	    save_tcp_queue(s, mfd, &si, size);
+	if (r == 0 && pwrite(mfd, &si, sizeof(si), 0) != sizeof(si))
+		r = -EIO;
+	if (r == 0)
+		r = round_keep_memfd(mfd);
 	if (r < 0) {
 		close(mfd);
-		ckpt_log("fd %d (%s): saving the socket's address failed: %s",
-			 s->fd, saved_path(s), strerror(-r));
+		ckpt_log("fd %d (%s): saving the socket's address and queue "
+			 "failed: %s", s->fd, saved_path(s), strerror(-r));
 		return r;
 	}
-	*size = sizeof(*si);
 	return mfd;
 }
 
@@ -593,8 +624,9 @@ static int restore_closed_socket(const struct saved_fd *s)
 	return socket_state_restore_closed(s->fd, si, s->flags);
 }
 
-/* The end ckpt_restart made of the saved pair; without the peer among
- * the restarted images, stdio or /dev/null as before. */
+/* The end ckpt_restart made of the saved pair (Unix stream or TCP);
+ * without the peer among the restarted images, stdio on 0-2, else a
+ * connection its peer has closed. */
 static int restore_socket_end(const struct saved_fd *s)
 {
 	int end = handover_socket_end(s->ino);
@@ -674,7 +706,7 @@ static int restore_one_fd(const struct saved_fd *s, int image_fd)
 	case CKPT_FD_SOCKET_BOUND:
 		return restore_own_socket(s);
 	case CKPT_FD_SOCKET_OUTSIDE:
-		return restore_closed_socket(s);
+		return restore_socket_end(s);
 	default:
 		ckpt_log("fd %d (%s) cannot be restored yet; it is replaced by"
 			 " /dev/null", fd, saved_path(s));

@@ -327,6 +327,7 @@ int round_keep_memfd(int fd);
 /* sockets.c */
 int sockets_unix_stream_peer(int fd, uint64_t ino, uint32_t *peer);
 int sockets_save_queue(int fd, uint64_t ino, int *memfd, uint64_t *size);
+int sockets_peek_into(int fd, int memfd, uint64_t *size);
 
 /* socket_state.c */
 struct ckpt_socket_info;

@@ -159,7 +159,7 @@ static void print_socket_info(const struct ckpt_image *img,
 	struct ckpt_socket_info si;
 	char here[160], peer[160];
 
-	if (f->data_size != sizeof(si) ||
+	if (f->data_size < sizeof(si) ||
 	    pread(img->fd, &si, sizeof(si), f->data_offset) != sizeof(si) ||
 	    si.addr_len > sizeof(si.addr) || si.peer_len > sizeof(si.peer))
 		return;
@@ -169,10 +169,14 @@ static void print_socket_info(const struct ckpt_image *img,
 	       peer);
 	if (f->kind == CKPT_FD_SOCKET_LISTEN)
 		printf(", backlog %d", si.backlog);
-	printf("%s%s%s)", si.flags & CKPT_SOCK_F_REUSEADDR ?
+	printf("%s%s%s", si.flags & CKPT_SOCK_F_REUSEADDR ?
 	       ", SO_REUSEADDR" : "", si.flags & CKPT_SOCK_F_REUSEPORT ?
 	       ", SO_REUSEPORT" : "", si.flags & CKPT_SOCK_F_V6ONLY ?
 	       ", IPV6_V6ONLY" : "");
+	if (si.flags & CKPT_SOCK_F_QUEUE_SAVED)
+		printf(", %llu bytes queued saved",
+		       (unsigned long long)(f->data_size - sizeof(si)));
+	printf(")");
 }
 
 static void print_fds(const struct ckpt_image *img)

@@ -34,21 +34,33 @@ struct own_socket {
 	char where[160];		/* the address in words */
 };
 
+/* The struct ckpt_socket_info of a CKPT_FD_SOCKET_* record and its
+ * socket's inode; 0, or -EINVAL after saying why. */
+int socket_record_info(const struct ckpt_image *img,
+		       const struct ckpt_fd_info *f,
+		       struct ckpt_socket_info *si, uint64_t *ino)
+{
+	if (fd_record_ino(img, f, "socket", ino) < 0 ||
+	    f->data_size < sizeof(*si) ||
+	    pread(img->fd, si, sizeof(*si), f->data_offset) != sizeof(*si) ||
+	    si->addr_len > sizeof(si->addr) ||
+	    si->peer_len > sizeof(si->peer) ||
+	    si->addr_len < sizeof(sa_family_t)) {
+		fprintf(stderr, "ckpt_restart: %s: fd %d: bad socket record "
+			"'%s'\n", img->path, f->fd, image_string(img, f->path));
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int read_info(const struct ckpt_image *img,
 		     const struct ckpt_fd_info *f, struct own_socket *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->img = img;
 	o->f = f;
-	if (fd_record_ino(img, f, "socket", &o->ino) < 0 ||
-	    f->data_size != sizeof(o->si) ||
-	    pread(img->fd, &o->si, sizeof(o->si), f->data_offset) !=
-	    sizeof(o->si) || o->si.addr_len > sizeof(o->si.addr) ||
-	    o->si.addr_len < sizeof(sa_family_t)) {
-		fprintf(stderr, "ckpt_restart: %s: fd %d: bad socket record "
-			"'%s'\n", img->path, f->fd, image_string(img, f->path));
+	if (socket_record_info(img, f, &o->si, &o->ino) < 0)
 		return -EINVAL;
-	}
 	ckpt_sockaddr_text(o->si.addr, o->si.addr_len, o->where,
 			   sizeof(o->where));
 	return 0;

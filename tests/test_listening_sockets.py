@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from ckpt_harness import app
+from ckpt_harness import app, numbers
 
 LISTENING = r"^listening tcp (\d+) tcp6 (\d+) unix (\S+) udp (\d+)$"
 
@@ -190,3 +190,37 @@ def test_unix_path_held_by_a_file_or_a_listener_is_an_error(session):
                          r"it" % re.escape(path), r.stderr_text()), (
                              r.stderr_text())
     assert os.path.exists(path)
+
+
+@pytest.mark.time_limit(300)
+def test_tcp_connection_inside_the_computation_reconnects(session):
+    """A client process of the computation keeps 4 requests in flight to
+    its server over TCP: after the restart every reply arrives once, in
+    order, the counter continues exactly."""
+    s = session
+    total = 600
+    p = s.launch([app("tcp_server"), "0", s.path("srv.sock"), str(total),
+                  "10"])
+    p.wait_line(LISTENING)
+    p.wait_line(r"^reply (\d+)$", minimum=60)
+    seen = max(numbers(p.lines(), r"^reply (\d+)$"))
+    images = s.checkpoint(expect_images=2)
+    p.wait_line(r"^reply (\d+)$", minimum=seen + 20)
+    s.kill_all()
+    p.popen.wait(30)
+    before = numbers(p.lines(), r"^reply (\d+)$")
+    assert not [l for l in p.lines() if l.startswith("FAIL")], p.lines()
+    shown = "".join(s.inspect(i) for i in images)
+    assert len(re.findall(r"outside-socket .*127\.0\.0\.1:\d+ to "
+                          r"127\.0\.0\.1:\d+", shown)) >= 2, shown
+
+    r = s.restart(images)
+    assert r.wait_exit() == 0, r.stderr_text()
+    lines = r.lines()
+    assert not [l for l in lines if l.startswith("FAIL")], lines
+    assert "OK client %d" % total in lines, lines[-5:]
+    assert "OK tcp_server %d" % total in lines, lines[-5:]
+    after = numbers(lines, r"^reply (\d+)$")
+    assert seen < after[0] <= before[-1] + 1, (seen, after[:3], before[-3:])
+    assert after == list(range(after[0], total + 1)), after[:10]
+    assert "reads as closed" not in r.stderr_text(), r.stderr_text()

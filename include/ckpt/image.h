@@ -219,8 +219,13 @@ enum ckpt_fd_kind {
 #define CKPT_SOCK_F_REUSEADDR	0x1
 #define CKPT_SOCK_F_REUSEPORT	0x2
 #define CKPT_SOCK_F_V6ONLY	0x4	/* AF_INET6: IPV6_V6ONLY */
+#define CKPT_SOCK_F_QUEUE_SAVED	0x8	/* SOCKET_OUTSIDE over TCP: the bytes
+					   waiting to be read follow the
+					   struct in data_* (this record's
+					   process saved them) */
 
-/* The content (data_*) of a CKPT_FD_SOCKET_* record. Addresses are
+/* The content (data_*) of a CKPT_FD_SOCKET_* record, followed by the
+ * bytes queued for reading when CKPT_SOCK_F_QUEUE_SAVED. Addresses are
  * struct sockaddr bytes as getsockname/getpeername gave them (*_len
  * bytes; a relative Unix path is made absolute at checkpoint). */
 struct ckpt_socket_info {

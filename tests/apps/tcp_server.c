@@ -10,11 +10,17 @@
  * on serving. A UDP socket bound to 127.0.0.1 (any port) answers each
  * datagram with the counter too.
  *
- *   tcp_server PORT UNIX_PATH
+ * With CLIENT_REQUESTS, a forked child is a client inside the computation:
+ * it connects to 127.0.0.1:PORT, keeps 4 requests in flight (one every
+ * DELAY_MS), checks each reply is the previous one plus 1, and sends
+ * "quit" after the last one.
+ *
+ *   tcp_server PORT UNIX_PATH [CLIENT_REQUESTS DELAY_MS]
  *   -> listening tcp PORT tcp6 PORT6 unix PATH udp UPORT
  *   -> accepted fd N / served N / closed fd N write ok|why /
  *      error fd N: why
  *   -> OK tcp_server N
+ *   client: -> reply N ... / OK client N / FAIL ...
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -141,6 +147,55 @@ static int serve(int i)
 	return 0;
 }
 
+static void send_line(int c, const char *line)
+{
+	if (write(c, line, strlen(line)) != (ssize_t)strlen(line)) {
+		say("FAIL client write: %s", strerror(errno));
+		exit(1);
+	}
+}
+
+static void client(int port, long total, int delay_ms)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_port = htons(port) };
+	long sent = 0, got = 0;
+	char buf[64];
+	size_t len = 0;
+	int c = socket(AF_INET, SOCK_STREAM, 0);
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (c < 0 || connect(c, (struct sockaddr *)&a, sizeof(a)) < 0)
+		die("tcp_server", "client connect: %s", strerror(errno));
+	for (; sent < 4 && sent < total; sent++)
+		send_line(c, "r\n");
+	while (got < total) {
+		ssize_t n = read(c, buf + len, 1);
+
+		if (n <= 0) {
+			say("FAIL client read: %s", n ? strerror(errno) : "EOF");
+			exit(1);
+		}
+		if (buf[len] != '\n' && ++len < sizeof(buf) - 1)
+			continue;
+		buf[len] = 0;
+		len = 0;
+		if (atol(buf) != got + 1) {
+			say("FAIL client: reply %s after %ld", buf, got);
+			exit(1);
+		}
+		say("reply %ld", ++got);
+		if (sent < total) {
+			sleep_ms(delay_ms);
+			send_line(c, "r\n");
+			sent++;
+		}
+	}
+	send_line(c, "quit\n");
+	say("OK client %ld", got);
+	exit(0);
+}
+
 int main(int argc, char **argv)
 {
 	struct sockaddr_in in4 = { .sin_family = AF_INET };
@@ -149,8 +204,9 @@ int main(int argc, char **argv)
 	struct sockaddr_un un = { .sun_family = AF_UNIX };
 	int s4, s6;
 
-	if (argc != 3)
-		die("tcp_server", "usage: tcp_server PORT UNIX_PATH");
+	if (argc != 3 && argc != 5)
+		die("tcp_server", "usage: tcp_server PORT UNIX_PATH "
+		    "[CLIENT_REQUESTS DELAY_MS]");
 	signal(SIGPIPE, SIG_IGN);
 	in4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	in4.sin_port = htons(atoi(argv[1]));
@@ -171,6 +227,8 @@ int main(int argc, char **argv)
 	nlisteners++;
 	say("listening tcp %d tcp6 %d unix %s udp %d", port_of(s4),
 	    port_of(s6), argv[2], port_of(udp));
+	if (argc == 5 && fork() == 0)
+		client(port_of(s4), atol(argv[3]), atoi(argv[4]));
 	for (;;) {
 		int n = poll(pfd, nfds, 200);
 
