@@ -52,6 +52,10 @@ struct saved_fd {
 
 static struct ckpt_socket_info sock_info[SOCK_INFO_MAX];
 static int nsock_info;
+/* How long one checkpoint waits, in all, for TCP data in flight to be
+ * acknowledged (socket_state_settle). */
+#define SETTLE_MS 200
+static int settle_budget_ms;
 
 static struct saved_fd saved[CKPT_MAX_FDS];
 static int nsaved;
@@ -118,6 +122,26 @@ static void find_dup(struct saved_fd *s, pid_t pid)
 		}
 }
 
+static int is_tcp(const struct ckpt_socket_info *si)
+{
+	return (si->family == AF_INET || si->family == AF_INET6) &&
+	       si->type == SOCK_STREAM;
+}
+
+/* Bytes this process sent on a TCP connection are in the peer's queue
+ * before any image is written, or said to be lost. */
+static void settle_tcp(const struct saved_fd *s)
+{
+	int left = socket_state_settle(s->fd, &settle_budget_ms);
+	char what[512];
+
+	if (!left || sockets_describe(s->fd, what, sizeof(what)) < 0)
+		return;
+	unrestored_add("fd %d: %s: %d bytes sent and not yet received by "
+		       "the peer; a restart loses them if the peer is in the "
+		       "computation", s->fd, what, left);
+}
+
 /* A socket: a connected Unix stream end (its peer may be restarted with
  * it), or one socket_state.c restores alone (fds 0-2 excepted: those come
  * from the restarting side). */
@@ -134,6 +158,8 @@ static void note_socket(struct saved_fd *s, const struct stat *st)
 		s->kind = CKPT_FD_UNIX_STREAM;
 	else if (s->fd > 2 && kind)
 		s->kind = kind;
+	if (s->kind == CKPT_FD_SOCKET_OUTSIDE && is_tcp(&sock_info[s->sock]))
+		settle_tcp(s);
 }
 
 static int save_one_fd(int fd, pid_t pid)
@@ -210,6 +236,7 @@ static int files_save(void)
 
 	nsaved = 0;
 	nsock_info = 0;
+	settle_budget_ms = SETTLE_MS;
 	pool_used = 0;
 	r = ckpt_dir_open(&it, "/proc/self/fd");
 	if (r < 0)
@@ -252,12 +279,6 @@ static int is_socket_state(int kind)
 {
 	return kind == CKPT_FD_SOCKET_LISTEN || kind == CKPT_FD_SOCKET_BOUND ||
 	       kind == CKPT_FD_SOCKET_OUTSIDE;
-}
-
-static int is_tcp(const struct ckpt_socket_info *si)
-{
-	return (si->family == AF_INET || si->family == AF_INET6) &&
-	       si->type == SOCK_STREAM;
 }
 
 /* A TCP connection: the bytes waiting to be read, after the struct, by

@@ -334,6 +334,7 @@ struct ckpt_socket_info;
 int socket_state_save(int fd, uint64_t ino, struct ckpt_socket_info *si);
 int socket_state_restore_closed(int fd, const struct ckpt_socket_info *si,
 				int status_flags);
+int socket_state_settle(int fd, int *budget_ms);
 
 
 /* shared_files.c */

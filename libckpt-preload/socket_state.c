@@ -29,6 +29,9 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <string.h>
+#include <time.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -285,4 +288,23 @@ int socket_state_restore_closed(int fd, const struct ckpt_socket_info *si,
 	if (s != fd)
 		close(s);
 	return fcntl(fd, F_SETFL, status_flags) < 0 ? -errno : 0;
+}
+
+/*
+ * A TCP socket's bytes sent but not yet acknowledged (SIOCOUTQ): with
+ * every thread of the process stopped, they reach the peer within
+ * moments on one host. Wait for that (1 ms steps, at most *budget_ms in
+ * all, which it lowers) so that the peer's receive queue holds them when
+ * the images are written. Returns the bytes still unacknowledged.
+ */
+int socket_state_settle(int fd, int *budget_ms)
+{
+	struct timespec ms = { 0, 1000000 };
+	int outq = 0;
+
+	while (ioctl(fd, SIOCOUTQ, &outq) == 0 && outq > 0 && *budget_ms > 0) {
+		nanosleep(&ms, NULL);
+		(*budget_ms)--;
+	}
+	return outq > 0 ? outq : 0;
 }
