@@ -209,10 +209,12 @@ enum ckpt_fd_kind {
 					   ckpt_restart, shared by ino */
 	CKPT_FD_SOCKET_BOUND = 21,	/* bound, unconnected UDP or Unix
 					   datagram socket; data_* as above */
-	CKPT_FD_SOCKET_OUTSIDE = 22,	/* connected to a peer the restart
-					   does not bring back (TCP, UDP,
-					   Unix): restored as closed by the
-					   peer; data_* as above */
+	CKPT_FD_SOCKET_OUTSIDE = 22,	/* any other connected socket (TCP,
+					   UDP, Unix): a TCP end whose peer
+					   end is among the images is
+					   reconnected, others restored as
+					   closed by the peer; data_* as
+					   above */
 };
 
 /* ckpt_socket_info.flags: options the program had set */
