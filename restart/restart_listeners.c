@@ -231,8 +231,9 @@ int restart_listeners_create(struct ckpt_image *imgs, int n,
 			const struct ckpt_fd_info *f = &imgs[i].fds[j];
 			int r;
 
-			if (f->kind != CKPT_FD_SOCKET_LISTEN &&
-			    f->kind != CKPT_FD_SOCKET_BOUND)
+			/* a dup of an earlier fd has no data: libckpt dups */
+			if ((f->kind != CKPT_FD_SOCKET_LISTEN &&
+			     f->kind != CKPT_FD_SOCKET_BOUND) || !f->data_size)
 				continue;
 			r = recreate(&imgs[i], f, plan, keep_fd_end);
 			if (r < 0)

@@ -213,6 +213,9 @@ int main(int argc, char **argv)
 	snprintf(un.sun_path, sizeof(un.sun_path), "%s", argv[2]);
 	s4 = listen_on((struct sockaddr *)&in4, sizeof(in4), 0);
 	s6 = listen_on((struct sockaddr *)&in6, sizeof(in6), 1);
+	/* a second fd on the IPv4 listener, as after dup() */
+	if (fcntl(s4, F_DUPFD, 20) < 0)
+		die("tcp_server", "dup: %s", strerror(errno));
 	listen_on((struct sockaddr *)&un, sizeof(un), 0);
 	/* the abstract name "\0PATH" */
 	memmove(un.sun_path + 1, un.sun_path, sizeof(un.sun_path) - 1);
