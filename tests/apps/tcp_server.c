@@ -2,10 +2,10 @@
 /*
  * A small line server: listens on 127.0.0.1:PORT (0: any port), on
  * [::1] (any port; IPV6_V6ONLY set), on a Unix path and on the abstract
- * name "@PATH", with
- * SO_REUSEADDR and O_NONBLOCK listeners, poll() for events. Each line a
- * client sends is answered with a running counter shared by all clients
- * ("N\n"), so a restart must continue it exactly; "quit" ends the server.
+ * name "@PATH", with SO_REUSEADDR and O_NONBLOCK listeners (the IPv4 one
+ * also at fd 20, as after dup), poll() for events. Each line a client
+ * sends is answered with a running counter shared by all clients ("N\n"),
+ * so a restart must continue it exactly; "quit" ends the server.
  * A client whose read returns 0 (or fails) is closed and the server goes
  * on serving. A UDP socket bound to 127.0.0.1 (any port) answers each
  * datagram with the counter too.
