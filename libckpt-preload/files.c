@@ -21,10 +21,13 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <termios.h>
 #include <unistd.h>
 #include "ckpt/copy_range.h"
+#include "ckpt/sockaddr_text.h"
 #include "internal.h"
 
 #define PATH_POOL (1 << 20)
@@ -43,7 +46,18 @@ struct saved_fd {
 	uint32_t pipe_size;	/* F_GETPIPE_SZ */
 	uint32_t mode;		/* FIFO: permission bits */
 	uint32_t peer_ino;	/* AF_UNIX stream: the connected peer */
+	int sock;		/* CKPT_FD_SOCKET_*, UNIX_STREAM: index in
+				   sock_info, else -1 */
 };
+
+#define SOCK_INFO_MAX 1024
+
+static struct ckpt_socket_info sock_info[SOCK_INFO_MAX];
+static int nsock_info;
+/* How long one checkpoint waits, in all, for TCP data in flight to be
+ * acknowledged (socket_state_settle). */
+#define SETTLE_MS 200
+static int settle_budget_ms;
 
 static struct saved_fd saved[CKPT_MAX_FDS];
 static int nsaved;
@@ -142,6 +156,46 @@ static void save_event_fd(struct saved_fd *s, const char *path)
 			       path, ckpt.vppid);
 }
 
+static int is_tcp(const struct ckpt_socket_info *si)
+{
+	return (si->family == AF_INET || si->family == AF_INET6) &&
+	       si->type == SOCK_STREAM;
+}
+
+/* Bytes this process sent on a TCP connection are in the peer's queue
+ * before any image is written, or said to be lost. */
+static void settle_tcp(const struct saved_fd *s)
+{
+	int left = socket_state_settle(s->fd, &settle_budget_ms);
+	char what[512];
+
+	if (!left || sockets_describe(s->fd, what, sizeof(what)) < 0)
+		return;
+	unrestored_add("fd %d: %s: %d bytes sent and not yet received by "
+		       "the peer; a restart loses them if the peer is in the "
+		       "computation", s->fd, what, left);
+}
+
+/* A socket: a connected Unix stream end (its peer may be restarted with
+ * it), or one socket_state.c restores alone (fds 0-2 excepted: those come
+ * from the restarting side). */
+static void note_socket(struct saved_fd *s, const struct stat *st)
+{
+	int kind = 0;
+
+	if (nsock_info < SOCK_INFO_MAX)
+		kind = socket_state_save(s->fd, st->st_ino,
+					 &sock_info[nsock_info]);
+	if (kind)
+		s->sock = nsock_info++;
+	if (sockets_unix_stream_peer(s->fd, st->st_ino, &s->peer_ino) == 1)
+		s->kind = CKPT_FD_UNIX_STREAM;
+	else if (s->fd > 2 && kind)
+		s->kind = kind;
+	if (s->kind == CKPT_FD_SOCKET_OUTSIDE && is_tcp(&sock_info[s->sock]))
+		settle_tcp(s);
+}
+
 static int save_one_fd(int fd, pid_t pid)
 {
 	struct saved_fd *s = &saved[nsaved];
@@ -168,9 +222,9 @@ static int save_one_fd(int fd, pid_t pid)
 	s->offset = lseek(fd, 0, SEEK_CUR);
 	s->dev = st.st_dev;
 	s->ino = st.st_ino;
-	if (S_ISSOCK(st.st_mode) &&
-	    sockets_unix_stream_peer(fd, st.st_ino, &s->peer_ino) == 1)
-		s->kind = CKPT_FD_UNIX_STREAM;
+	s->sock = -1;
+	if (S_ISSOCK(st.st_mode))
+		note_socket(s, &st);
 	s->size = s->kind == CKPT_FD_FILE_DELETED ? (uint64_t)st.st_size : 0;
 	/* size, mtime and maybe content (saved_files.c) */
 	if (s->kind == CKPT_FD_FILE && !regenerated)
@@ -226,6 +280,8 @@ static int files_save(void)
 	int fd, r;
 
 	nsaved = 0;
+	nsock_info = 0;
+	settle_budget_ms = SETTLE_MS;
 	pool_used = 0;
 	event_fds_begin();
 	r = ckpt_dir_open(&it, "/proc/self/fd");
@@ -267,6 +323,57 @@ static int readable_copy(const struct saved_fd *s)
 	return r < 0 ? r : fd;
 }
 
+static int is_socket_state(int kind)
+{
+	return kind == CKPT_FD_SOCKET_LISTEN || kind == CKPT_FD_SOCKET_BOUND ||
+	       kind == CKPT_FD_SOCKET_OUTSIDE;
+}
+
+/* A TCP connection: the bytes waiting to be read, after the struct, by
+ * one process per socket (its peer may be restarted with it). */
+static int save_tcp_queue(const struct saved_fd *s, int mfd,
+			  struct ckpt_socket_info *si, uint64_t *size)
+{
+	uint64_t queued = 0;
+	int r;
+
+	if (s->kind != CKPT_FD_SOCKET_OUTSIDE || !is_tcp(si))
+		return 0;
+	r = round_claim(&(struct round_key){ "sock", 0, s->ino });
+	if (r <= 0)
+		return r;
+	r = sockets_peek_into(s->fd, mfd, &queued);
+	if (r < 0)
+		return r;
+	si->flags |= CKPT_SOCK_F_QUEUE_SAVED;
+	*size += queued;
+	return 0;
+}
+
+/* The struct ckpt_socket_info of a socket record, in a memfd. */
+static int socket_info_memfd(const struct saved_fd *s, uint64_t *size)
+{
+	struct ckpt_socket_info si = sock_info[s->sock];
+	int mfd = memfd_create("ckpt-socket-info", MFD_CLOEXEC), r;
+
+	if (mfd < 0)
+		return -errno;
+	*size = sizeof(si);
+	r = lseek(mfd, sizeof(si), SEEK_SET) < 0 ? -errno :
+	    save_tcp_queue(s, mfd, &si, size);
+	if (r == 0 && pwrite(mfd, &si, sizeof(si), 0) != sizeof(si))
+		r = -EIO;
+	if (r == 0)
+		r = round_keep_memfd(mfd);
+	if (r < 0) {
+		close(mfd);
+		ckpt_log("fd %d (%s): saving the socket's address and queue "
+			 "failed: %s", s->fd, saved_path(s), strerror(-r));
+		return r;
+	}
+	return mfd;
+}
+
 /* Where the content saved with the record comes from: a deleted file
  * itself, the bytes drained from a pipe (every process of the computation
  * is stopped by now), or nothing (-1). */
@@ -279,6 +386,8 @@ static int content_of(const struct saved_fd *s, uint64_t *size)
 		return -1;
 	if (s->kind == CKPT_FD_FILE_DELETED)
 		return readable_copy(s);
+	if (is_socket_state(s->kind))
+		return socket_info_memfd(s, size);
 	if (s->kind == CKPT_FD_UNIX_STREAM) {
 		r = sockets_save_queue(s->fd, s->ino, &memfd, size);
 		if (r < 0) {
@@ -359,7 +468,7 @@ static int files_write(struct image_writer *w)
 		else if (is_event_fd(s->kind))
 			event_fds_describe(saved[s->dup_of >= 0 ? s->dup_of :
 					   i].fd, &fi.offset, &fi.event_info);
-		else
+		else if (!is_socket_state(s->kind))
 			fi.share = sharing(s);
 		r = writer_add_fd(w, &fi, saved_path(s),
 				  content >= 0 && size ? content : -1, size);
@@ -560,17 +669,57 @@ static int restore_fifo(const struct saved_fd *s)
 	return take_handed(end, s);
 }
 
-/* The end ckpt_restart made of the saved pair; without the peer among
- * the restarted images, stdio or /dev/null as before. */
+static void address_words(const uint8_t *addr, uint32_t len, char *out,
+			  size_t outlen)
+{
+	ckpt_sockaddr_text(addr, len, out, outlen);
+	if (!out[0])
+		ckpt_fmt(out, outlen, "an unnamed address");
+}
+
+/* A connection whose peer is not restarted with it comes back closed by
+ * that peer (socket_state.c), said in one line. */
+static int restore_closed_socket(const struct saved_fd *s)
+{
+	static const struct ckpt_socket_info unknown = {
+		.family = AF_UNIX, .type = SOCK_STREAM,
+	};
+	const struct ckpt_socket_info *si = s->sock >= 0 ? &sock_info[s->sock]
+							 : &unknown;
+	char here[160], there[160];
+
+	address_words(si->addr, si->addr_len, here, sizeof(here));
+	address_words(si->peer, si->peer_len, there, sizeof(there));
+	ckpt_log("%s: fd %d (%s, %s to %s): its peer is not restarted with "
+		 "it; the connection reads as closed by the peer", ckpt.program,
+		 s->fd, saved_path(s), here, there);
+	return socket_state_restore_closed(s->fd, si, s->flags);
+}
+
+/* The end ckpt_restart made of the saved pair (Unix stream or TCP);
+ * without the peer among the restarted images, stdio on 0-2, else a
+ * connection its peer has closed. */
 static int restore_socket_end(const struct saved_fd *s)
 {
 	int end = handover_socket_end(s->ino);
 
 	if (end < 0 && s->fd <= 2)
 		return inherit_stdio(s->fd);
+	if (end < 0)
+		return restore_closed_socket(s);
+	return take_handed(end, s);
+}
+
+/* A listening or bound socket ckpt_restart made again
+ * (restart/restart_listeners.c). */
+static int restore_own_socket(const struct saved_fd *s)
+{
+	int end = handover_socket_end(s->ino);
+
 	if (end < 0) {
-		ckpt_log("fd %d (%s): its peer was not restarted with it; it is "
-			 "replaced by /dev/null", s->fd, saved_path(s));
+		ckpt_log("fd %d (%s) was not recreated by ckpt_restart (restart "
+			 "all images of the checkpoint with one ckpt_restart); "
+			 "it is replaced by /dev/null", s->fd, saved_path(s));
 		return open_dev_null(s->fd);
 	}
 	return take_handed(end, s);
@@ -649,6 +798,11 @@ static int restore_one_fd(const struct saved_fd *s, int image_fd)
 	case CKPT_FD_SIGNALFD:
 	case CKPT_FD_EPOLL:
 		return restore_event_fd(s);
+	case CKPT_FD_SOCKET_LISTEN:
+	case CKPT_FD_SOCKET_BOUND:
+		return restore_own_socket(s);
+	case CKPT_FD_SOCKET_OUTSIDE:
+		return restore_socket_end(s);
 	default:
 		ckpt_log("fd %d (%s) cannot be restored yet; it is replaced by"
 			 " /dev/null", fd, saved_path(s));

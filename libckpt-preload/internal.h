@@ -343,6 +343,14 @@ int round_keep_memfd(int fd);
 /* sockets.c */
 int sockets_unix_stream_peer(int fd, uint64_t ino, uint32_t *peer);
 int sockets_save_queue(int fd, uint64_t ino, int *memfd, uint64_t *size);
+int sockets_peek_into(int fd, int memfd, uint64_t *size);
+
+/* socket_state.c */
+struct ckpt_socket_info;
+int socket_state_save(int fd, uint64_t ino, struct ckpt_socket_info *si);
+int socket_state_restore_closed(int fd, const struct ckpt_socket_info *si,
+				int status_flags);
+int socket_state_settle(int fd, int *budget_ms);
 
 
 /* shared_files.c */

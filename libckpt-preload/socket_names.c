@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include "ckpt/sockaddr_text.h"
 #include "internal.h"
 
 static int sock_opt(int fd, int opt)
@@ -42,36 +43,6 @@ static const char *kind_name(int domain, int type, int protocol)
 	return NULL;
 }
 
-/* "127.0.0.1:80", "[::1]:80", "/path", "@abstract", or "" (unnamed). */
-static void address_text(const struct sockaddr_storage *ss, socklen_t len,
-			 char *out, size_t outlen)
-{
-	char ip[INET6_ADDRSTRLEN] = "?";
-
-	out[0] = 0;
-	if (ss->ss_family == AF_INET) {
-		const struct sockaddr_in *a = (const void *)ss;
-
-		inet_ntop(AF_INET, &a->sin_addr, ip, sizeof(ip));
-		ckpt_fmt(out, outlen, "%s:%u", ip, ntohs(a->sin_port));
-	} else if (ss->ss_family == AF_INET6) {
-		const struct sockaddr_in6 *a = (const void *)ss;
-
-		inet_ntop(AF_INET6, &a->sin6_addr, ip, sizeof(ip));
-		ckpt_fmt(out, outlen, "[%s]:%u", ip, ntohs(a->sin6_port));
-	} else if (ss->ss_family == AF_UNIX &&
-		   len > offsetof(struct sockaddr_un, sun_path)) {
-		const struct sockaddr_un *a = (const void *)ss;
-		size_t n = len - offsetof(struct sockaddr_un, sun_path);
-
-		if (a->sun_path[0])
-			ckpt_fmt(out, outlen, "%.*s", (int)n, a->sun_path);
-		else
-			ckpt_fmt(out, outlen, "@%.*s", (int)n - 1,
-				 a->sun_path + 1);
-	}
-}
-
 static void name_of(int fd, int peer, char *out, size_t len)
 {
 	struct sockaddr_storage ss;
@@ -84,7 +55,7 @@ static void name_of(int fd, int peer, char *out, size_t len)
 	if (r < 0)
 		out[0] = 0;
 	else
-		address_text(&ss, sl, out, len);
+		ckpt_sockaddr_text(&ss, sl, out, len);
 }
 
 /* 0 with the words in out, -errno when fd is no socket. */

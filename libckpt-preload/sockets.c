@@ -125,6 +125,23 @@ static int peek_all(int fd, int memfd, uint64_t *size)
 	return 0;
 }
 
+/* Append the bytes waiting to be read from fd to memfd (*size: their
+ * count); the queue and the program's peek offset are left as they were.
+ * Works on Unix stream and TCP sockets (SO_PEEK_OFF). 0 or -errno. */
+int sockets_peek_into(int fd, int memfd, uint64_t *size)
+{
+	int saved_off = -1, zero = 0, r;
+	socklen_t len = sizeof(saved_off);
+
+	*size = 0;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEEK_OFF, &saved_off, &len) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof(zero)) < 0)
+		return -errno;
+	r = peek_all(fd, memfd, size);
+	setsockopt(fd, SOL_SOCKET, SO_PEEK_OFF, &saved_off, sizeof(saved_off));
+	return r;
+}
+
 /*
  * If this process saves the queue of socket ino: *memfd gets the bytes
  * waiting to be read from fd (owned by pipes.c's round until the image is
@@ -133,21 +150,16 @@ static int peek_all(int fd, int memfd, uint64_t *size)
  */
 int sockets_save_queue(int fd, uint64_t ino, int *memfd, uint64_t *size)
 {
-	int saved_off = -1, zero = 0, mfd, r;
-	socklen_t len = sizeof(saved_off);
+	int mfd, r;
 
 	*memfd = -1;
 	*size = 0;
 	r = round_claim(&(struct round_key){ "sock", 0, ino });
 	if (r <= 0)
 		return r;
-	if (getsockopt(fd, SOL_SOCKET, SO_PEEK_OFF, &saved_off, &len) < 0 ||
-	    setsockopt(fd, SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof(zero)) < 0)
-		return -errno;
 	mfd = memfd_create("ckpt-socket-queue", MFD_CLOEXEC);
-	r = mfd < 0 ? -errno : peek_all(fd, mfd, size);
-	setsockopt(fd, SOL_SOCKET, SO_PEEK_OFF, &saved_off, sizeof(saved_off));
-	if (r == 0 && mfd >= 0)
+	r = mfd < 0 ? -errno : sockets_peek_into(fd, mfd, size);
+	if (r == 0)
 		r = round_keep_memfd(mfd);
 	if (r < 0) {
 		if (mfd >= 0)

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
+#include "ckpt/sockaddr_text.h"
 #include "image_check.h"
 #include "image_trust.h"
 
@@ -150,6 +152,33 @@ static void print_threads(const struct ckpt_image *img)
 	}
 }
 
+/* A socket record's saved address, options and backlog in words. */
+static void print_socket_info(const struct ckpt_image *img,
+			      const struct ckpt_fd_info *f)
+{
+	struct ckpt_socket_info si;
+	char here[160], peer[160];
+
+	if (f->data_size < sizeof(si) ||
+	    pread(img->fd, &si, sizeof(si), f->data_offset) != sizeof(si) ||
+	    si.addr_len > sizeof(si.addr) || si.peer_len > sizeof(si.peer))
+		return;
+	ckpt_sockaddr_text(si.addr, si.addr_len, here, sizeof(here));
+	ckpt_sockaddr_text(si.peer, si.peer_len, peer, sizeof(peer));
+	printf(" (%s%s%s", here[0] ? here : "unnamed", peer[0] ? " to " : "",
+	       peer);
+	if (f->kind == CKPT_FD_SOCKET_LISTEN)
+		printf(", backlog %d", si.backlog);
+	printf("%s%s%s", si.flags & CKPT_SOCK_F_REUSEADDR ?
+	       ", SO_REUSEADDR" : "", si.flags & CKPT_SOCK_F_REUSEPORT ?
+	       ", SO_REUSEPORT" : "", si.flags & CKPT_SOCK_F_V6ONLY ?
+	       ", IPV6_V6ONLY" : "");
+	if (si.flags & CKPT_SOCK_F_QUEUE_SAVED)
+		printf(", %llu bytes queued saved",
+		       (unsigned long long)(f->data_size - sizeof(si)));
+	printf(")");
+}
+
 static void print_fds(const struct ckpt_image *img)
 {
 	const char *kind;
@@ -164,8 +193,11 @@ static void print_fds(const struct ckpt_image *img)
 		       kind ? kind : "?", f->flags,
 		       f->fd_flags & 1 ? " cloexec" : "",
 		       (long long)f->offset, image_string(img, f->path));
-		if (f->kind == CKPT_FD_FILE_DELETED || f->data_size ||
-		    (f->fd_flags & CKPT_FDF_CONTENT_SAVED))
+		if (f->kind >= CKPT_FD_SOCKET_LISTEN &&
+		    f->kind <= CKPT_FD_SOCKET_OUTSIDE)
+			print_socket_info(img, f);
+		else if (f->kind == CKPT_FD_FILE_DELETED || f->data_size ||
+			 (f->fd_flags & CKPT_FDF_CONTENT_SAVED))
 			printf(" (%llu bytes saved)",
 			       (unsigned long long)f->data_size);
 		if (f->kind == CKPT_FD_PIPE || f->kind == CKPT_FD_FIFO)

@@ -228,6 +228,9 @@ static int has_pipes(const struct ckpt_image *img)
 	for (uint32_t i = 0; i < img->hdr.nfds; i++)
 		if (img->fds[i].kind == CKPT_FD_PIPE ||
 		    img->fds[i].kind == CKPT_FD_UNIX_STREAM ||
+		    img->fds[i].kind == CKPT_FD_SOCKET_LISTEN ||
+		    img->fds[i].kind == CKPT_FD_SOCKET_BOUND ||
+		    img->fds[i].kind == CKPT_FD_SOCKET_OUTSIDE ||
 		    img->fds[i].kind == CKPT_FD_FIFO)
 			return 1;
 	return 0;

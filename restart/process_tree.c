@@ -391,6 +391,10 @@ int restart_tree(struct ckpt_image *imgs, int n, const char *coord,
 	if (r == 0)
 		r = restart_sockets_create(imgs, n, t.plan, &t.keep_fd_end);
 	if (r == 0)
+		r = restart_listeners_create(imgs, n, t.plan, &t.keep_fd_end);
+	if (r == 0)
+		r = restart_tcp_create(imgs, n, t.plan, &t.keep_fd_end);
+	if (r == 0)
 		r = restart_fifos_create(imgs, n, t.plan, &t.keep_fd_end);
 	if (r == 0)
 		r = restart_files_create(imgs, n, t.parent, t.plan,

@@ -37,6 +37,24 @@ int restart_fifos_create(struct ckpt_image *imgs, int n,
 int restart_sockets_create(struct ckpt_image *imgs, int n,
 			   struct ckpt_restart_plan *plan, int *keep_fd_end);
 
+/* Make every listening and bound socket of the images again once
+ * (restart_listeners.c), as fds from *keep_fd_end up, in the plan's
+ * socket table. 0 or -errno after printing why. */
+int restart_listeners_create(struct ckpt_image *imgs, int n,
+			     struct ckpt_restart_plan *plan, int *keep_fd_end);
+
+int socket_record_info(const struct ckpt_image *img,
+		       const struct ckpt_fd_info *f,
+		       struct ckpt_socket_info *si, uint64_t *ino);
+int send_image_bytes(const struct ckpt_image *img, uint64_t off,
+		     uint64_t left, int into);
+
+/* Reconnect every TCP connection whose two ends are both among the
+ * images (restart_tcp.c), with the bytes queued both ways, as fds from
+ * *keep_fd_end up. 0 or -errno after printing why. */
+int restart_tcp_create(struct ckpt_image *imgs, int n,
+		       struct ckpt_restart_plan *plan, int *keep_fd_end);
+
 /* Open once every file several processes shared (restart_files.c), as
  * fds from *keep_fd_end up; parent[i] is image i's parent image or -1.
  * 0 or -errno after printing why. */

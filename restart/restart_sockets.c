@@ -65,19 +65,16 @@ static int note_end(struct socket_end *ends, int *n,
 	return 0;
 }
 
-/* Put the bytes queued for `e` into the queue of the end it is read
- * from, by writing them into its peer's end `into`. */
-static int refill(const struct socket_end *e, int into)
+/* Send `left` bytes of the image from offset off into socket `into`, so
+ * that they wait in its peer's queue. 0 or -errno (-ENOBUFS: more than
+ * the new connection holds). */
+int send_image_bytes(const struct ckpt_image *img, uint64_t off,
+		     uint64_t left, int into)
 {
-	uint64_t off, left;
 	char buf[65536];
 
-	if (!e->data)
-		return 0;
-	off = e->data->data_offset;
-	left = e->data->data_size;
 	while (left) {
-		ssize_t n = pread(e->img->fd, buf, left < sizeof(buf) ?
+		ssize_t n = pread(img->fd, buf, left < sizeof(buf) ?
 				  left : sizeof(buf), off);
 
 		if (n <= 0)
@@ -88,6 +85,16 @@ static int refill(const struct socket_end *e, int into)
 		left -= n;
 	}
 	return 0;
+}
+
+/* Put the bytes queued for `e` into the queue of the end it is read
+ * from, by writing them into its peer's end `into`. */
+static int refill(const struct socket_end *e, int into)
+{
+	if (!e->data)
+		return 0;
+	return send_image_bytes(e->img, e->data->data_offset,
+				e->data->data_size, into);
 }
 
 static int make_pair(struct socket_end *a, struct socket_end *b,

@@ -220,6 +220,46 @@ enum ckpt_fd_kind {
 	CKPT_FD_EPOLL = 14,		/* offset -1; event_info: how many
 					   targets it watches (restored after
 					   every other fd) */
+	CKPT_FD_SOCKET_LISTEN = 20,	/* listening TCP or Unix socket,
+					   "socket:[ino]"; data_*: a struct
+					   ckpt_socket_info; recreated once by
+					   ckpt_restart, shared by ino */
+	CKPT_FD_SOCKET_BOUND = 21,	/* bound, unconnected UDP or Unix
+					   datagram socket; data_* as above */
+	CKPT_FD_SOCKET_OUTSIDE = 22,	/* any other connected socket (TCP,
+					   UDP, Unix): a TCP end whose peer
+					   end is among the images is
+					   reconnected, others restored as
+					   closed by the peer; data_* as
+					   above */
+};
+
+/* ckpt_socket_info.flags: options the program had set */
+#define CKPT_SOCK_F_REUSEADDR	0x1
+#define CKPT_SOCK_F_REUSEPORT	0x2
+#define CKPT_SOCK_F_V6ONLY	0x4	/* AF_INET6: IPV6_V6ONLY */
+#define CKPT_SOCK_F_QUEUE_SAVED	0x8	/* SOCKET_OUTSIDE over TCP: the bytes
+					   waiting to be read follow the
+					   struct in data_* (this record's
+					   process saved them) */
+
+/* The content (data_*) of a CKPT_FD_SOCKET_* record, followed by the
+ * bytes queued for reading when CKPT_SOCK_F_QUEUE_SAVED. Addresses are
+ * struct sockaddr bytes as getsockname/getpeername gave them (*_len
+ * bytes; a relative Unix path is made absolute at checkpoint). */
+struct ckpt_socket_info {
+	uint32_t family;		/* AF_INET, AF_INET6, AF_UNIX */
+	uint32_t type;			/* SOCK_STREAM, SOCK_DGRAM, ... */
+	uint32_t protocol;		/* SO_PROTOCOL */
+	uint32_t flags;			/* CKPT_SOCK_F_* */
+	int32_t backlog;		/* listen(2) backlog, from sock_diag */
+	int32_t rcvbuf;			/* SO_RCVBUF, SO_SNDBUF as read */
+	int32_t sndbuf;
+	uint32_t addr_len;		/* bytes of addr: getsockname */
+	uint32_t peer_len;		/* bytes of peer: getpeername; 0 none */
+	uint32_t reserved;
+	uint8_t addr[128];
+	uint8_t peer[128];
 };
 
 /* ckpt_fd_info.fd_flags, above FD_CLOEXEC */

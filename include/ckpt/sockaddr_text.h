@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * A socket address in words: "127.0.0.1:80", "[::1]:80", "/path",
+ * "@abstract", or "" (unnamed). Shared by libckpt (socket_names.c) and
+ * ckpt_restart/ckpt_inspect (restart/restart_listeners.c): no malloc.
+ */
+#ifndef CKPT_SOCKADDR_TEXT_H
+#define CKPT_SOCKADDR_TEXT_H
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+static inline void ckpt_sockaddr_text(const void *addr, size_t len,
+				      char *out, size_t outlen)
+{
+	const struct sockaddr *sa = addr;
+	char ip[INET6_ADDRSTRLEN] = "?";
+
+	out[0] = 0;
+	if (len < sizeof(sa->sa_family))
+		return;
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *a = addr;
+
+		inet_ntop(AF_INET, &a->sin_addr, ip, sizeof(ip));
+		snprintf(out, outlen, "%s:%u", ip, ntohs(a->sin_port));
+	} else if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *a = addr;
+
+		inet_ntop(AF_INET6, &a->sin6_addr, ip, sizeof(ip));
+		snprintf(out, outlen, "[%s]:%u", ip, ntohs(a->sin6_port));
+	} else if (sa->sa_family == AF_UNIX &&
+		   len > offsetof(struct sockaddr_un, sun_path)) {
+		const struct sockaddr_un *a = addr;
+		size_t n = len - offsetof(struct sockaddr_un, sun_path);
+
+		if (a->sun_path[0])
+			snprintf(out, outlen, "%.*s", (int)n, a->sun_path);
+		else
+			snprintf(out, outlen, "@%.*s", (int)n - 1,
+				 a->sun_path + 1);
+	}
+}
+
+#endif /* CKPT_SOCKADDR_TEXT_H */

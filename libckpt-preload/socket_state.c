@@ -1,0 +1,310 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Sockets that come back on their own, without their peer: listening
+ * sockets (TCP over IPv4/IPv6, Unix path and abstract), bound unconnected
+ * datagram sockets (UDP, Unix), and connections to peers the restart does
+ * not bring back. files.c records them as CKPT_FD_SOCKET_LISTEN, _BOUND
+ * and _OUTSIDE with a struct ckpt_socket_info; docs/resources.md tells
+ * the whole story:
+ *
+ *   checkpoint: family, type, protocol, getsockname/getpeername, the
+ *   options that change how a bind or listen behaves, and the backlog
+ *   (sock_diag: for a listener the kernel reports its maximum backlog as
+ *   the "write queue"; SOMAXCONN when it cannot be asked).
+ *
+ *   restart: ckpt_restart (restart/restart_listeners.c) re-creates the
+ *   listening and bound sockets once and hands them over like the socket
+ *   pairs; a connection to an outside peer is made here as a socket of
+ *   the same family and type that its peer has closed and that is shut
+ *   down both ways: read gives 0, write fails with EPIPE.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/sock_diag.h>
+#include <linux/unix_diag.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <string.h>
+#include <time.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include "internal.h"
+
+static int opt(int fd, int level, int name)
+{
+	int v = 0;
+	socklen_t len = sizeof(v);
+
+	return getsockopt(fd, level, name, &v, &len) < 0 ? -1 : v;
+}
+
+/* The listen backlog the kernel keeps for listener `ino`, found in one
+ * sock_diag answer (a dump for TCP, one record for Unix); 0: not there. */
+static int backlog_in(const char *buf, long len, uint64_t ino, int unix_sk)
+{
+	const struct nlmsghdr *nlh = (const void *)buf;
+
+	for (; NLMSG_OK(nlh, len); nlh = NLMSG_NEXT(nlh, len)) {
+		if (nlh->nlmsg_type != SOCK_DIAG_BY_FAMILY)
+			return nlh->nlmsg_type == NLMSG_DONE ||
+			       nlh->nlmsg_type == NLMSG_ERROR ? -1 : 0;
+		if (!unix_sk) {
+			const struct inet_diag_msg *m = NLMSG_DATA(nlh);
+
+			if (m->idiag_inode == ino)
+				return (int)m->idiag_wqueue;
+			continue;
+		}
+		const struct unix_diag_msg *m = NLMSG_DATA(nlh);
+		const struct rtattr *a = (const void *)(m + 1);
+		long alen = nlh->nlmsg_len - NLMSG_LENGTH(sizeof(*m));
+
+		for (; RTA_OK(a, alen); a = RTA_NEXT(a, alen))
+			if (a->rta_type == UNIX_DIAG_RQLEN && m->udiag_ino == ino)
+				return (int)((const struct unix_diag_rqlen *)
+					     RTA_DATA(a))->udiag_wqueue;
+		return -1;
+	}
+	return 0;
+}
+
+static int ask_backlog(const void *req, size_t len, uint64_t ino, int unix_sk)
+{
+	static char reply[32768];
+	int nl, r = 0;
+
+	nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	if (nl < 0)
+		return -1;
+	if (send(nl, req, len, 0) != (ssize_t)len)
+		r = -1;
+	while (r == 0) {
+		long n = recv(nl, reply, sizeof(reply), 0);
+
+		r = n <= 0 ? -1 : backlog_in(reply, n, ino, unix_sk);
+	}
+	close(nl);
+	return r;
+}
+
+static int listen_backlog(int family, uint64_t ino)
+{
+	struct {
+		struct nlmsghdr nlh;
+		union {
+			struct inet_diag_req_v2 in;
+			struct unix_diag_req un;
+		};
+	} msg;
+	size_t len;
+	int r;
+
+	memset(&msg, 0, sizeof(msg));
+	msg.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+	msg.nlh.nlmsg_flags = NLM_F_REQUEST;
+	if (family == AF_UNIX) {
+		len = NLMSG_LENGTH(sizeof(msg.un));
+		msg.un.sdiag_family = AF_UNIX;
+		msg.un.udiag_states = ~0U;
+		msg.un.udiag_ino = ino;
+		msg.un.udiag_show = UDIAG_SHOW_RQLEN;
+		msg.un.udiag_cookie[0] = INET_DIAG_NOCOOKIE;
+		msg.un.udiag_cookie[1] = INET_DIAG_NOCOOKIE;
+	} else {
+		len = NLMSG_LENGTH(sizeof(msg.in));
+		msg.nlh.nlmsg_flags |= NLM_F_DUMP;
+		msg.in.sdiag_family = family;
+		msg.in.sdiag_protocol = IPPROTO_TCP;
+		msg.in.idiag_states = 1U << TCP_LISTEN;
+	}
+	msg.nlh.nlmsg_len = len;
+	r = ask_backlog(&msg, len, ino, family == AF_UNIX);
+	return r > 0 ? r : SOMAXCONN;
+}
+
+/* A relative Unix path is kept absolute: ckpt_restart binds it from
+ * another working directory (the one at checkpoint is used). */
+static void absolute_unix_path(struct ckpt_socket_info *si)
+{
+	struct sockaddr_un *a = (void *)si->addr;
+	size_t off = offsetof(struct sockaddr_un, sun_path), n, c;
+	char cwd[sizeof(a->sun_path)], path[sizeof(a->sun_path)];
+
+	if (si->addr_len <= off || !a->sun_path[0] || a->sun_path[0] == '/')
+		return;
+	n = strnlen(a->sun_path, si->addr_len - off);
+	if (syscall(SYS_getcwd, cwd, sizeof(cwd)) < 0)
+		return;
+	c = strlen(cwd);
+	if (c + 1 + n + 1 > sizeof(path))
+		return;
+	memcpy(path, cwd, c);
+	path[c] = '/';
+	memcpy(path + c + 1, a->sun_path, n);
+	path[c + 1 + n] = 0;
+	memcpy(a->sun_path, path, c + n + 2);
+	si->addr_len = off + c + n + 2;
+}
+
+static int is_bound(const struct ckpt_socket_info *si)
+{
+	const struct sockaddr_in *in = (const void *)si->addr;
+	const struct sockaddr_in6 *in6 = (const void *)si->addr;
+
+	if (si->family == AF_INET)
+		return in->sin_port != 0;
+	if (si->family == AF_INET6)
+		return in6->sin6_port != 0;
+	return si->addr_len > offsetof(struct sockaddr_un, sun_path);
+}
+
+/* The kind files.c records for socket fd (inode ino) and *si, or 0 when
+ * it is none of those restored here. */
+int socket_state_save(int fd, uint64_t ino, struct ckpt_socket_info *si)
+{
+	socklen_t len;
+
+	memset(si, 0, sizeof(*si));
+	si->family = opt(fd, SOL_SOCKET, SO_DOMAIN);
+	si->type = opt(fd, SOL_SOCKET, SO_TYPE);
+	si->protocol = opt(fd, SOL_SOCKET, SO_PROTOCOL);
+	if (si->family != AF_INET && si->family != AF_INET6 &&
+	    si->family != AF_UNIX)
+		return 0;
+	if (si->family != AF_UNIX && si->type != SOCK_STREAM &&
+	    si->type != SOCK_DGRAM)
+		return 0;
+	if (opt(fd, SOL_SOCKET, SO_REUSEADDR) > 0)
+		si->flags |= CKPT_SOCK_F_REUSEADDR;
+	if (opt(fd, SOL_SOCKET, SO_REUSEPORT) > 0)
+		si->flags |= CKPT_SOCK_F_REUSEPORT;
+	if (si->family == AF_INET6 && opt(fd, IPPROTO_IPV6, IPV6_V6ONLY) > 0)
+		si->flags |= CKPT_SOCK_F_V6ONLY;
+	si->rcvbuf = opt(fd, SOL_SOCKET, SO_RCVBUF);
+	si->sndbuf = opt(fd, SOL_SOCKET, SO_SNDBUF);
+	len = sizeof(si->addr);
+	if (getsockname(fd, (struct sockaddr *)si->addr, &len) == 0)
+		si->addr_len = len;
+	len = sizeof(si->peer);
+	if (getpeername(fd, (struct sockaddr *)si->peer, &len) == 0)
+		si->peer_len = len;
+	if (si->family == AF_UNIX)
+		absolute_unix_path(si);
+	if (opt(fd, SOL_SOCKET, SO_ACCEPTCONN) == 1) {
+		si->backlog = listen_backlog(si->family, ino);
+		return CKPT_FD_SOCKET_LISTEN;
+	}
+	if (si->peer_len)
+		return CKPT_FD_SOCKET_OUTSIDE;
+	if (si->type == SOCK_DGRAM && is_bound(si))
+		return CKPT_FD_SOCKET_BOUND;
+	return 0;
+}
+
+/* A TCP or UDP socket of `family` connected over loopback; -errno. */
+static int loopback_connected(int family, int type)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = family == AF_INET6 ? sizeof(struct sockaddr_in6) :
+					     sizeof(struct sockaddr_in);
+	int l = -1, c, a, r = 0;
+
+	memset(&ss, 0, sizeof(ss));
+	ss.ss_family = family;
+	if (family == AF_INET6)
+		((struct sockaddr_in6 *)&ss)->sin6_addr = in6addr_loopback;
+	else
+		((struct sockaddr_in *)&ss)->sin_addr.s_addr =
+			htonl(INADDR_LOOPBACK);
+	c = socket(family, type | SOCK_CLOEXEC, 0);
+	if (c < 0)
+		return -errno;
+	l = type == SOCK_STREAM ? socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0)
+				: c;
+	if (l < 0 || bind(l, (void *)&ss, len) < 0 ||
+	    getsockname(l, (void *)&ss, &len) < 0 ||
+	    (type == SOCK_STREAM && listen(l, 1) < 0) ||
+	    connect(c, (void *)&ss, len) < 0)
+		r = -errno;
+	if (r == 0 && type == SOCK_STREAM) {
+		a = accept(l, NULL, NULL);
+		if (a < 0)
+			r = -errno;
+		else
+			close(a);	/* the peer closes */
+	}
+	if (l >= 0 && l != c)
+		close(l);
+	if (r < 0) {
+		close(c);
+		return r;
+	}
+	return c;
+}
+
+static int closed_unix(int type)
+{
+	int sv[2];
+
+	if (socketpair(AF_UNIX, type | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	close(sv[1]);
+	return sv[0];
+}
+
+/* Put at fd a socket like si's whose peer has closed: read returns 0,
+ * write fails with EPIPE. TCP and UDP stay TCP and UDP over loopback
+ * (getpeername shows loopback, not the old peer); anything else, or
+ * when loopback is missing, is a Unix socket pair end. 0 or -errno. */
+int socket_state_restore_closed(int fd, const struct ckpt_socket_info *si,
+				int status_flags)
+{
+	int s = -1;
+
+	if ((si->family == AF_INET || si->family == AF_INET6) &&
+	    (si->type == SOCK_STREAM || si->type == SOCK_DGRAM))
+		s = loopback_connected(si->family, si->type);
+	if (s < 0)
+		s = closed_unix(si->family == AF_UNIX ? si->type : SOCK_STREAM);
+	if (s < 0)
+		s = closed_unix(SOCK_STREAM);
+	if (s < 0)
+		return s;
+	shutdown(s, SHUT_RDWR);
+	if (s != fd && dup2(s, fd) < 0) {
+		int e = errno;
+
+		close(s);
+		return -e;
+	}
+	if (s != fd)
+		close(s);
+	return fcntl(fd, F_SETFL, status_flags) < 0 ? -errno : 0;
+}
+
+/*
+ * A TCP socket's bytes sent but not yet acknowledged (SIOCOUTQ): with
+ * every thread of the process stopped, they reach the peer within
+ * moments on one host. Wait for that (1 ms steps, at most *budget_ms in
+ * all, which it lowers) so that the peer's receive queue holds them when
+ * the images are written. Returns the bytes still unacknowledged.
+ */
+int socket_state_settle(int fd, int *budget_ms)
+{
+	struct timespec ms = { 0, 1000000 };
+	int outq = 0;
+
+	while (ioctl(fd, SIOCOUTQ, &outq) == 0 && outq > 0 && *budget_ms > 0) {
+		nanosleep(&ms, NULL);
+		(*budget_ms)--;
+	}
+	return outq > 0 ? outq : 0;
+}

@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Listening sockets (TCP over IPv4/IPv6, Unix path and abstract) and
+ * bound unconnected datagram sockets (UDP, Unix), recorded by
+ * libckpt-preload/socket_state.c with a struct ckpt_socket_info: made
+ * again once per socket, before any process is restarted, with the
+ * options that change a bind (SO_REUSEADDR, SO_REUSEPORT, IPV6_V6ONLY)
+ * set before bind, the buffer sizes the program changed, and listen()
+ * with the saved backlog; handed to every process through the plan's
+ * socket table like the socket pairs. An address that cannot be bound
+ * again fails the whole restart, naming it and the process.
+ *
+ * A Unix path: a socket file left at the path by the checkpointed
+ * program is replaced when it is the caller's and nobody listens on it;
+ * anything else there is an error.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include "ckpt/sockaddr_text.h"
+#include "process_tree.h"
+
+struct own_socket {
+	const struct ckpt_image *img;
+	const struct ckpt_fd_info *f;
+	struct ckpt_socket_info si;
+	uint64_t ino;
+	char where[160];		/* the address in words */
+};
+
+/* The struct ckpt_socket_info of a CKPT_FD_SOCKET_* record and its
+ * socket's inode; 0, or -EINVAL after saying why. */
+int socket_record_info(const struct ckpt_image *img,
+		       const struct ckpt_fd_info *f,
+		       struct ckpt_socket_info *si, uint64_t *ino)
+{
+	if (fd_record_ino(img, f, "socket", ino) < 0 ||
+	    f->data_size < sizeof(*si) ||
+	    pread(img->fd, si, sizeof(*si), f->data_offset) != sizeof(*si) ||
+	    si->addr_len > sizeof(si->addr) ||
+	    si->peer_len > sizeof(si->peer) ||
+	    si->addr_len < sizeof(sa_family_t)) {
+		fprintf(stderr, "ckpt_restart: %s: fd %d: bad socket record "
+			"'%s'\n", img->path, f->fd, image_string(img, f->path));
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int read_info(const struct ckpt_image *img,
+		     const struct ckpt_fd_info *f, struct own_socket *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->img = img;
+	o->f = f;
+	if (socket_record_info(img, f, &o->si, &o->ino) < 0)
+		return -EINVAL;
+	ckpt_sockaddr_text(o->si.addr, o->si.addr_len, o->where,
+			   sizeof(o->where));
+	return 0;
+}
+
+/* "cannot listen on ADDR again: [step: ]why" */
+static void say(const struct own_socket *o, const char *step, int err)
+{
+	fprintf(stderr, "ckpt_restart: %s: %s (vpid %d), fd %d: cannot %s %s "
+		"again: %s%s%s%s\n", o->img->path, o->img->hdr.program,
+		o->img->hdr.vpid, o->f->fd,
+		o->f->kind == CKPT_FD_SOCKET_LISTEN ? "listen on" : "bind to",
+		o->where[0] ? o->where : "its address", step ? step : "",
+		step ? ": " : "", strerror(err),
+		err == EADDRINUSE ? " (another socket holds the address; "
+		"nothing was restarted)" : "");
+}
+
+/* The buffer size the program set, when it differs from a new socket's
+ * (the kernel reports twice what setsockopt was given). */
+static void set_buffer(int s, int name, int saved)
+{
+	int now = 0;
+	socklen_t len = sizeof(now);
+
+	if (saved <= 0 || getsockopt(s, SOL_SOCKET, name, &now, &len) < 0 ||
+	    now == saved)
+		return;
+	saved /= 2;
+	setsockopt(s, SOL_SOCKET, name, &saved, sizeof(saved));
+}
+
+static int set_options(int s, const struct ckpt_socket_info *si)
+{
+	int on = 1, v6only = !!(si->flags & CKPT_SOCK_F_V6ONLY);
+
+	if ((si->flags & CKPT_SOCK_F_REUSEADDR) &&
+	    setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) < 0)
+		return -errno;
+	if ((si->flags & CKPT_SOCK_F_REUSEPORT) &&
+	    setsockopt(s, SOL_SOCKET, SO_REUSEPORT, &on, sizeof(on)) < 0)
+		return -errno;
+	if (si->family == AF_INET6 &&
+	    setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &v6only,
+		       sizeof(v6only)) < 0)
+		return -errno;
+	set_buffer(s, SO_RCVBUF, si->rcvbuf);
+	set_buffer(s, SO_SNDBUF, si->sndbuf);
+	return 0;
+}
+
+/* The socket file a Unix path socket left behind: removed when it is a
+ * socket of the caller's that nobody listens on (connect is refused);
+ * 0, or -errno after saying why not. */
+static int clear_unix_path(const struct own_socket *o)
+{
+	const struct sockaddr_un *a = (const void *)o->si.addr;
+	struct stat st;
+	int probe, r;
+
+	if (o->si.addr_len <= offsetof(struct sockaddr_un, sun_path) ||
+	    !a->sun_path[0] || lstat(a->sun_path, &st) < 0)
+		return 0;	/* abstract, or nothing there */
+	if (!S_ISSOCK(st.st_mode) || st.st_uid != geteuid()) {
+		fprintf(stderr, "ckpt_restart: %s: %s (vpid %d), fd %d: "
+			"cannot bind to %s again: it exists and is %s; remove it "
+			"if it is stale\n", o->img->path, o->img->hdr.program,
+			o->img->hdr.vpid, o->f->fd, o->where,
+			S_ISSOCK(st.st_mode) ? "another user's socket" :
+					       "not a socket");
+		return -EEXIST;
+	}
+	probe = socket(AF_UNIX, o->si.type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (probe < 0)
+		return -errno;
+	r = connect(probe, (const void *)o->si.addr, o->si.addr_len) < 0 ?
+	    errno : 0;
+	close(probe);
+	if (r != ECONNREFUSED) {
+		fprintf(stderr, "ckpt_restart: %s: %s (vpid %d), fd %d: "
+			"cannot bind to %s again: a program is listening on it "
+			"(nothing was restarted)\n", o->img->path,
+			o->img->hdr.program, o->img->hdr.vpid, o->f->fd,
+			o->where);
+		return -EADDRINUSE;
+	}
+	if (unlink(a->sun_path) < 0 && errno != ENOENT) {
+		r = -errno;
+		say(o, "removing the stale socket file", -r);
+		return r;
+	}
+	return 0;
+}
+
+static int make_socket(const struct own_socket *o)
+{
+	const struct ckpt_socket_info *si = &o->si;
+	int s, r;
+
+	s = socket(si->family, si->type, si->protocol);
+	if (s < 0) {
+		r = -errno;
+		say(o, "socket", -r);
+		return r;
+	}
+	r = set_options(s, si);
+	if (r < 0) {
+		say(o, "setting SO_REUSEADDR, SO_REUSEPORT or IPV6_V6ONLY",
+		    -r);
+	} else if (si->family == AF_UNIX && (r = clear_unix_path(o)) < 0) {
+		/* said */
+	} else if (bind(s, (const void *)si->addr, si->addr_len) < 0) {
+		r = -errno;
+		say(o, NULL, -r);
+	} else if (o->f->kind == CKPT_FD_SOCKET_LISTEN &&
+		   listen(s, si->backlog > 0 ? si->backlog : SOMAXCONN) < 0) {
+		r = -errno;
+		say(o, "listen", -r);
+	}
+	if (r < 0) {
+		close(s);
+		return r;
+	}
+	return s;
+}
+
+static int handed(const struct ckpt_restart_plan *plan, uint64_t ino)
+{
+	for (uint32_t i = 0; i < plan->nsockets; i++)
+		if (plan->sockets[i].ino == ino)
+			return 1;
+	return 0;
+}
+
+static int recreate(const struct ckpt_image *img, const struct ckpt_fd_info *f,
+		    struct ckpt_restart_plan *plan, int *keep_fd_end)
+{
+	struct own_socket o;
+	int s, r;
+
+	r = read_info(img, f, &o);
+	if (r < 0 || handed(plan, o.ino))
+		return r;
+	if (plan->nsockets == CKPT_PLAN_MAX_SOCKETS) {
+		fprintf(stderr, "ckpt_restart: %s: more than %d sockets in "
+			"the computation\n", img->path, CKPT_PLAN_MAX_SOCKETS);
+		return -E2BIG;
+	}
+	s = make_socket(&o);
+	if (s < 0)
+		return s;
+	s = place_handed(s, keep_fd_end);
+	if (s < 0) {
+		fprintf(stderr, "ckpt_restart: %s: fd %d: cannot place the "
+			"socket at fd %d\n", img->path, f->fd, *keep_fd_end);
+		return -EBUSY;
+	}
+	plan->sockets[plan->nsockets].ino = o.ino;
+	plan->sockets[plan->nsockets++].fd = s;
+	return 0;
+}
+
+int restart_listeners_create(struct ckpt_image *imgs, int n,
+			     struct ckpt_restart_plan *plan, int *keep_fd_end)
+{
+	for (int i = 0; i < n; i++)
+		for (uint32_t j = 0; j < imgs[i].hdr.nfds; j++) {
+			const struct ckpt_fd_info *f = &imgs[i].fds[j];
+			int r;
+
+			/* a dup of an earlier fd has no data: libckpt dups */
+			if ((f->kind != CKPT_FD_SOCKET_LISTEN &&
+			     f->kind != CKPT_FD_SOCKET_BOUND) || !f->data_size)
+				continue;
+			r = recreate(&imgs[i], f, plan, keep_fd_end);
+			if (r < 0)
+				return r;
+		}
+	return 0;
+}
