@@ -109,6 +109,9 @@ class DiesAfterWritten(FakeProcess):
         self.result(MSG_WRITTEN, g, path=self.tmp)
         self.sock.shutdown(socket.SHUT_RDWR)
 
+    def _on_resume(self):
+        pass    # gone: a DO_RESUME that arrived before is never read
+
 
 @pytest.fixture
 def childless_pid():
