@@ -36,6 +36,7 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include "ckpt/sockaddr_text.h"
 #include "internal.h"
 
 static int opt(int fd, int level, int name)
@@ -213,17 +214,9 @@ int socket_state_save(int fd, uint64_t ino, struct ckpt_socket_info *si)
 static int loopback_connected(int family, int type)
 {
 	struct sockaddr_storage ss;
-	socklen_t len = family == AF_INET6 ? sizeof(struct sockaddr_in6) :
-					     sizeof(struct sockaddr_in);
+	socklen_t len = ckpt_loopback_addr(family, &ss);
 	int l = -1, c, a, r = 0;
 
-	memset(&ss, 0, sizeof(ss));
-	ss.ss_family = family;
-	if (family == AF_INET6)
-		((struct sockaddr_in6 *)&ss)->sin6_addr = in6addr_loopback;
-	else
-		((struct sockaddr_in *)&ss)->sin_addr.s_addr =
-			htonl(INADDR_LOOPBACK);
 	c = socket(family, type | SOCK_CLOEXEC, 0);
 	if (c < 0)
 		return -errno;

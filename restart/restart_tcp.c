@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include "ckpt/sockaddr_text.h"
 #include "process_tree.h"
 
 struct tcp_end {
@@ -111,17 +112,9 @@ static void make_room(int to, int from, uint64_t queued)
 static int loopback_pair(int family, int fds[2])
 {
 	struct sockaddr_storage ss;
-	socklen_t len = family == AF_INET6 ? sizeof(struct sockaddr_in6) :
-					     sizeof(struct sockaddr_in);
+	socklen_t len = ckpt_loopback_addr(family, &ss);
 	int l, r = 0;
 
-	memset(&ss, 0, sizeof(ss));
-	ss.ss_family = family;
-	if (family == AF_INET6)
-		((struct sockaddr_in6 *)&ss)->sin6_addr = in6addr_loopback;
-	else
-		((struct sockaddr_in *)&ss)->sin_addr.s_addr =
-			htonl(INADDR_LOOPBACK);
 	l = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	fds[0] = socket(family, SOCK_STREAM, 0);
 	fds[1] = -1;

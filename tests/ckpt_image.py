@@ -5,6 +5,9 @@ recomputed (so what a test changes passes the checksums and reaches the
 checks behind them)."""
 
 import struct
+import subprocess
+
+import pytest
 
 # struct ckpt_image_header (include/ckpt/image.h), 392 bytes; the first
 # 352 (up to header_hash) are all an older image has.
@@ -122,3 +125,14 @@ class Image:
         h = self.header()
         struct.pack_into(fmt, self.data,
                          h[offset_field] + struct.calcsize(fmt) * i, *fields)
+
+
+def run_tool(argv, env, timeout):
+    """ckpt_restart or ckpt_inspect on a (maybe damaged) image: its
+    CompletedProcess; a hang fails the test."""
+    try:
+        return subprocess.run(argv, capture_output=True, text=True,
+                              timeout=timeout, env=env,
+                              stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        pytest.fail("%s hung for more than %d s" % (" ".join(argv), timeout))

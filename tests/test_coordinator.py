@@ -68,14 +68,7 @@ def send_msg(sock, mtype, payload=b""):
                  payload)
 
 
-def recv_exact(sock, n):
-    data = b""
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        if not chunk:
-            raise ConnectionResetError("peer closed the connection")
-        data += chunk
-    return data
+recv_exact = wire.recv_exact
 
 
 def recv_msg(sock):

@@ -11,6 +11,7 @@
 #include <netinet/in.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -44,6 +45,20 @@ static inline void ckpt_sockaddr_text(const void *addr, size_t len,
 			snprintf(out, outlen, "@%.*s", (int)n - 1,
 				 a->sun_path + 1);
 	}
+}
+
+/* ss := the loopback address of family (port 0); its length. */
+static inline socklen_t ckpt_loopback_addr(int family,
+					   struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	ss->ss_family = family;
+	if (family == AF_INET6) {
+		((struct sockaddr_in6 *)ss)->sin6_addr = in6addr_loopback;
+		return sizeof(struct sockaddr_in6);
+	}
+	((struct sockaddr_in *)ss)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	return sizeof(struct sockaddr_in);
 }
 
 #endif /* CKPT_SOCKADDR_TEXT_H */

@@ -18,12 +18,12 @@ import os
 import random
 import re
 import struct
-import subprocess
 
 import pytest
 
 from ckpt_harness import (app, checkpoint_and_kill, copy_image,
                           reference_output, tail_after_progress, tool)
+from ckpt_image import run_tool
 from ckpt_image import (EXTENT_FMT, FD_FMT, FILE_FMT, Image, REGION_FMT,
                         THREAD_FMT)
 
@@ -103,12 +103,7 @@ def offsets(rng, start, end, n):
 
 
 def run(argv, env):
-    try:
-        return subprocess.run(argv, capture_output=True, text=True,
-                              timeout=TIMEOUT, env=env,
-                              stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        pytest.fail("%s hung for more than %d s" % (" ".join(argv), TIMEOUT))
+    return run_tool(argv, env, TIMEOUT)
 
 
 def assert_refused(r, img, pattern, what):

@@ -10,11 +10,11 @@ a program break at 2^62, a stack region without access rights or a TLS
 base of 0 killed the restart with SIGSEGV and no word."""
 
 import re
-import subprocess
 
 import pytest
 
 from ckpt_harness import app, copy_image, tool
+from ckpt_image import run_tool
 from ckpt_image import FD_FMT, REGION_FMT, THREAD_FMT, Image
 
 TIMEOUT = 60
@@ -123,12 +123,7 @@ CASES = {
 
 
 def run(argv, env):
-    try:
-        return subprocess.run(argv, capture_output=True, text=True,
-                              timeout=TIMEOUT, env=env,
-                              stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        pytest.fail("%s hung for more than %d s" % (" ".join(argv), TIMEOUT))
+    return run_tool(argv, env, TIMEOUT)
 
 
 def assert_field_refused(r, prog, img, pattern):
