@@ -267,8 +267,9 @@ static int leaves_computation(const char *path)
 	}
 	if (stat(path, &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID))) {
 		if (ckpt.coord_addr[0])
-			ckpt_log("exec of %s: set-user/group-ID, the loader "
-				 "ignores LD_PRELOAD; it runs without "
+			ckpt_log("exec of %s: set-user/group-ID: libckpt "
+				 "does not follow a program that may run with "
+				 "other privileges; it runs without "
 				 "checkpoints", path);
 		return 1;
 	}
