@@ -24,7 +24,10 @@ Marks are fractions of the progress the native run reached at its end, so
 checkpoints land mid-run whatever the machine's speed. Every wait is
 bounded. The work directory is on disk (build/realprogs), not in /tmp:
 ckpt saves files on temporary storage with their contents, files
-elsewhere by reference, as a user's project directory would be.
+elsewhere by reference, as a user's project directory would be. A
+checkout that is itself on temporary storage (cloned under /tmp) puts it
+under $HOME/.cache/ckpt-realprogs instead; files on temporary storage
+have their own tests (tests/test_tmp_*.py, test_save_files.py).
 """
 
 import glob
@@ -40,7 +43,31 @@ import pytest
 
 from ckpt_harness import FINISH_TIMEOUT, PROGRESS_TIMEOUT, ROOT, Proc
 
-WORK_ROOT = os.path.join(ROOT, "build", "realprogs")
+
+
+def on_temporary_storage(path):
+    """As libckpt decides (saved_files_on_temporary_storage)."""
+    path = os.path.realpath(path)
+    if path.startswith(("/tmp/", "/var/tmp/")):
+        return True
+    try:
+        out = subprocess.run(["stat", "-f", "-c", "%T", path],
+                             capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return out.stdout.strip() in ("tmpfs", "ramfs")
+
+
+def work_root():
+    here = os.path.join(ROOT, "build", "realprogs")
+    home = os.path.expanduser("~")
+    if not on_temporary_storage(ROOT) or on_temporary_storage(home):
+        return here
+    tag = hashlib.sha256(os.path.realpath(ROOT).encode()).hexdigest()[:12]
+    return os.path.join(home, ".cache", "ckpt-realprogs", tag)
+
+
+WORK_ROOT = work_root()
 CKPT_LINE = re.compile(r"^ckpt(_\w+)?\[\d+\]: ")
 POLL = 0.02
 CHECKPOINT_ATTEMPTS = 3
