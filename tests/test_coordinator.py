@@ -1058,12 +1058,7 @@ def test_real_process_round_latency(env, coord):
 
 # --- TCP ----------------------------------------------------------------
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+free_port = wire.free_port
 
 
 @pytest.mark.time_limit(60)
