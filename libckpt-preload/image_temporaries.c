@@ -148,12 +148,17 @@ static void remove_leftovers_at(int dirfd)
 void image_remove_leftovers(const char *dir)
 {
 	struct ckpt_refusal ref;
-	int dirfd = ckpt_safe_dir_open(dir, &ref);
+	int dirfd;
 
-	if (dirfd < 0)
-		return;
-	remove_leftovers_at(dirfd);
-	close(dirfd);
+	/* the restarted program runs: the descriptors opened here are
+	 * closed before a fork may copy them (manager_fds.c) */
+	manager_fds_hold();
+	dirfd = ckpt_safe_dir_open(dir, &ref);
+	if (dirfd >= 0) {
+		remove_leftovers_at(dirfd);
+		close(dirfd);
+	}
+	manager_fds_release();
 }
 
 static void refusal_message(char *err, size_t errlen, const char *what,
@@ -220,7 +225,10 @@ int image_commit(const char *tmp_path, const char *final_path, char *err,
 
 	ckpt_fmt(dir, sizeof(dir), "%.*s", final_base - final_path > 1 ?
 		 (int)(final_base - final_path - 1) : 1, final_path);
-	dirfd = open_image_dir(dir, err, errlen);
+	/* the program runs: a fork must not inherit it (manager_fds.c) */
+	manager_fds_hold();
+	dirfd = manager_fd_keep(open_image_dir(dir, err, errlen));
+	manager_fds_release();
 	if (dirfd < 0) {
 		unlink(tmp_path);
 		return dirfd;
@@ -235,6 +243,6 @@ int image_commit(const char *tmp_path, const char *final_path, char *err,
 		ckpt_fmt(err, errlen, "fsync of the directory of %s: %s",
 			 final_path, strerror(errno));
 	}
-	close(dirfd);
+	manager_fd_close(dirfd);
 	return r;
 }

@@ -695,14 +695,20 @@ int image_write(uint64_t generation, const char *dir, char *final_path,
  * temporary name (the previous image is untouched). */
 int image_sync(const char *tmp_path, char *err, size_t errlen)
 {
-	int fd = open(tmp_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), r = 0;
+	int fd, r = 0;
 
-	if (fd < 0 || fsync(fd) < 0) {
+	/* the program runs: a fork must not inherit it (manager_fds.c) */
+	manager_fds_hold();
+	fd = manager_fd_keep(open(tmp_path, O_RDONLY | O_NOFOLLOW |
+				  O_CLOEXEC));
+	if (fd < 0)
 		r = -errno;
-		ckpt_fmt(err, errlen, "fsync %s: %s", tmp_path, strerror(errno));
-	}
-	if (fd >= 0)
-		close(fd);
+	manager_fds_release();
+	if (fd >= 0 && fsync(fd) < 0)
+		r = -errno;
+	if (r < 0)
+		ckpt_fmt(err, errlen, "fsync %s: %s", tmp_path, strerror(-r));
+	manager_fd_close(fd);
 	if (r < 0)
 		unlink(tmp_path);
 	return r;

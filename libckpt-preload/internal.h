@@ -179,6 +179,14 @@ int ckpt_is_own_fd(int fd);
 void ckpt_mark_own_fd(int fd, int own);
 int ckpt_move_fd_high(int fd);
 void ckpt_forget_own_fds(void);
+
+/* manager_fds.c: descriptors the manager opens while the program runs */
+void manager_fds_init(void);
+void manager_fds_after_fork_in_child(void);
+void manager_fds_hold(void);
+void manager_fds_release(void);
+int manager_fd_keep(int fd);
+int manager_fd_close(int fd);
 int ckpt_open_raw(const char *path, int flags);
 int ckpt_read_small_file(const char *path, char *buf, size_t len);
 

@@ -630,6 +630,7 @@ static void after_fork_in_child(void)
 	 * again */
 	if (vpid_taken_by_another(ckpt_real_getpid()))
 		syscall(SYS_exit_group, 0);
+	manager_fds_after_fork_in_child();
 	if (ckpt.coord_fd >= 0) {
 		ckpt_mark_own_fd(ckpt.coord_fd, 0);
 		close(ckpt.coord_fd);
@@ -732,6 +733,7 @@ __attribute__((constructor)) static void ckpt_init(void)
 	 * (wrappers/exec.c); one that came meanwhile is taken, ignored */
 	threads_mask_ckpt_signal(SIG_UNBLOCK, NULL);
 	pthread_atfork(NULL, NULL, after_fork_in_child);
+	manager_fds_init();
 	ckpt_accel_open();
 	start_in_this_process(0);
 }
