@@ -579,7 +579,8 @@ static int recreate_deleted(const struct saved_fd *s, int image_fd)
 		return r;
 	}
 	ckpt_fmt(proc, sizeof(proc), "/proc/self/fd/%d", tmp);
-	fd = open(proc, s->flags & ~(O_CREAT | O_EXCL | O_TRUNC));
+	/* O_NOFOLLOW, kept by F_GETFL, would refuse the magic link */
+	fd = open(proc, s->flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOFOLLOW));
 	close(tmp);
 	return fd < 0 ? -errno : fd;
 }

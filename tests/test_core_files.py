@@ -170,3 +170,35 @@ def test_input_deleted_while_open(session):
         tail_after_progress(ref, PROGRESS)
     got = read_log(log)
     assert got[-1] == "got " + lines[-1]
+
+
+NOFOLLOW_WRITER = r"""
+import os, sys, time
+path, n = sys.argv[1], int(sys.argv[2])
+fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+os.unlink(path)
+for i in range(1, n + 1):
+    os.write(fd, b"line %05d\n" % i)
+    print("wrote %d" % i, flush=True)
+    time.sleep(0.02)
+os.lseek(fd, 0, os.SEEK_SET)
+data = os.read(fd, 1 << 20).decode().splitlines()
+ok = data == ["line %05d" % i for i in range(1, n + 1)]
+print("read %d lines %s" % (len(data), "ok" if ok else "WRONG"), flush=True)
+"""
+
+
+@pytest.mark.time_limit(300)
+def test_deleted_file_opened_nofollow(session):
+    """A file opened with O_NOFOLLOW and then deleted (as libraries open
+    their scratch files, as libckpt opened its image) comes back: the
+    flag is not applied to the link it is reopened through."""
+    n = 150
+    p = session.launch(["/usr/bin/python3", "-c", NOFOLLOW_WRITER,
+                        session.path("scratch"), str(n)])
+    images, seen, before = checkpoint_and_kill(session, p, r"^wrote (\d+)$",
+                                               40)
+    r = session.restart(images)
+    assert r.wait_exit() == 0, r.stderr_text()
+    assert "cannot restore" not in r.stderr_text(), r.stderr_text()
+    assert r.lines()[-1] == "read %d lines ok" % n, r.lines()[-3:]
