@@ -340,6 +340,12 @@ int pipes_drain(int fd, const struct round_key *key, int *memfd,
 int round_claim(const struct round_key *key);
 int round_keep_memfd(int fd);
 
+/* ptys.c */
+int ptys_is_master(int fd, uint32_t *index);
+int ptys_save_info(int fd, uint32_t index, uint64_t *size);
+int ptys_handed_slave(const char *path);
+int ptys_handed_master(uint32_t index);
+
 /* sockets.c */
 int sockets_unix_stream_peer(int fd, uint64_t ino, uint32_t *peer);
 int sockets_save_queue(int fd, uint64_t ino, int *memfd, uint64_t *size);
