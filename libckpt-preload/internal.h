@@ -290,6 +290,7 @@ void memory_note_args_area_kept(void);
 struct shared_region {
 	uint64_t start, end, offset, ino;
 	uint32_t prot;
+	int sysv;		/* a SysV segment (shmat) */
 };
 int memory_shared_regions(struct shared_region *out, int max);
 int memory_shared_file_maps(int (*note)(const char *path,
@@ -297,6 +298,7 @@ int memory_shared_file_maps(int (*note)(const char *path,
 extern const struct ckpt_resource_ops shared_memory_resource_ops;
 struct ckpt_plan_shm;
 int handover_read_shm(int plan_fd, struct ckpt_plan_shm *out, int max);
+int shared_memory_detach_restored(const void *addr);
 
 /* image_temporaries.c */
 void image_tmp_name(char *buf, size_t len);

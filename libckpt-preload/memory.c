@@ -480,6 +480,7 @@ int memory_shared_regions(struct shared_region *out, int max)
 		out[n++] = (struct shared_region){
 			.start = m.start, .end = m.end, .offset = m.offset,
 			.ino = m.ino, .prot = m.prot,
+			.sysv = !strncmp(m.name, "/SYSV", 5),
 		};
 	}
 	return n;
