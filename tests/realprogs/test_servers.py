@@ -4,14 +4,15 @@ killed, restarted from their images and then used from outside the
 computation as before (docs/resources.md):
 
 - tmux: a server on its own socket with a session whose job counts;
-  after the restart `tmux ls` lists the session and `capture-pane` shows
+  after each of two restarts `tmux ls` lists the session and `capture-pane` shows
   the job counting on from where it was (its pty is the computation's
   own: "Pseudo-terminals");
 - postgres (initdb in a temporary directory, Unix socket only, run as
   nobody when the tests run as root: it refuses root): rows inserted by
   psql before the checkpoint are found after the restart, more are
-  inserted, the server shuts down cleanly and its log holds no
-  ERROR/FATAL/PANIC after the restart;
+  inserted, found after a second checkpoint and restart, the server
+  shuts down cleanly and its log holds no ERROR/FATAL/PANIC after the
+  restarts;
 - redis-server: 100,000 keys loaded by redis-cli, all there after the
   restart (DBSIZE), read and written by a new redis-cli.
 """
@@ -97,6 +98,38 @@ def pane_counts(sock):
                                                   r.stdout, re.M)]
 
 
+def tmux_cycle(session, sock, running, cycle):
+    """Checkpoint the tmux server while its job counts, kill, restart:
+    the session is listed and the job counts on. Returns the restart."""
+    seen = max(pane_counts(sock))
+    images = checkpoint(session)
+    assert len(images) >= 2, "tmux and its shell: %r" % images
+    killed_at = max(pane_counts(sock), default=seen)
+    kill(session, running)
+    assert tmux(sock, "ls").returncode != 0, "tmux outlived the kill"
+
+    r = session.restart(images, name="restart %d of tmux" % cycle)
+    listed = wait_until("tmux ls lists the session after restart %d" % cycle,
+                        lambda: tmux(sock, "ls").returncode == 0 and
+                        tmux(sock, "ls").stdout, proc=r)
+    assert listed.startswith("0: 1 windows"), listed
+    wait_until("the job counts on after restart %d" % cycle,
+               lambda: max(pane_counts(sock), default=0) >= seen + 10,
+               proc=r)
+    counts = pane_counts(sock)
+    print("cycle %d: checkpoint after %d, killed at %d, pane now %r" % (
+        cycle, seen, killed_at, counts))
+    assert counts == sorted(set(counts)), (
+        "the job started over after restart %d: %r" % (cycle, counts))
+    # the pane shows the screen saved at the checkpoint, then the job's
+    # lines from there on; only a line still inside the pty at the
+    # checkpoint may be missing (docs/resources.md)
+    assert counts[0] <= seen, counts
+    missing = counts[-1] - counts[0] + 1 - len(counts)
+    assert missing <= 1, "lines lost after restart %d: %r" % (cycle, counts)
+    return r
+
+
 @pytest.mark.time_limit(300)
 def test_tmux_session_keeps_counting(session):
     require(shutil.which("tmux") or "/usr/bin/tmux", "tmux")
@@ -116,32 +149,9 @@ def test_tmux_session_keeps_counting(session):
     try:
         wait_until("the job counts to 10 in the tmux pane",
                    lambda: max(pane_counts(sock), default=0) >= 10)
-        seen = max(pane_counts(sock))
-        images = checkpoint(session)
-        assert len(images) >= 2, "tmux and its shell: %r" % images
-        killed_at = max(pane_counts(sock), default=seen)
-        kill(session)
-        assert tmux(sock, "ls").returncode != 0, "tmux outlived the kill"
-
-        r = session.restart(images)
-        listed = wait_until("tmux ls lists the session after the restart",
-                            lambda: tmux(sock, "ls").returncode == 0 and
-                            tmux(sock, "ls").stdout, proc=r)
-        assert listed.startswith("0: 1 windows"), listed
-        wait_until("the job counts on after the restart",
-                   lambda: max(pane_counts(sock), default=0) >= seen + 10,
-                   proc=r)
-        counts = pane_counts(sock)
-        print("checkpoint after %d, killed at %d, pane now %r" % (
-            seen, killed_at, counts))
-        assert counts == sorted(set(counts)), (
-            "the job started over after the restart: %r" % counts)
-        # the pane shows the screen saved at the checkpoint, then the
-        # job's lines from there on; only a line still inside the pty at
-        # the checkpoint may be missing (docs/resources.md)
-        assert counts[0] <= seen, counts
-        missing = counts[-1] - counts[0] + 1 - len(counts)
-        assert missing <= 1, "lines lost after the restart: %r" % counts
+        running = None      # the launcher exited: tmux is a daemon
+        for cycle in (1, 2):
+            running = tmux_cycle(session, sock, running, cycle)
     finally:
         tmux(sock, "kill-server")
 
@@ -216,6 +226,16 @@ def test_postgres_rows_survive(pg_session):
              "generate_series(1001, 2000) g; SELECT count(*) FROM t")
     assert r.returncode == 0 and r.stdout.split()[-1:] == ["2000"], (
         r.stdout, r.stderr)
+    log = rs.err.snapshot()
+
+    # once more, from the restarted server's images
+    images = checkpoint(s, rs)
+    kill(s, rs)
+    rs = s.restart(images, name="postgres restarted twice")
+    count = wait_until("psql connects after the second restart", lambda: (
+        psql(sockdir, "SELECT count(*), sum(i) FROM t").stdout.strip()),
+        proc=rs)
+    assert count == "2000|2001000", count
     r = psql(sockdir, "SELECT v FROM t WHERE i = 1500")
     assert r.stdout.strip() == "row 1500", (r.stdout, r.stderr)
 
@@ -223,7 +243,7 @@ def test_postgres_rows_survive(pg_session):
     # would signal the pid in postmaster.pid, the original process's)
     os.kill(rs.pid, signal.SIGINT)
     status = rs.wait_exit(COMMAND_TIMEOUT)
-    log = rs.err.snapshot()
+    log += rs.err.snapshot()
     print("\n".join(log[-20:]))
     assert status == 0, "postgres exit %d after SIGINT" % status
     assert any("database system is shut down" in l for l in log), log[-10:]
