@@ -65,6 +65,8 @@ def checkpoint(session, proc=None):
         r.returncode, r.stderr)
     images = r.stdout.split()
     assert images, "the checkpoint printed no image"
+    if r.stderr.strip():
+        print("ckpt_command --checkpoint said: %s" % r.stderr.strip())
     assert proc is None or proc.alive(), "%s ended during the " \
         "checkpoint: %s" % (proc.name, proc.stderr_text()[-3000:])
     return images
@@ -117,8 +119,9 @@ def tmux_cycle(session, sock, running, cycle):
                lambda: max(pane_counts(sock), default=0) >= seen + 10,
                proc=r)
     counts = pane_counts(sock)
-    print("cycle %d: checkpoint after %d, killed at %d, pane now %r" % (
-        cycle, seen, killed_at, counts))
+    print("cycle %d: checkpoint after %d, killed at %d, pane now %r; "
+          "ckpt_restart said: %s" % (cycle, seen, killed_at, counts,
+                                     r.stderr_text()))
     assert counts == sorted(set(counts)), (
         "the job started over after restart %d: %r" % (cycle, counts))
     # the pane shows the screen saved at the checkpoint, then the job's
