@@ -13,8 +13,11 @@ computation as before (docs/resources.md):
   inserted, found after a second checkpoint and restart, the server
   shuts down cleanly and its log holds no ERROR/FATAL/PANIC after the
   restarts;
-- redis-server: 100,000 keys loaded by redis-cli, all there after the
-  restart (DBSIZE), read and written by a new redis-cli.
+- redis-server: 100,000 keys loaded by redis-cli, and a redis-cli of
+  the computation incrementing a counter over TCP: after the restart the
+  client goes on with every increment once, in order, the counter is
+  exact, every key is there (DBSIZE), read and written by a new
+  redis-cli.
 """
 
 import glob
@@ -29,7 +32,7 @@ import time
 import pytest
 
 import ckpt_harness
-from ckpt_harness import COMMAND_TIMEOUT, run
+from ckpt_harness import COMMAND_TIMEOUT, assert_resumed, numbers, run
 from realprogs.driver import clean_env, require
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
@@ -257,6 +260,8 @@ def test_postgres_rows_survive(pg_session):
 # ----- redis -----
 
 KEYS = 100000
+INCRS = 400
+REPLY = r"^(\d+)$"
 
 
 @pytest.mark.time_limit(300)
@@ -286,18 +291,35 @@ def test_redis_keys_survive(session):
     assert r.returncode == 0 and b"errors: 0" in r.stdout, r.stdout
     assert cli("DBSIZE").stdout.split() == [str(KEYS).encode()]
 
+    # a client of the computation increments a counter over TCP
+    client = session.launch(["redis-cli", "-h", "127.0.0.1", "-p", port,
+                             "-i", "0.02", "-r", str(INCRS), "INCR",
+                             "counter"], name="redis-cli INCR")
+    client.wait_line(REPLY, minimum=30)
+    seen = max(numbers(client.lines(), REPLY))
+
     images = checkpoint(session, p)
+    assert len(images) == 2, "redis-server and redis-cli: %r" % images
     kill(session, p)
+    client.wait_exit(30)
+    before = numbers(client.lines(), REPLY)
     assert cli("PING").stdout.strip() != b"PONG", "redis outlived the kill"
 
-    rs = session.restart(images, name="restarted redis-server")
+    # both images, one ckpt_restart: the client's connection is made
+    # again between the restored processes
+    rs = session.restart(images, name="restarted redis-server and client")
     wait_until("redis answers PING after the restart",
                lambda: cli("PING").stdout.strip() == b"PONG", proc=rs)
-    assert cli("DBSIZE").stdout.split() == [str(KEYS).encode()]
     for i in (1, 4242, KEYS):
         got = cli("GET", "key:%d" % i).stdout.strip()
         assert got == b"value:%d" % (i * 7), (i, got)
-    assert cli("SET", "after", "restart").stdout.strip() == b"OK"
+    rs.wait_line(REPLY, minimum=INCRS)
+    after = numbers(rs.lines(), REPLY)
+    # every INCR once, its reply read once, in order
+    assert_resumed(before, after, REPLY, INCRS, seen)
+    assert cli("GET", "counter").stdout.strip() == str(INCRS).encode()
     assert cli("DBSIZE").stdout.split() == [str(KEYS + 1).encode()]
+    assert cli("SET", "after", "restart").stdout.strip() == b"OK"
+    assert cli("DBSIZE").stdout.split() == [str(KEYS + 2).encode()]
     cli("SHUTDOWN", "NOSAVE")
     assert rs.wait_exit(COMMAND_TIMEOUT) == 0, rs.stderr_text()[-3000:]
