@@ -5,7 +5,8 @@
  * deleted while open come back with their content (saved in the image)
  * in a new unlinked file; character devices are reopened;
  * terminals and pipes/sockets on 0-2 are taken from the restarting side
- * (ckpt_restart's stdio). Pipes inside the computation are drained at
+ * (ckpt_restart's stdio), except the computation's own pseudo-terminals
+ * (ptys.c). Pipes inside the computation are drained at
  * the checkpoint and handed over by ckpt_restart (pipes.c). eventfd,
  * timerfd, signalfd and epoll are made again inside the process with
  * their state, epoll last (event_fds.c). Descriptors
@@ -46,6 +47,7 @@ struct saved_fd {
 	uint32_t pipe_size;	/* F_GETPIPE_SZ */
 	uint32_t mode;		/* FIFO: permission bits */
 	uint32_t peer_ino;	/* AF_UNIX stream: the connected peer */
+	uint32_t pty_index;	/* CKPT_FD_PTY_MASTER: N of /dev/pts/N */
 	int sock;		/* CKPT_FD_SOCKET_*, UNIX_STREAM: index in
 				   sock_info, else -1 */
 };
@@ -91,6 +93,7 @@ static int is_tty(int fd)
 static int fd_kind(int fd, const struct stat *st, const char *path)
 {
 	int event_kind = event_fds_kind(path);
+	uint32_t index;
 
 	if (event_kind)
 		return event_kind;
@@ -100,7 +103,8 @@ static int fd_kind(int fd, const struct stat *st, const char *path)
 		return CKPT_FD_DIR;
 	if (S_ISCHR(st->st_mode)) {
 		if (is_tty(fd))
-			return CKPT_FD_TTY;
+			return ptys_is_master(fd, &index) ? CKPT_FD_PTY_MASTER :
+							    CKPT_FD_TTY;
 		return strncmp(path, "/dev/", 5) ? CKPT_FD_UNSUPPORTED :
 						   CKPT_FD_DEVICE;
 	}
@@ -229,6 +233,8 @@ static int save_one_fd(int fd, pid_t pid)
 	/* size, mtime and maybe content (saved_files.c) */
 	if (s->kind == CKPT_FD_FILE && !regenerated)
 		saved_files_note_fd(fd, path, &st, s->flags);
+	if (s->kind == CKPT_FD_PTY_MASTER)
+		ptys_is_master(fd, &s->pty_index);
 	s->has_termios = s->kind == CKPT_FD_TTY &&
 			 ioctl(fd, TCGETS, &s->termios) == 0;
 	if (s->kind == CKPT_FD_PIPE || s->kind == CKPT_FD_FIFO)
@@ -388,6 +394,14 @@ static int content_of(const struct saved_fd *s, uint64_t *size)
 		return readable_copy(s);
 	if (is_socket_state(s->kind))
 		return socket_info_memfd(s, size);
+	if (s->kind == CKPT_FD_PTY_MASTER) {
+		memfd = ptys_save_info(s->fd, s->pty_index, size);
+		if (memfd < 0)
+			ckpt_log("fd %d (%s): reading the pseudo-terminal's "
+				 "settings failed: %s", s->fd, saved_path(s),
+				 strerror(-memfd));
+		return memfd;
+	}
 	if (s->kind == CKPT_FD_UNIX_STREAM) {
 		r = sockets_save_queue(s->fd, s->ino, &memfd, size);
 		if (r < 0) {
@@ -465,6 +479,8 @@ static int files_write(struct image_writer *w)
 			fi.pipe_size = s->pipe_size;
 		else if (s->kind == CKPT_FD_UNIX_STREAM)
 			fi.peer_ino = s->peer_ino;
+		else if (s->kind == CKPT_FD_PTY_MASTER)
+			fi.pty_index = s->pty_index;
 		else if (is_event_fd(s->kind))
 			event_fds_describe(saved[s->dup_of >= 0 ? s->dup_of :
 					   i].fd, &fi.offset, &fi.event_info);
@@ -726,6 +742,21 @@ static int restore_own_socket(const struct saved_fd *s)
 	return take_handed(end, s);
 }
 
+/* The master of the new pty ckpt_restart made (restart_ptys.c). */
+static int restore_pty_master(const struct saved_fd *s)
+{
+	int end = ptys_handed_master(s->pty_index);
+
+	if (end < 0) {
+		ckpt_log("fd %d (%s, the master of /dev/pts/%u) was not "
+			 "recreated by ckpt_restart (restart all images of the "
+			 "checkpoint with one ckpt_restart); it is replaced by "
+			 "/dev/null", s->fd, saved_path(s), s->pty_index);
+		return open_dev_null(s->fd);
+	}
+	return take_handed(end, s);
+}
+
 /* Made again with its saved state (event_fds.c), at its number, with its
  * status flags (O_NONBLOCK); if the kernel refuses (an alarm clock
  * without CAP_WAKE_ALARM), /dev/null. */
@@ -774,6 +805,9 @@ static int restore_one_fd(const struct saved_fd *s, int image_fd)
 		r = r < 0 ? r : place_fd(r, fd);
 		break;
 	case CKPT_FD_TTY:
+		r = ptys_handed_slave(saved_path(s));
+		if (r >= 0)
+			return take_handed(r, s);
 		r = fd <= 2 && stdio_copy[fd] >= 0 ? stdio_copy[fd] :
 						      restarting_tty();
 		if (r < 0) {
@@ -804,6 +838,8 @@ static int restore_one_fd(const struct saved_fd *s, int image_fd)
 		return restore_own_socket(s);
 	case CKPT_FD_SOCKET_OUTSIDE:
 		return restore_socket_end(s);
+	case CKPT_FD_PTY_MASTER:
+		return restore_pty_master(s);
 	default:
 		ckpt_log("fd %d (%s) cannot be restored yet; it is replaced by"
 			 " /dev/null", fd, saved_path(s));

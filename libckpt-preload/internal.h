@@ -298,6 +298,7 @@ void memory_note_args_area_kept(void);
 struct shared_region {
 	uint64_t start, end, offset, ino;
 	uint32_t prot;
+	int sysv;		/* a SysV segment (shmat) */
 };
 int memory_shared_regions(struct shared_region *out, int max);
 int memory_shared_file_maps(int (*note)(const char *path,
@@ -305,6 +306,7 @@ int memory_shared_file_maps(int (*note)(const char *path,
 extern const struct ckpt_resource_ops shared_memory_resource_ops;
 struct ckpt_plan_shm;
 int handover_read_shm(int plan_fd, struct ckpt_plan_shm *out, int max);
+int shared_memory_detach_restored(const void *addr);
 
 /* image_temporaries.c */
 void image_tmp_name(char *buf, size_t len);
@@ -347,6 +349,12 @@ int pipes_drain(int fd, const struct round_key *key, int *memfd,
 		uint64_t *size);
 int round_claim(const struct round_key *key);
 int round_keep_memfd(int fd);
+
+/* ptys.c */
+int ptys_is_master(int fd, uint32_t *index);
+int ptys_save_info(int fd, uint32_t index, uint64_t *size);
+int ptys_handed_slave(const char *path);
+int ptys_handed_master(uint32_t index);
 
 /* sockets.c */
 int sockets_unix_stream_peer(int fd, uint64_t ino, uint32_t *peer);

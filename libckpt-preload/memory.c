@@ -43,6 +43,7 @@ static int nunprotected;
 struct scan {
 	struct image_writer *w;
 	int pagemap_fd;
+	int heap_seen;
 	uint64_t prev_end;
 	uint64_t pm[PAGEMAP_BATCH];
 	unsigned char mc[PAGEMAP_BATCH];
@@ -305,6 +306,10 @@ static int save_region(struct scan *s, const struct map_line *m,
 	kind = region_kind(m, &st);
 	if (!kind)
 		return 0;
+	/* the program break's heap is the first [heap]; a part apart from
+	 * it (another protection) is plain memory */
+	if (kind == CKPT_REGION_HEAP && s->heap_seen++)
+		kind = CKPT_REGION_ANON;
 	memset(&r, 0, sizeof(r));
 	r.start = m->start;
 	r.end = m->end;
@@ -370,6 +375,37 @@ void memory_reprotect(void)
 }
 
 static struct scan scan_state;
+
+/*
+ * The kernel lists the heap as several [heap] areas when its parts cannot
+ * merge: the part a fork inherited and the part grown afterwards have
+ * different anonymous-memory owners (tmux's daemonized server has two).
+ * Extend m over the parts that follow it directly with its protection;
+ * returns the line after the last one taken.
+ */
+static char *join_heap_parts(struct map_line *m, char *next)
+{
+	struct map_line n;
+	char *after;
+
+	if (strcmp(m->name, "[heap]"))
+		return next;
+	while (*next) {
+		after = strchr(next, '\n');
+		if (after)
+			*after = 0;
+		if (parse_map_line(next, &n) < 0 || strcmp(n.name, "[heap]") ||
+		    n.start != m->end || n.prot != m->prot ||
+		    n.shared != m->shared) {
+			if (after)
+				*after = '\n';
+			break;
+		}
+		m->end = n.end;
+		next = after ? after + 1 : next + strlen(next);
+	}
+	return next;
+}
 
 /*
  * The pages that hold /proc/self/cmdline and environ after a restart: the
@@ -444,6 +480,7 @@ int memory_shared_regions(struct shared_region *out, int max)
 		out[n++] = (struct shared_region){
 			.start = m.start, .end = m.end, .offset = m.offset,
 			.ino = m.ino, .prot = m.prot,
+			.sysv = !strncmp(m.name, "/SYSV", 5),
 		};
 	}
 	return n;
@@ -494,6 +531,7 @@ int memory_scan(struct image_writer *w, char *err, size_t errlen)
 	}
 	s->w = w;
 	s->prev_end = 0;
+	s->heap_seen = 0;
 	s->pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 	if (s->pagemap_fd < 0) {
 		r = -errno;
@@ -509,10 +547,11 @@ int memory_scan(struct image_writer *w, char *err, size_t errlen)
 			next = line + strlen(line);
 		if (parse_map_line(line, &m) < 0)
 			continue;
+		next = join_heap_parts(&m, next);
 		/* not saved, but it bounds the reserve of a stack above */
 		if (!is_args_area(&m))
 			r = save_region(s, &m, err, errlen);
-		if (!strcmp(m.name, "[heap]"))
+		if (!strcmp(m.name, "[heap]") && s->heap_seen == 1)
 			writer_set_brk(w, m.start, syscall(SYS_brk, 0));
 		s->prev_end = m.end;
 	}

@@ -13,6 +13,12 @@
  * handed fds), each such mapping is replaced in
  * place by a MAP_SHARED mapping of that memfd, so the processes share the
  * memory again (one semaphore, not one copy per process).
+ *
+ * A SysV segment so restored is a plain mapping, not an attachment: the
+ * program's shmdt() of it (postgres at shutdown) would fail with EINVAL.
+ * The addresses where restored segments start are kept (in memory that
+ * every later image saves) and the shmdt wrapper unmaps them instead
+ * (wrappers/shm.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +32,42 @@
 
 static struct shared_region regions[MAX_SHARED_REGIONS];
 static int nregions;
+
+/* Restored SysV segments still mapped: [start, end) of each. */
+#define MAX_SYSV 64
+static struct { uint64_t start, end; } sysv[MAX_SYSV];
+static int nsysv;
+
+/* Note the SysV segment of region r (its parts are contiguous regions of
+ * one object). */
+static void note_sysv(const struct shared_region *r)
+{
+	for (int i = 0; i < nsysv; i++) {
+		if (sysv[i].end == r->start && r->offset) {
+			sysv[i].end = r->end;
+			return;
+		}
+		if (sysv[i].start == r->start)
+			return;
+	}
+	if (nsysv < MAX_SYSV)
+		sysv[nsysv++] = (typeof(sysv[0])){ r->start, r->end };
+}
+
+/* shmdt(addr) of a segment restored as a plain mapping: unmapped. 0, or
+ * -EINVAL when addr is not where one starts. */
+int shared_memory_detach_restored(const void *addr)
+{
+	for (int i = 0; i < nsysv; i++) {
+		if (sysv[i].start != (uintptr_t)addr)
+			continue;
+		if (munmap((void *)addr, sysv[i].end - sysv[i].start) < 0)
+			return -errno;
+		sysv[i] = sysv[--nsysv];
+		return 0;
+	}
+	return -EINVAL;
+}
 
 static int shared_memory_save(void)
 {
@@ -82,6 +124,8 @@ static int shared_memory_restore(const struct ckpt_restart_args *args)
 	for (int i = 0; i < nregions && r == 0; i++) {
 		int fd = handed_fd(shm, n, regions[i].ino);
 
+		if (regions[i].sysv)
+			note_sysv(&regions[i]);
 		if (fd >= 0)
 			r = remap_shared(&regions[i], fd);
 	}

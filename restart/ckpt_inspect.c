@@ -204,6 +204,8 @@ static void print_fds(const struct ckpt_image *img)
 			printf(" (size %u)", f->pipe_size);
 		else if (f->kind == CKPT_FD_UNIX_STREAM)
 			printf(" (peer socket:[%u])", f->peer_ino);
+		else if (f->kind == CKPT_FD_PTY_MASTER)
+			printf(" (master of /dev/pts/%u)", f->pty_index);
 		else if (f->kind == CKPT_FD_EVENTFD)
 			printf("%s", f->event_info ? " (semaphore)" : "");
 		else if (f->kind == CKPT_FD_TIMERFD)

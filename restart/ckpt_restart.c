@@ -221,7 +221,7 @@ void exec_loader(struct ckpt_image *img, const char *coord,
 	fprintf(stderr, "ckpt_restart: %s: %s\n", img->path, err);
 }
 
-/* Pipes, socket pairs and FIFOs are made by process_tree.c, even for one
+/* Pipes, socket pairs, FIFOs and ptys are made by process_tree.c, even for one
  * image (a pipe inside one process), and so is a new session. */
 static int has_pipes(const struct ckpt_image *img)
 {
@@ -231,6 +231,7 @@ static int has_pipes(const struct ckpt_image *img)
 		    img->fds[i].kind == CKPT_FD_SOCKET_LISTEN ||
 		    img->fds[i].kind == CKPT_FD_SOCKET_BOUND ||
 		    img->fds[i].kind == CKPT_FD_SOCKET_OUTSIDE ||
+		    img->fds[i].kind == CKPT_FD_PTY_MASTER ||
 		    img->fds[i].kind == CKPT_FD_FIFO)
 			return 1;
 	return 0;

@@ -113,6 +113,7 @@ const char *fd_kind_name(uint32_t kind)
 		[CKPT_FD_SOCKET_LISTEN] = "listen-socket",
 		[CKPT_FD_SOCKET_BOUND] = "bound-socket",
 		[CKPT_FD_SOCKET_OUTSIDE] = "outside-socket",
+		[CKPT_FD_PTY_MASTER] = "pty-master",
 	};
 
 	if (kind < sizeof(names) / sizeof(*names) && names[kind])

@@ -376,7 +376,7 @@ static bool fd_kind_has_data(uint32_t kind)
 	return kind == CKPT_FD_FILE_DELETED || kind == CKPT_FD_PIPE ||
 	       kind == CKPT_FD_UNIX_STREAM || kind == CKPT_FD_FIFO ||
 	       kind == CKPT_FD_SOCKET_LISTEN || kind == CKPT_FD_SOCKET_BOUND ||
-	       kind == CKPT_FD_SOCKET_OUTSIDE;
+	       kind == CKPT_FD_SOCKET_OUTSIDE || kind == CKPT_FD_PTY_MASTER;
 }
 
 static bool fd_kind_has_path(uint32_t kind)
@@ -433,6 +433,12 @@ static int check_fd(struct ckpt_image *img, uint32_t i)
 		return field_fail(img, name, dec(&t, (int64_t)f->data_size),
 				  "a %s record carries no content",
 				  fd_kind_name(f->kind));
+	if (f->kind == CKPT_FD_PTY_MASTER &&
+	    f->data_size != sizeof(struct ckpt_pty_info))
+		return field_fail(img, name, dec(&t, (int64_t)f->data_size),
+				  "a pty-master record carries its %zu-byte "
+				  "settings (struct ckpt_pty_info)",
+				  sizeof(struct ckpt_pty_info));
 	return check_pipe_size(img, i);
 }
 

@@ -232,11 +232,17 @@ static int restart_terminal(void)
  * terminal as its controlling terminal if it had one and the terminal is
  * free (TIOCSCTTY never steals it); done before it forks its children, so
  * they are born in the session, with the terminal. A root stays in
- * ckpt_restart's session (with its terminal) unless roots_get_terminal. */
+ * ckpt_restart's session (with its terminal) unless roots_get_terminal.
+ * A process holding the slave of a pty the computation made (a shell in
+ * tmux) gets the new slave instead (restart_ptys.c). */
 static void make_session(const struct tree *t, int i)
 {
 	const struct ckpt_image *img = &t->imgs[i];
-	int root = t->parent[i] < 0, tty = restart_terminal();
+	int root = t->parent[i] < 0, tty = restart_ptys_slave_of(img, t->plan);
+	int own = tty >= 0;
+
+	if (!own)
+		tty = restart_terminal();
 
 	if (!(img->hdr.flags & CKPT_IMG_F_SESSION_LEADER) ||
 	    (root && !t->roots_get_terminal))
@@ -249,7 +255,7 @@ static void make_session(const struct tree *t, int i)
 	}
 	/* another session's terminal stays there: expected for non-roots */
 	if ((img->hdr.flags & CKPT_IMG_F_CTTY) && tty >= 0 &&
-	    ioctl(tty, TIOCSCTTY, 0) < 0 && root)
+	    ioctl(tty, TIOCSCTTY, 0) < 0 && (root || own))
 		fprintf(stderr, "ckpt_restart: %s: cannot make the terminal on "
 			"fd %d the controlling terminal of process %d: %s\n",
 			img->path, tty, img->hdr.vpid, strerror(errno));
@@ -401,6 +407,8 @@ int restart_tree(struct ckpt_image *imgs, int n, const char *coord,
 					 &t.keep_fd_end);
 	if (r == 0)
 		r = restart_shm_create(imgs, n, t.plan, &t.keep_fd_end);
+	if (r == 0)
+		r = restart_ptys_create(imgs, n, t.plan, &t.keep_fd_end);
 	if (r < 0 || check_kept_range(&t))
 		return 1;
 	single = count_roots(&t, &root) == 1;

@@ -18,6 +18,15 @@ int restart_tree(struct ckpt_image *imgs, int n, const char *coord,
  * flight, as fds from *keep_fd_end up (which it advances); 0 or -errno
  * after printing why. */
 int place_pair(const int fds[2], int first);
+
+/* Make one new pseudo-terminal per saved master (restart_ptys.c), as fds
+ * from *keep_fd_end up, in the plan's socket table. 0 or -errno after
+ * printing why. */
+int restart_ptys_create(struct ckpt_image *imgs, int n,
+			struct ckpt_restart_plan *plan, int *keep_fd_end);
+/* The new slave standing for a "/dev/pts/N" fd of img, or -1. */
+int restart_ptys_slave_of(const struct ckpt_image *img,
+			  const struct ckpt_restart_plan *plan);
 int fd_record_ino(const struct ckpt_image *img, const struct ckpt_fd_info *f,
 		  const char *kind, uint64_t *ino);
 int restart_pipes_create(struct ckpt_image *imgs, int n,

@@ -290,6 +290,35 @@ class Session:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+NOBODY = 65534
+
+
+def unprivileged_session(programs=()):
+    """A session whose processes run as nobody when we are root (root
+    writes into a 0500 directory regardless, and some servers refuse to
+    run as root), using a copy of the built tools that nobody can read
+    wherever the work tree itself lives, and copies of programs there.
+    Returns (session, [paths of the copies])."""
+    if os.geteuid() != 0:
+        return Session(), list(programs)
+    s = Session(run_as=NOBODY)
+    inst = s.path("inst")
+    shutil.copytree(BIN, os.path.join(inst, "bin"))
+    shutil.copytree(os.path.dirname(LIBCKPT),
+                    os.path.join(inst, "lib", "ckpt"))
+    copies = []
+    for prog in programs:
+        copies.append(os.path.join(inst, os.path.basename(prog)))
+        shutil.copy2(prog, copies[-1])
+    for root, dirs, files in os.walk(inst):
+        for d in dirs:
+            os.chmod(os.path.join(root, d), 0o755)
+    os.chmod(inst, 0o755)
+    os.chmod(s.dir, 0o755)  # nobody must traverse it; ckptdir stays 0700
+    s.bin_dir = os.path.join(inst, "bin")
+    return s, copies
+
+
 def check_image(img, ckptdir):
     assert os.path.isabs(img), "image path %r is not absolute" % img
     assert os.path.isfile(img), "image %s does not exist" % img

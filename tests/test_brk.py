@@ -47,3 +47,23 @@ def test_malloc_still_works_without_the_exact_break(session):
     after = numbers(r.lines(), STEP)
     assert after and after[-1] == 60, after[-3:]
     assert r.lines()[-1].startswith("contiguous"), r.lines()[-3:]
+
+
+@pytest.mark.time_limit(300)
+def test_heap_grown_after_fork(session):
+    """A child that grows its heap after fork has it listed as two [heap]
+    areas (the part inherited and the part grown since cannot merge):
+    saved as one heap, restarted, grown in place (restarting failed with
+    "a second heap region" before)."""
+    p = session.launch(ARGV + ["fork"])
+    p.wait_line(STEP, minimum=10)
+    images = session.checkpoint(expect_images=2)
+    session.kill_all()
+    p.wait_exit(30)
+    before = numbers(p.lines(), STEP)
+    r = session.restart(images)
+    assert r.wait_exit() == 0, r.stderr_text()
+    after = numbers(r.lines(), STEP)
+    assert after and after[0] > 1 and after[-1] == 60, after[:3]
+    assert before and after[0] <= before[-1] + 1, (before[-3:], after[:3])
+    assert r.lines()[-1] == "contiguous yes", r.lines()[-3:]

@@ -15,7 +15,6 @@ from ckpt_harness import (app, numbers, reference_output, run,
                           tail_after_progress, tool)
 
 PROGRESS = r"^count (\d+) "
-NOBODY = 65534
 
 
 def sha256(path):
@@ -90,25 +89,10 @@ def test_checkpoint_dir_is_a_file(session):
 
 
 def unprivileged_session():
-    """A session whose processes run as nobody when we are root (root
-    writes into a 0500 directory regardless), using a copy of the built
-    tools that nobody can read wherever the work tree itself lives.
-    Returns (session, counter program path)."""
-    if os.geteuid() != 0:
-        return ckpt_harness.Session(), app("counter")
-    s = ckpt_harness.Session(run_as=NOBODY)
-    inst = s.path("inst")
-    shutil.copytree(ckpt_harness.BIN, os.path.join(inst, "bin"))
-    shutil.copytree(os.path.dirname(ckpt_harness.LIBCKPT),
-                    os.path.join(inst, "lib", "ckpt"))
-    shutil.copy2(app("counter"), os.path.join(inst, "counter"))
-    for root, dirs, files in os.walk(inst):
-        for d in dirs:
-            os.chmod(os.path.join(root, d), 0o755)
-    os.chmod(inst, 0o755)
-    os.chmod(s.dir, 0o755)  # nobody must traverse it; ckptdir stays 0700
-    s.bin_dir = os.path.join(inst, "bin")
-    return s, os.path.join(inst, "counter")
+    """ckpt_harness.unprivileged_session with a copy of the counter
+    program. Returns (session, counter program path)."""
+    s, (counter,) = ckpt_harness.unprivileged_session([app("counter")])
+    return s, counter
 
 
 @pytest.mark.time_limit(600)

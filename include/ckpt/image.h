@@ -232,6 +232,13 @@ enum ckpt_fd_kind {
 					   reconnected, others restored as
 					   closed by the peer; data_* as
 					   above */
+	CKPT_FD_PTY_MASTER = 40,	/* the master of a pseudo-terminal
+					   the computation made (/dev/ptmx):
+					   pty_index is its number N
+					   (/dev/pts/N); data_*: a struct
+					   ckpt_pty_info. ckpt_restart makes a
+					   new pty; the CKPT_FD_TTY records of
+					   /dev/pts/N take its slave */
 };
 
 /* ckpt_socket_info.flags: options the program had set */
@@ -260,6 +267,21 @@ struct ckpt_socket_info {
 	uint32_t reserved;
 	uint8_t addr[128];
 	uint8_t peer[128];
+};
+
+/* ckpt_pty_info.flags */
+#define CKPT_PTY_F_PACKET	0x1	/* TIOCPKT packet mode was on */
+
+/* The content (data_*) of a CKPT_FD_PTY_MASTER record: the terminal as
+ * the master's TCGETS and TIOCGWINSZ report it (the slave's settings). */
+struct ckpt_pty_info {
+	uint32_t index;			/* N of /dev/pts/N */
+	uint32_t flags;			/* CKPT_PTY_F_* */
+	uint32_t iflag, oflag, cflag, lflag;	/* termios */
+	uint8_t line;			/* line discipline */
+	uint8_t cc[31];			/* c_cc, the kernel's 19 used */
+	uint16_t rows, cols;		/* window size */
+	uint16_t xpixel, ypixel;
 };
 
 /* ckpt_fd_info.fd_flags, above FD_CLOEXEC */
@@ -293,6 +315,8 @@ struct ckpt_fd_info {
 					   of the connected peer socket */
 		uint32_t event_info;	/* CKPT_FD_EVENTFD ... CKPT_FD_EPOLL:
 					   see there */
+		uint32_t pty_index;	/* CKPT_FD_PTY_MASTER: N of the
+					   slave /dev/pts/N */
 	};
 	uint64_t data_offset;		/* deleted file: content in the image;
 					   pipe: the bytes in flight */

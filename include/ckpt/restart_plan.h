@@ -61,6 +61,12 @@ struct ckpt_plan_socket {
 	int32_t reserved;
 };
 
+/* The two ends of a pseudo-terminal the computation made (a master
+ * CKPT_FD_PTY_MASTER with pty_index N) are in the socket table too,
+ * under these keys: socket inodes are below 2^32. */
+#define CKPT_PLAN_PTY_MASTER(n)	(0x8000000000000000ULL | (uint32_t)(n))
+#define CKPT_PLAN_PTY_SLAVE(n)	(0xc000000000000000ULL | (uint32_t)(n))
+
 /* A shared memory object several processes mapped (ckpt_region kind
  * ANON_SHARED with the same file_ino): one memfd with its content. */
 struct ckpt_plan_shm {

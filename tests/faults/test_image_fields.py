@@ -119,6 +119,10 @@ CASES = {
                        r"field fd\[0\]\.fd = 1073741824: not an fd number"),
     "fd_kind_unknown": (lambda im: set_fd(im, 1, 99),
                         r"field fd\[0\]\.kind = 99: unknown kind"),
+    "pty_master_without_settings": (
+        lambda im: set_fd(im, 1, 40),
+        r"field fd\[0\]\.data_size = 0: a pty-master record carries its "
+        r"64-byte settings"),
 }
 
 
