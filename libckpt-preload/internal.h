@@ -114,6 +114,7 @@ extern const struct ckpt_resource_ops zombie_resource_ops;
 extern const struct ckpt_resource_ops session_resource_ops;
 extern const struct ckpt_resource_ops process_group_resource_ops;
 extern const struct ckpt_resource_ops saved_files_resource_ops;
+extern const struct ckpt_resource_ops posix_timer_resource_ops;
 extern const struct ckpt_resource_ops *const ckpt_resources[];
 
 /* saved_files.c: regular files whose identity (and for some, content)
@@ -163,6 +164,10 @@ void event_fds_check_interest(pid_t pid, int (*saved_kind)(int fd));
 void event_fds_describe(int fd, int64_t *offset, uint32_t *info);
 int event_fds_restore(int fd);
 void event_fds_restore_interest(int epfd);
+
+/* posix_timers.c: timer_create timers, made again once the threads
+ * exist (restore.c) */
+void posix_timers_restore(void);
 
 /* files.c */
 int files_private_fd(int fd);
