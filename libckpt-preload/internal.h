@@ -165,6 +165,13 @@ void event_fds_describe(int fd, int64_t *offset, uint32_t *info);
 int event_fds_restore(int fd);
 void event_fds_restore_interest(int epfd);
 
+/* inotify.c (an event fd kind of event_fds.c) and wrappers/inotify.c */
+void inotify_begin(void);
+int inotify_save(int fd);
+uint32_t inotify_watch_count(int fd);
+int inotify_restore(int fd);
+int inotify_watch_path(int fd, int wd, const char **path, uint32_t *flags);
+
 /* posix_timers.c: timer_create timers, made again once the threads
  * exist (restore.c) */
 void posix_timers_restore(void);

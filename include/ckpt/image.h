@@ -220,6 +220,11 @@ enum ckpt_fd_kind {
 	CKPT_FD_EPOLL = 14,		/* offset -1; event_info: how many
 					   targets it watches (restored after
 					   every other fd) */
+	CKPT_FD_INOTIFY = 15,		/* path "anon_inode:inotify"; offset
+					   -1; event_info: how many watches a
+					   restart adds again (by the paths
+					   libckpt recorded, at their watch
+					   descriptors) */
 	CKPT_FD_SOCKET_LISTEN = 20,	/* listening TCP or Unix socket,
 					   "socket:[ino]"; data_*: a struct
 					   ckpt_socket_info; recreated once by

@@ -17,14 +17,15 @@
  * signalfd for SIGUSR2 (blocked), queued once (4242), read at the end.
  * At the end: "result ..." and "OK eventloop"; a wrong value: "FAIL ...".
  * eventloop TICKS PERIOD_MS odd: also two epoll entries a restart cannot
- * bring back: an inotify instance, and an eventfd registered at a number
- * then moved (dup, close): "odd inotify I moved FROM TO".
+ * bring back: a pidfd (of itself: it never fires), and an eventfd
+ * registered at a number then moved (dup, close): "odd pidfd P moved FROM
+ * TO".
  */
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/inotify.h>
+#include <sys/syscall.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
 #include "app_util.h"
@@ -63,16 +64,17 @@ static void arm(int fd, int flags, time_t sec, long ms, long period)
 /* Entries whose fd a restart cannot re-add: they never fire. */
 static void odd_entries(void)
 {
-	int in = inotify_init1(IN_NONBLOCK), from = eventfd(0, 0), to;
+	int pidfd = syscall(SYS_pidfd_open, getpid(), 0), from = eventfd(0, 0);
+	int to;
 
-	if (in < 0 || from < 0)
-		die("eventloop", "inotify/eventfd: %s", strerror(errno));
-	watch(in, EPOLLIN, 0xbad0000000000001ULL);
+	if (pidfd < 0 || from < 0)
+		die("eventloop", "pidfd/eventfd: %s", strerror(errno));
+	watch(pidfd, EPOLLIN, 0xbad0000000000001ULL);
 	watch(from, EPOLLIN, 0xbad0000000000002ULL);
 	to = dup(from);
 	if (to < 0 || close(from) < 0)
 		die("eventloop", "dup: %s", strerror(errno));
-	say("odd inotify %d moved %d %d", in, from, to);
+	say("odd pidfd %d moved %d %d", pidfd, from, to);
 }
 
 static void setup(void)
