@@ -296,8 +296,8 @@ struct ckpt_fd_info {
 					   (inherited across fork) */
 		uint32_t peer_ino;	/* CKPT_FD_UNIX_STREAM: the inode
 					   of the connected peer socket */
-		uint32_t event_info;	/* CKPT_FD_EVENTFD ... CKPT_FD_EPOLL:
-					   see there */
+		uint32_t event_info;	/* CKPT_FD_EVENTFD ... CKPT_FD_EPOLL,
+					   CKPT_FD_INOTIFY: see there */
 	};
 	uint64_t data_offset;		/* deleted file: content in the image;
 					   pipe: the bytes in flight */
