@@ -7,8 +7,9 @@
  * terminals and pipes/sockets on 0-2 are taken from the restarting side
  * (ckpt_restart's stdio). Pipes inside the computation are drained at
  * the checkpoint and handed over by ckpt_restart (pipes.c). eventfd,
- * timerfd, signalfd, epoll and inotify are made again inside the process
- * with their state, epoll last (event_fds.c, inotify.c). Descriptors
+ * timerfd, signalfd, epoll, inotify and pidfds are made again inside the
+ * process with their state, epoll last (event_fds.c, inotify.c,
+ * pidfds.c). Descriptors
  * sharing one open file description inside the process (dup) come back
  * shared. What is not supported yet is replaced by /dev/null with a
  * warning naming the descriptor.
@@ -132,7 +133,7 @@ static int is_event_fd(int kind)
 {
 	return kind == CKPT_FD_EVENTFD || kind == CKPT_FD_TIMERFD ||
 	       kind == CKPT_FD_SIGNALFD || kind == CKPT_FD_EPOLL ||
-	       kind == CKPT_FD_INOTIFY;
+	       kind == CKPT_FD_INOTIFY || kind == CKPT_FD_PIDFD;
 }
 
 /* An event fd whose state cannot be read is replaced by /dev/null. One
@@ -799,6 +800,7 @@ static int restore_one_fd(const struct saved_fd *s, int image_fd)
 	case CKPT_FD_SIGNALFD:
 	case CKPT_FD_EPOLL:
 	case CKPT_FD_INOTIFY:
+	case CKPT_FD_PIDFD:
 		return restore_event_fd(s);
 	case CKPT_FD_SOCKET_LISTEN:
 	case CKPT_FD_SOCKET_BOUND:

@@ -172,6 +172,12 @@ uint32_t inotify_watch_count(int fd);
 int inotify_restore(int fd);
 int inotify_watch_path(int fd, int wd, const char **path, uint32_t *flags);
 
+/* pidfds.c (an event fd kind of event_fds.c) */
+void pidfds_begin(void);
+int pidfds_save(int fd);
+void pidfds_describe(int fd, int64_t *vpid, uint32_t *ended);
+int pidfds_restore(int fd);
+
 /* posix_timers.c: timer_create timers, made again once the threads
  * exist (restore.c) */
 void posix_timers_restore(void);

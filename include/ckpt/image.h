@@ -225,6 +225,10 @@ enum ckpt_fd_kind {
 					   restart adds again (by the paths
 					   libckpt recorded, at their watch
 					   descriptors) */
+	CKPT_FD_PIDFD = 16,		/* path "anon_inode:[pidfd]"; offset:
+					   the virtual pid of the process it
+					   refers to, -1 if that had ended;
+					   event_info: 1 if it had ended */
 	CKPT_FD_SOCKET_LISTEN = 20,	/* listening TCP or Unix socket,
 					   "socket:[ino]"; data_*: a struct
 					   ckpt_socket_info; recreated once by
@@ -297,7 +301,8 @@ struct ckpt_fd_info {
 		uint32_t peer_ino;	/* CKPT_FD_UNIX_STREAM: the inode
 					   of the connected peer socket */
 		uint32_t event_info;	/* CKPT_FD_EVENTFD ... CKPT_FD_EPOLL,
-					   CKPT_FD_INOTIFY: see there */
+					   CKPT_FD_INOTIFY, CKPT_FD_PIDFD:
+					   see there */
 	};
 	uint64_t data_offset;		/* deleted file: content in the image;
 					   pipe: the bytes in flight */

@@ -17,11 +17,12 @@
  * signalfd for SIGUSR2 (blocked), queued once (4242), read at the end.
  * At the end: "result ..." and "OK eventloop"; a wrong value: "FAIL ...".
  * eventloop TICKS PERIOD_MS odd: also two epoll entries a restart cannot
- * bring back: a pidfd (of itself: it never fires), and an eventfd
- * registered at a number then moved (dup, close): "odd pidfd P moved FROM
- * TO".
+ * bring back: a userfaultfd (UFFD_USER_MODE_ONLY: no privilege needed;
+ * it never fires), and an eventfd registered at a number then moved (dup,
+ * close): "odd userfaultfd U moved FROM TO".
  */
 #include <fcntl.h>
+#include <linux/userfaultfd.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -64,17 +65,17 @@ static void arm(int fd, int flags, time_t sec, long ms, long period)
 /* Entries whose fd a restart cannot re-add: they never fire. */
 static void odd_entries(void)
 {
-	int pidfd = syscall(SYS_pidfd_open, getpid(), 0), from = eventfd(0, 0);
-	int to;
+	int uffd = syscall(SYS_userfaultfd, O_CLOEXEC | UFFD_USER_MODE_ONLY);
+	int from = eventfd(0, 0), to;
 
-	if (pidfd < 0 || from < 0)
-		die("eventloop", "pidfd/eventfd: %s", strerror(errno));
-	watch(pidfd, EPOLLIN, 0xbad0000000000001ULL);
+	if (uffd < 0 || from < 0)
+		die("eventloop", "userfaultfd/eventfd: %s", strerror(errno));
+	watch(uffd, EPOLLIN, 0xbad0000000000001ULL);
 	watch(from, EPOLLIN, 0xbad0000000000002ULL);
 	to = dup(from);
 	if (to < 0 || close(from) < 0)
 		die("eventloop", "dup: %s", strerror(errno));
-	say("odd pidfd %d moved %d %d", pidfd, from, to);
+	say("odd userfaultfd %d moved %d %d", uffd, from, to);
 }
 
 static void setup(void)
