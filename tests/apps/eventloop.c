@@ -26,6 +26,7 @@
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
@@ -65,10 +66,13 @@ static void arm(int fd, int flags, time_t sec, long ms, long period)
 /* Entries whose fd a restart cannot re-add: they never fire. */
 static void odd_entries(void)
 {
-	int uffd = syscall(SYS_userfaultfd, O_CLOEXEC | UFFD_USER_MODE_ONLY);
+	int uffd = syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK |
+			   UFFD_USER_MODE_ONLY);
 	int from = eventfd(0, 0), to;
+	struct uffdio_api api = { .api = UFFD_API };
 
-	if (uffd < 0 || from < 0)
+	/* it polls as an error before the API handshake, or blocking */
+	if (uffd < 0 || from < 0 || ioctl(uffd, UFFDIO_API, &api) < 0)
 		die("eventloop", "userfaultfd/eventfd: %s", strerror(errno));
 	watch(uffd, EPOLLIN, 0xbad0000000000001ULL);
 	watch(from, EPOLLIN, 0xbad0000000000002ULL);
