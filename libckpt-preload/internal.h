@@ -181,6 +181,7 @@ int pidfds_restore(int fd);
 /* posix_timers.c: timer_create timers, made again once the threads
  * exist (restore.c) */
 void posix_timers_restore(void);
+int timer_set_absolute(int kid);		/* wrappers/timer.c */
 
 /* files.c */
 int files_private_fd(int fd);

@@ -13,7 +13,9 @@
  *   (prctl PR_TIMER_CREATE_RESTORE_IDS, Linux 6.15), so the timer_t the
  *   program holds still names it, and armed with the time it had left
  *   and its interval: the time the program was stopped does not count,
- *   and no missed period fires. The overrun count starts again at 0.
+ *   and no missed period fires. A CLOCK_REALTIME timer last set with
+ *   TIMER_ABSTIME (wrappers/timer.c tells) keeps its deadline instead
+ *   (wall_deadline). The overrun count starts again at 0.
  *
  * SIGEV_THREAD timers are SIGEV_THREAD_ID timers aimed at a helper thread
  * of wrappers/timer.c, restored like any other.
@@ -38,6 +40,7 @@
 
 #define POSIX_TIMERS_MAX	512
 #define CPUCLOCK_PERTHREAD	4	/* the kernel's CPU clock id bits */
+#define NSEC			1000000000LL
 
 struct posix_timer {
 	int id;
@@ -48,6 +51,8 @@ struct posix_timer {
 	pid_t target_vtid;		/* SIGEV_THREAD_ID: its thread */
 	uint64_t value;			/* sigev_value */
 	struct itimerspec its;		/* time left, interval */
+	int absolute;			/* CLOCK_REALTIME, set TIMER_ABSTIME */
+	int64_t realtime_ns;		/* CLOCK_REALTIME when saved */
 };
 
 static struct posix_timer timers[POSIX_TIMERS_MAX];
@@ -118,10 +123,17 @@ static int can_restore_ids(void)
  * period away. */
 static int read_time(struct posix_timer *t)
 {
+	struct timespec now;
+
 	if (syscall(SYS_timer_gettime, t->id, &t->its) < 0)
 		return -errno;
 	if (!t->its.it_value.tv_sec && !t->its.it_value.tv_nsec)
 		t->its.it_value = t->its.it_interval;
+	t->absolute = (t->clockid == CLOCK_REALTIME ||
+		       t->clockid == CLOCK_REALTIME_ALARM) &&
+		      timer_set_absolute(t->id);
+	clock_gettime(CLOCK_REALTIME, &now);
+	t->realtime_ns = now.tv_sec * NSEC + now.tv_nsec;
 	return 0;
 }
 
@@ -212,12 +224,42 @@ static int create_with_id(const struct posix_timer *t)
 	return 0;
 }
 
+static int64_t ns_of(const struct timespec *t)
+{
+	return t->tv_sec * NSEC + t->tv_nsec;
+}
+
+/*
+ * A CLOCK_REALTIME timer set with TIMER_ABSTIME keeps its wall-clock
+ * deadline. If that passed while the program was not running, it
+ * expires once at once and its period goes on from there: missed
+ * periods do not count (the rule of timerfds, event_fds.c).
+ */
+static void wall_deadline(const struct posix_timer *t, struct itimerspec *its)
+{
+	int64_t at = t->realtime_ns + ns_of(&t->its.it_value);
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	if (at < ns_of(&now))
+		at = ns_of(&now);
+	its->it_value = (struct timespec){ at / NSEC, at % NSEC };
+}
+
+/* Others go on with the time that was left: the time the program was
+ * stopped does not count. */
 static int restore_one(const struct posix_timer *t)
 {
-	int r = create_with_id(t);
+	struct itimerspec its = t->its;
+	int r = create_with_id(t), flags = 0;
 
-	if (r == 0 && (t->its.it_value.tv_sec || t->its.it_value.tv_nsec) &&
-	    syscall(SYS_timer_settime, t->id, 0, &t->its, NULL) < 0)
+	if (r < 0 || (!its.it_value.tv_sec && !its.it_value.tv_nsec))
+		return r;
+	if (t->absolute) {
+		wall_deadline(t, &its);
+		flags = TIMER_ABSTIME;
+	}
+	if (syscall(SYS_timer_settime, t->id, flags, &its, NULL) < 0)
 		r = -errno;
 	return r;
 }

@@ -7,6 +7,9 @@
  *   SIGEV_THREAD_ID names a thread by the tid the program knows (virtual):
  *   the kernel is given its real tid.
  *
+ *   Which timers were last set with TIMER_ABSTIME (a CLOCK_REALTIME one
+ *   keeps its wall-clock deadline across a restart).
+ *
  *   SIGEV_THREAD is done here rather than by glibc, the same way glibc
  *   does it (a helper thread takes a signal from each expiration and
  *   starts a thread running the program's function), because glibc's
@@ -56,6 +59,55 @@ static struct thread_timer thread_timers[THREAD_TIMERS_MAX];
 static pthread_mutex_t thread_timers_lock = PTHREAD_MUTEX_INITIALIZER;
 static pid_t helper_vtid;		/* 0: no helper yet */
 static pid_t helper_owner;		/* the process (vpid) it belongs to */
+
+/* Kernel ids of the timers last set with TIMER_ABSTIME; -1: free. */
+#define ABSOLUTE_MAX		512
+static int absolute_ids[ABSOLUTE_MAX] = { [0 ... ABSOLUTE_MAX - 1] = -1 };
+static pthread_mutex_t absolute_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Called with checkpoints blocked (a thread stopped holding the lock
+ * would keep another from stopping). */
+static int note_absolute(int kid, int absolute)
+{
+	int *slot = NULL;
+
+	pthread_mutex_lock(&absolute_lock);
+	for (int i = 0; i < ABSOLUTE_MAX; i++) {
+		if (absolute_ids[i] == kid) {
+			slot = &absolute_ids[i];
+			break;
+		}
+		if (absolute_ids[i] < 0 && !slot)
+			slot = &absolute_ids[i];
+	}
+	if (slot && (absolute || *slot == kid))
+		*slot = absolute ? kid : -1;
+	pthread_mutex_unlock(&absolute_lock);
+	return 0;
+}
+
+/* For the checkpoint (threads stopped): was kernel timer kid last set
+ * with TIMER_ABSTIME? (More than ABSOLUTE_MAX at once: some read as
+ * relative.) */
+int timer_set_absolute(int kid)
+{
+	for (int i = 0; i < ABSOLUTE_MAX; i++)
+		if (absolute_ids[i] == kid)
+			return 1;
+	return 0;
+}
+
+/* A new timer is relative until set otherwise (its id may be that of a
+ * deleted one noted absolute when a checkpoint fell in timer_delete). */
+static int created_relative(clockid_t clock, const struct sigevent *evp,
+			    timer_t *id)
+{
+	int r = NEXT_FN(timer_create)(clock, (struct sigevent *)evp, id);
+
+	if (r == 0)
+		note_absolute((int)(intptr_t)*id, 0);
+	return r;
+}
 
 struct notification {
 	void (*fn)(union sigval);
@@ -200,7 +252,7 @@ static int create_thread_timer(clockid_t clock, const struct sigevent *evp,
 	sev.sigev_signo = HELPER_SIGNAL;
 	sev.sigev_value.sival_ptr = t;
 	sev._sigev_un._tid = vpid_real_from_virt(vtid);
-	if (NEXT_FN(timer_create)(clock, &sev, &kid) < 0)
+	if (created_relative(clock, &sev, &kid) < 0)
 		return -1;
 	if (evp->sigev_notify_attributes)
 		pthread_attr_getstacksize(evp->sigev_notify_attributes, &stack);
@@ -239,7 +291,7 @@ static int thread_id_timer_create(clockid_t clock, const struct sigevent *evp,
 	struct sigevent sev = *evp;
 
 	sev._sigev_un._tid = vpid_real_from_virt(evp->_sigev_un._tid);
-	return NEXT_FN(timer_create)(clock, &sev, id);
+	return created_relative(clock, &sev, id);
 }
 
 CKPT_WRAPPER int timer_create(clockid_t clock, struct sigevent *evp,
@@ -250,7 +302,7 @@ CKPT_WRAPPER int timer_create(clockid_t clock, struct sigevent *evp,
 	if (evp && evp->sigev_notify == SIGEV_THREAD_ID)
 		return WITHOUT_CHECKPOINT(thread_id_timer_create(clock, evp,
 								  id));
-	return NEXT_FN(timer_create)(clock, evp, id);
+	return WITHOUT_CHECKPOINT(created_relative(clock, evp, id));
 }
 
 /* The kernel's id of one of ours, as a timer_t glibc passes on as is. */
@@ -259,14 +311,25 @@ static timer_t kernel_id(const struct thread_timer *t)
 	return (timer_t)(intptr_t)t->ktimerid;
 }
 
+static int settime_and_note(timer_t kid, int flags,
+			    const struct itimerspec *value,
+			    struct itimerspec *old)
+{
+	int r = NEXT_FN(timer_settime)(kid, flags, value, old);
+
+	if (r == 0)
+		note_absolute((int)(intptr_t)kid, flags & TIMER_ABSTIME);
+	return r;
+}
+
 CKPT_WRAPPER int timer_settime(timer_t id, int flags,
 			       const struct itimerspec *value,
 			       struct itimerspec *old)
 {
 	struct thread_timer *t = decode(id);
 
-	return NEXT_FN(timer_settime)(t ? kernel_id(t) : id, flags, value,
-				      old);
+	return WITHOUT_CHECKPOINT(settime_and_note(t ? kernel_id(t) : id,
+						   flags, value, old));
 }
 
 CKPT_WRAPPER int timer_gettime(timer_t id, struct itimerspec *value)
@@ -286,16 +349,21 @@ CKPT_WRAPPER int timer_getoverrun(timer_t id)
 CKPT_WRAPPER int timer_delete(timer_t id)
 {
 	struct thread_timer *t = decode(id);
+	timer_t kid = t ? kernel_id(t) : id;
 	int r;
 
-	if (!t)
-		return NEXT_FN(timer_delete)(id);
-	pthread_mutex_lock(&thread_timers_lock);
-	r = t->live ? NEXT_FN(timer_delete)(kernel_id(t)) : -1;
+	if (!t) {
+		r = NEXT_FN(timer_delete)(id);
+	} else {
+		pthread_mutex_lock(&thread_timers_lock);
+		r = t->live ? NEXT_FN(timer_delete)(kid) : -1;
+		if (r == 0)
+			t->live = 0;
+		else if (!t->live)
+			errno = EINVAL;
+		pthread_mutex_unlock(&thread_timers_lock);
+	}
 	if (r == 0)
-		t->live = 0;
-	else if (!t->live)
-		errno = EINVAL;
-	pthread_mutex_unlock(&thread_timers_lock);
+		WITHOUT_CHECKPOINT(note_absolute((int)(intptr_t)kid, 0));
 	return r;
 }

@@ -10,9 +10,12 @@
  *   none  SIGEV_NONE, CLOCK_MONOTONIC, one shot in 1000 s, interval 7 s
  *   cpu   SIGEV_NONE, CLOCK_PROCESS_CPUTIME_ID, one shot in 1000 s of CPU,
  *         interval 3 s
- * Prints "ids SIG THR TID NONE CPU" (the timer_t values), then every
- * 100 ms "tick I ms M sig S thr T tid D none_ms N" (M: CLOCK_MONOTONIC,
- * N: what timer_gettime says is left of `none`), checking each time that
+ *   wall  SIGEV_NONE, CLOCK_REALTIME, TIMER_ABSTIME 1000 s ahead, interval
+ *         5 s
+ * Prints "ids SIG THR TID NONE CPU WALL" (the timer_t values), then every
+ * 100 ms "tick I ms M sig S thr T tid D none_ms N wall_ms W" (M:
+ * CLOCK_MONOTONIC, N and W: what timer_gettime says is left of `none` and
+ * `wall`), checking each time that
  * every timer_t still works and keeps its interval. At tick TICKS - 5 it
  * makes two more timers (SIGEV_THREAD and SIGEV_THREAD_ID), waits for
  * both to fire and deletes them ("late ok"). Ends with "result sig S thr
@@ -26,8 +29,9 @@
 
 #define ME "posix_timers"
 
-enum { SIG, THR, TID, NONE, CPU, NTIMERS };
-static const char *names[NTIMERS] = { "sig", "thr", "tid", "none", "cpu" };
+enum { SIG, THR, TID, NONE, CPU, WALL, NTIMERS };
+static const char *names[NTIMERS] = { "sig", "thr", "tid", "none", "cpu",
+				      "wall" };
 static timer_t ids[NTIMERS];
 static long interval_ms[NTIMERS];
 
@@ -99,22 +103,32 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-static void make_timer(int which, clockid_t clock, struct sigevent *ev,
-		       long first_ms, long every_ms)
+static void make_timer_at(int which, clockid_t clock, struct sigevent *ev,
+			  struct timespec first, long every_ms, int flags)
 {
 	struct itimerspec its = {
-		.it_value = { first_ms / 1000, (first_ms % 1000) * 1000000L },
+		.it_value = first,
 		.it_interval = { every_ms / 1000, (every_ms % 1000) * 1000000L },
 	};
 
 	if (timer_create(clock, ev, &ids[which]) < 0 ||
-	    timer_settime(ids[which], 0, &its, NULL) < 0)
+	    timer_settime(ids[which], flags, &its, NULL) < 0)
 		die(ME, "timer %s: %s", names[which], strerror(errno));
 	interval_ms[which] = every_ms;
 }
 
+static void make_timer(int which, clockid_t clock, struct sigevent *ev,
+		       long first_ms, long every_ms)
+{
+	struct timespec first = { first_ms / 1000,
+				  (first_ms % 1000) * 1000000L };
+
+	make_timer_at(which, clock, ev, first, every_ms, 0);
+}
+
 static void make_timers(void)
 {
+	struct timespec wall;
 	struct sigevent ev;
 
 	memset(&ev, 0, sizeof(ev));
@@ -140,6 +154,9 @@ static void make_timers(void)
 	ev.sigev_notify = SIGEV_NONE;
 	make_timer(NONE, CLOCK_MONOTONIC, &ev, 1000 * 1000, 7000);
 	make_timer(CPU, CLOCK_PROCESS_CPUTIME_ID, &ev, 1000 * 1000, 3000);
+	clock_gettime(CLOCK_REALTIME, &wall);
+	wall.tv_sec += 1000;
+	make_timer_at(WALL, CLOCK_REALTIME, &ev, wall, 5000, TIMER_ABSTIME);
 }
 
 static long ms_of(const struct timespec *t)
@@ -147,8 +164,9 @@ static long ms_of(const struct timespec *t)
 	return t->tv_sec * 1000 + t->tv_nsec / 1000000;
 }
 
-/* Every timer_t works and keeps its interval; `none`'s time left. */
-static long check_timers(void)
+/* Every timer_t works and keeps its interval; the time left of `none`
+ * and `wall`. */
+static long check_timers(long *wall_left)
 {
 	struct itimerspec its;
 	long none_left = 0;
@@ -166,6 +184,8 @@ static long check_timers(void)
 			     names[i], errno, 0);
 		if (i == NONE)
 			none_left = ms_of(&its.it_value);
+		if (i == WALL)
+			*wall_left = ms_of(&its.it_value);
 	}
 	return none_left;
 }
@@ -232,18 +252,18 @@ int main(int argc, char **argv)
 	while (!atomic_load(&worker_tid))
 		sleep_ms(1);
 	make_timers();
-	say("ids %p %p %p %p %p", ids[SIG], ids[THR], ids[TID], ids[NONE],
-	    ids[CPU]);
+	say("ids %p %p %p %p %p %p", ids[SIG], ids[THR], ids[TID], ids[NONE],
+	    ids[CPU], ids[WALL]);
 	for (unsigned long i = 1; i <= ticks; i++) {
-		long none_left = check_timers();
+		long wall_left = 0, none_left = check_timers(&wall_left);
 
 		if (i == ticks - 5)
 			late_timers();
 		clock_gettime(CLOCK_MONOTONIC, &now);
-		say("tick %lu ms %ld sig %ld thr %ld tid %ld none_ms %ld", i,
-		    ms_of(&now), atomic_load(&sig_count),
+		say("tick %lu ms %ld sig %ld thr %ld tid %ld none_ms %ld "
+		    "wall_ms %ld", i, ms_of(&now), atomic_load(&sig_count),
 		    atomic_load(&thread_count), atomic_load(&tid_count),
-		    none_left);
+		    none_left, wall_left);
 		sleep_ms(100);
 	}
 	say("result sig %ld thr %ld tid %ld", atomic_load(&sig_count),
