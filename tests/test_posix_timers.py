@@ -118,3 +118,39 @@ def test_checkpoints_leave_posix_timers_undisturbed(session):
     ticks = ticks_of(lines)
     for name in COUNTS:
         assert 0.8 <= rate(ticks[0], ticks[-1], name) <= 1.1, (name, ticks)
+
+
+@pytest.mark.time_limit(300)
+def test_restarted_timers_restart_again(session):
+    """The restored timers (and libckpt's SIGEV_THREAD helper thread, now
+    at another tid) are saved like the first ones: a second checkpoint,
+    kill and restart goes on too."""
+    s = session
+    p = s.launch([app("posix_timers"), str(TICKS), str(PERIOD_MS)])
+    p.wait_line(TICK, minimum=10)
+    images = s.checkpoint()
+    p.sigkill()
+    p.popen.wait(30)
+    r1 = s.restart(images)
+    r1.wait_line(TICK, minimum=40)
+    seen = max(numbers(r1.lines(), TICK))
+    cmd = s.command("--checkpoint")
+    assert cmd.returncode == 0 and cmd.stderr.strip() == "", cmd.stderr
+    images = cmd.stdout.split()
+    s.kill_all()
+    r1.popen.wait(30)
+    before = ticks_of(r1.lines())
+    r2 = s.restart(images)
+    rc = r2.wait_exit()
+    lines = r2.lines()
+    assert rc == 0 and lines[-1] == "OK posix_timers", (
+        "exit %d, last lines %r, stderr:\n%s" % (rc, lines[-5:],
+                                                r2.stderr_text()))
+    assert "late ok" in lines, lines
+    after = ticks_of(lines)
+    assert_resumed([t["tick"] for t in before], [t["tick"] for t in after],
+                   TICK, TICKS, seen)
+    for name in COUNTS:
+        assert after[0][name] <= before[-1][name] + 15, (name, before[-1],
+                                                         after[0])
+        assert 0.8 <= rate(after[0], after[-1], name) <= 1.1, (name, after)
