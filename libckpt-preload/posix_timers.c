@@ -70,8 +70,10 @@ static int parse_notify(const char *p, struct posix_timer *t)
 		t->notify = SIGEV_SIGNAL;
 	else if (!strncmp(p, "none/", 5))
 		t->notify = SIGEV_NONE;
+	else if (!strncmp(p, "thread/", 7))
+		t->notify = SIGEV_THREAD;	/* raw: a signal to the kernel */
 	else
-		return -EPROTO;		/* "thread": glibc never asks */
+		return -EPROTO;
 	if (!strncmp(slash + 1, "tid.", 4)) {
 		t->notify |= SIGEV_THREAD_ID;
 		t->target_vtid = vpid_virt_from_real(atoi(slash + 5));
