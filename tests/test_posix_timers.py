@@ -154,3 +154,34 @@ def test_restarted_timers_restart_again(session):
         assert after[0][name] <= before[-1][name] + 15, (name, before[-1],
                                                          after[0])
         assert 0.8 <= rate(after[0], after[-1], name) <= 1.1, (name, after)
+
+
+@pytest.mark.time_limit(300)
+def test_timer_on_a_threads_cpu_clock_is_named(session):
+    """A timer on a thread's CPU clock cannot be made again (the kernel
+    does not say which thread): the checkpoint names it, the restart
+    leaves it out, the other timers come back."""
+    s = session
+    p = s.launch([app("posix_timers"), "60", str(PERIOD_MS), "threadcpu"])
+    kid = int(p.wait_line(r"^threadcpu (\d+)$").group(1))
+    p.wait_line(TICK, minimum=10)
+    seen = max(numbers(p.lines(), TICK))
+    r = s.command("--checkpoint")
+    assert r.returncode == 0, r.stderr
+    rx = re.compile(r"^warning: posix_timers \(vpid %d, pid \d+, host "
+                    r"[^)]*\): POSIX timer %d \(clock -2\): it runs on a "
+                    r"thread's CPU clock, which a restart cannot tell; a "
+                    r"restart leaves it out$" % (p.pid, kid))
+    err = r.stderr.splitlines()
+    assert len(err) == 1 and rx.match(err[0]), err
+    images = r.stdout.split()
+    p.sigkill()
+    p.popen.wait(30)
+    before = numbers(p.lines(), TICK)
+    r = s.restart(images)
+    rc = r.wait_exit()
+    lines = r.lines()
+    assert rc == 0 and lines[-1] == "OK posix_timers", (
+        "exit %d, last lines %r, stderr:\n%s" % (rc, lines[-5:],
+                                                r.stderr_text()))
+    assert_resumed(before, numbers(lines, TICK), TICK, 60, seen)

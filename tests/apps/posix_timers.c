@@ -20,6 +20,9 @@
  * makes two more timers (SIGEV_THREAD and SIGEV_THREAD_ID), waits for
  * both to fire and deletes them ("late ok"). Ends with "result sig S thr
  * T tid D" and "OK posix_timers"; any mismatch is one FAIL line, exit 1.
+ * posix_timers TICKS PERIOD_MS threadcpu: also a SIGEV_NONE timer on the
+ * main thread's CPU clock (CLOCK_THREAD_CPUTIME_ID), not checked; prints
+ * "threadcpu ID" (its kernel id).
  */
 #include <pthread.h>
 #include <signal.h>
@@ -230,6 +233,19 @@ static void late_timers(void)
 	say("late ok");
 }
 
+/* A timer the kernel ties to this thread without saying so. */
+static void thread_cpu_timer(void)
+{
+	struct sigevent ev = { .sigev_notify = SIGEV_NONE };
+	struct itimerspec its = { .it_value = { 1000, 0 } };
+	timer_t id;
+
+	if (timer_create(CLOCK_THREAD_CPUTIME_ID, &ev, &id) < 0 ||
+	    timer_settime(id, 0, &its, NULL) < 0)
+		die(ME, "thread CPU timer: %s", strerror(errno));
+	say("threadcpu %ld", (long)(intptr_t)id);
+}
+
 int main(int argc, char **argv)
 {
 	struct sigaction sa = { .sa_sigaction = on_timer_signal,
@@ -239,8 +255,8 @@ int main(int argc, char **argv)
 	pthread_t th;
 	sigset_t set;
 
-	if (argc != 3)
-		die(ME, "usage: posix_timers TICKS PERIOD_MS");
+	if (argc != 3 && !(argc == 4 && !strcmp(argv[3], "threadcpu")))
+		die(ME, "usage: posix_timers TICKS PERIOD_MS [threadcpu]");
 	ticks = parse_ulong(ME, "TICKS", argv[1], 10, 100000);
 	period_ms = parse_ulong(ME, "PERIOD_MS", argv[2], 1, 10000);
 	sigaction(SIGRTMIN + 1, &sa, NULL);
@@ -252,6 +268,8 @@ int main(int argc, char **argv)
 	while (!atomic_load(&worker_tid))
 		sleep_ms(1);
 	make_timers();
+	if (argc == 4)
+		thread_cpu_timer();
 	say("ids %p %p %p %p %p %p", ids[SIG], ids[THR], ids[TID], ids[NONE],
 	    ids[CPU], ids[WALL]);
 	for (unsigned long i = 1; i <= ticks; i++) {
