@@ -150,8 +150,10 @@ static void save_event_fd(struct saved_fd *s, const char *path)
 		s->kind = CKPT_FD_UNSUPPORTED;
 		return;
 	}
-	if (ppid > 1 && syscall(SYS_kcmp, ckpt_real_getpid(), ppid, KCMP_FILE,
-				s->fd, s->fd) == 0)
+	/* a pidfd holds no state two copies could disagree on */
+	if (ppid > 1 && s->kind != CKPT_FD_PIDFD &&
+	    syscall(SYS_kcmp, ckpt_real_getpid(), ppid, KCMP_FILE, s->fd,
+		    s->fd) == 0)
 		unrestored_add("fd %d: %s (%s): shared with the parent process "
 			       "(vpid %d): a restart gives each process its "
 			       "own copy", s->fd, event_fds_name(s->kind),

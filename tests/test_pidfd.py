@@ -5,8 +5,9 @@ exited and not reaped, is checkpointed, killed and restarted with them:
 the running child's pidfd refers to the restarted child (not readable
 while it runs, readable once it exits, and waitid(P_PIDFD) gives its
 virtual pid and exit code); the exited child's pidfd is readable, and
-waitpid still reaps that child with its status. Nothing is said
-unrestored."""
+waitpid still reaps that child with its status. The parent's pidfd of
+itself, which the children inherit, never reads as ended. Nothing is
+said unrestored."""
 
 import pytest
 

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * pidfd_child TICKS PERIOD_MS CHILD_TICKS: forks two children and holds
- * a pidfd of each (pidfd_open):
+ * pidfd_child TICKS PERIOD_MS CHILD_TICKS: opens a pidfd of itself,
+ * which must never read as ended (in the children too, who inherit it:
+ * there it is their parent's), then forks two children and holds a pidfd
+ * of each (pidfd_open):
  *   "late"  prints "child tick I" up to CHILD_TICKS every PERIOD_MS, then
  *           "child done" and exits with 7;
  *   "early" exits with 5 at once; it is reaped only at the end.
@@ -49,6 +51,16 @@ static void check_late_exit(int pidfd, pid_t late)
 	expect_eq(ME, "late child's status", si.si_status, 7);
 }
 
+static int self_fd;
+
+static void check_parent_alive(unsigned long i)
+{
+	if (readable(self_fd)) {
+		say("FAIL tick %lu: the parent's pidfd reads as ended", i);
+		exit(1);
+	}
+}
+
 static pid_t child(unsigned long ticks, unsigned long period, int code)
 {
 	pid_t pid = fork();
@@ -58,6 +70,7 @@ static pid_t child(unsigned long ticks, unsigned long period, int code)
 	if (pid)
 		return pid;
 	for (unsigned long i = 1; i <= ticks; i++) {
+		check_parent_alive(i);
 		say("child tick %lu", i);
 		sleep_ms(period);
 	}
@@ -77,6 +90,9 @@ int main(int argc, char **argv)
 	ticks = parse_ulong(ME, "TICKS", argv[1], 1, 100000);
 	period = parse_ulong(ME, "PERIOD_MS", argv[2], 1, 10000);
 	child_ticks = parse_ulong(ME, "CHILD_TICKS", argv[3], 1, 100000);
+	self_fd = syscall(SYS_pidfd_open, getpid(), 0);
+	if (self_fd < 0)
+		die(ME, "pidfd_open of itself: %s", strerror(errno));
 	late = child(child_ticks, period, 7);
 	early = child(0, 0, 5);
 	late_fd = syscall(SYS_pidfd_open, late, 0);
@@ -87,6 +103,7 @@ int main(int argc, char **argv)
 		sleep_ms(10);
 	say("pids %d %d", (int)late, (int)early);
 	for (unsigned long i = 1; i <= ticks; i++) {
+		check_parent_alive(i);
 		if (!readable(early_fd)) {
 			say("FAIL tick %lu: the early child's pidfd is not "
 			    "readable", i);
