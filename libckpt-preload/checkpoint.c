@@ -6,7 +6,8 @@
  *   DO_SUSPEND  1. stop every other thread in the signal handler
  *               2. save each resource (process attributes, session
  *                  and terminal, process group, signal actions, file
- *                  descriptors, exited children not yet reaped) into
+ *                  descriptors, exited children not yet reaped, POSIX
+ *                  timers) into
  *                  libckpt's tables; list the open files in the round's
  *                  shared table (shared_files.c)
  *   DO_WRITE    3. write the image into a temporary file: tables, then
@@ -33,6 +34,7 @@ const struct ckpt_resource_ops *const ckpt_resources[] = {
 	&saved_files_resource_ops,	/* before files notes its fds */
 	&file_resource_ops,
 	&zombie_resource_ops,
+	&posix_timer_resource_ops,	/* restored after the threads */
 };
 const size_t ckpt_nresources =
 	sizeof(ckpt_resources) / sizeof(ckpt_resources[0]);

@@ -2,7 +2,9 @@
 /*
  * Event fds: eventfd, timerfd, signalfd and epoll (files.c records them
  * as CKPT_FD_EVENTFD ... CKPT_FD_EPOLL; this file holds what is special
- * about them, one ops entry per kind). docs/resources.md tells the story:
+ * about them, one ops entry per kind; inotify's is in inotify.c, pidfd's
+ * in pidfds.c).
+ * docs/resources.md tells the story:
  *
  *   checkpoint (threads stopped): each one's state is read from
  *   /proc/self/fdinfo/N, which takes nothing out of it (an eventfd's
@@ -371,6 +373,30 @@ static int epoll_restore(const struct event_fd *e)
 	return fd < 0 ? -errno : fd;
 }
 
+/* ----- inotify (inotify.c) ----- */
+
+static int inotify_fd_save(struct event_fd *e)
+{
+	return inotify_save(e->fd);
+}
+
+static int inotify_fd_restore(const struct event_fd *e)
+{
+	return inotify_restore(e->fd);
+}
+
+/* ----- pidfd (pidfds.c) ----- */
+
+static int pidfd_save(struct event_fd *e)
+{
+	return pidfds_save(e->fd);
+}
+
+static int pidfd_restore(const struct event_fd *e)
+{
+	return pidfds_restore(e->fd);
+}
+
 /* ----- the kinds ----- */
 
 static const struct event_fd_ops {
@@ -388,6 +414,10 @@ static const struct event_fd_ops {
 	  signalfd_save, signalfd_restore },
 	{ "anon_inode:[eventpoll]", "an epoll instance", CKPT_FD_EPOLL,
 	  epoll_save, epoll_restore },
+	{ "anon_inode:inotify", "an inotify instance", CKPT_FD_INOTIFY,
+	  inotify_fd_save, inotify_fd_restore },
+	{ "anon_inode:[pidfd]", "a pidfd", CKPT_FD_PIDFD, pidfd_save,
+	  pidfd_restore },
 };
 
 static const struct event_fd_ops *ops_of(int kind)
@@ -426,6 +456,8 @@ void event_fds_begin(void)
 {
 	nevents = 0;
 	ntargets = 0;
+	inotify_begin();
+	pidfds_begin();
 }
 
 /* Read the state of fd, an event fd of `kind`. 0 or -errno. */
@@ -525,6 +557,12 @@ void event_fds_describe(int fd, int64_t *offset, uint32_t *info)
 		break;
 	case CKPT_FD_EPOLL:
 		*info = e->epoll.n;
+		break;
+	case CKPT_FD_INOTIFY:
+		*info = inotify_watch_count(fd);
+		break;
+	case CKPT_FD_PIDFD:
+		pidfds_describe(fd, offset, info);
 		break;
 	}
 }

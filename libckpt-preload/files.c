@@ -8,8 +8,9 @@
  * (ckpt_restart's stdio), except the computation's own pseudo-terminals
  * (ptys.c). Pipes inside the computation are drained at
  * the checkpoint and handed over by ckpt_restart (pipes.c). eventfd,
- * timerfd, signalfd and epoll are made again inside the process with
- * their state, epoll last (event_fds.c). Descriptors
+ * timerfd, signalfd, epoll, inotify and pidfds are made again inside the
+ * process with their state, epoll last (event_fds.c, inotify.c,
+ * pidfds.c). Descriptors
  * sharing one open file description inside the process (dup) come back
  * shared. What is not supported yet is replaced by /dev/null with a
  * warning naming the descriptor.
@@ -135,7 +136,8 @@ static void find_dup(struct saved_fd *s, pid_t pid)
 static int is_event_fd(int kind)
 {
 	return kind == CKPT_FD_EVENTFD || kind == CKPT_FD_TIMERFD ||
-	       kind == CKPT_FD_SIGNALFD || kind == CKPT_FD_EPOLL;
+	       kind == CKPT_FD_SIGNALFD || kind == CKPT_FD_EPOLL ||
+	       kind == CKPT_FD_INOTIFY || kind == CKPT_FD_PIDFD;
 }
 
 /* An event fd whose state cannot be read is replaced by /dev/null. One
@@ -152,8 +154,10 @@ static void save_event_fd(struct saved_fd *s, const char *path)
 		s->kind = CKPT_FD_UNSUPPORTED;
 		return;
 	}
-	if (ppid > 1 && syscall(SYS_kcmp, ckpt_real_getpid(), ppid, KCMP_FILE,
-				s->fd, s->fd) == 0)
+	/* a pidfd holds no state two copies could disagree on */
+	if (ppid > 1 && s->kind != CKPT_FD_PIDFD &&
+	    syscall(SYS_kcmp, ckpt_real_getpid(), ppid, KCMP_FILE, s->fd,
+		    s->fd) == 0)
 		unrestored_add("fd %d: %s (%s): shared with the parent process "
 			       "(vpid %d): a restart gives each process its "
 			       "own copy", s->fd, event_fds_name(s->kind),
@@ -832,6 +836,8 @@ static int restore_one_fd(const struct saved_fd *s, int image_fd)
 	case CKPT_FD_TIMERFD:
 	case CKPT_FD_SIGNALFD:
 	case CKPT_FD_EPOLL:
+	case CKPT_FD_INOTIFY:
+	case CKPT_FD_PIDFD:
 		return restore_event_fd(s);
 	case CKPT_FD_SOCKET_LISTEN:
 	case CKPT_FD_SOCKET_BOUND:

@@ -114,6 +114,7 @@ extern const struct ckpt_resource_ops zombie_resource_ops;
 extern const struct ckpt_resource_ops session_resource_ops;
 extern const struct ckpt_resource_ops process_group_resource_ops;
 extern const struct ckpt_resource_ops saved_files_resource_ops;
+extern const struct ckpt_resource_ops posix_timer_resource_ops;
 extern const struct ckpt_resource_ops *const ckpt_resources[];
 
 /* saved_files.c: regular files whose identity (and for some, content)
@@ -163,6 +164,24 @@ void event_fds_check_interest(pid_t pid, int (*saved_kind)(int fd));
 void event_fds_describe(int fd, int64_t *offset, uint32_t *info);
 int event_fds_restore(int fd);
 void event_fds_restore_interest(int epfd);
+
+/* inotify.c (an event fd kind of event_fds.c) and wrappers/inotify.c */
+void inotify_begin(void);
+int inotify_save(int fd);
+uint32_t inotify_watch_count(int fd);
+int inotify_restore(int fd);
+int inotify_watch_path(int fd, int wd, const char **path, uint32_t *flags);
+
+/* pidfds.c (an event fd kind of event_fds.c) */
+void pidfds_begin(void);
+int pidfds_save(int fd);
+void pidfds_describe(int fd, int64_t *vpid, uint32_t *ended);
+int pidfds_restore(int fd);
+
+/* posix_timers.c: timer_create timers, made again once the threads
+ * exist (restore.c) */
+void posix_timers_restore(void);
+int timer_set_absolute(int kid);		/* wrappers/timer.c */
 
 /* files.c */
 int files_private_fd(int fd);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Process attributes: personality, working directory, umask, resource
  * limits and the interval timers (alarm/setitimer), re-armed with the time
- * they had left. */
+ * they had left (timer_create timers: posix_timers.c). */
 #include <errno.h>
 #include <string.h>
 #include <sys/personality.h>
@@ -18,23 +18,6 @@ static struct rlimit saved_limits[RLIM_NLIMITS];
 static int saved_limit_ok[RLIM_NLIMITS];
 static struct itimerval saved_timers[3];	/* REAL, VIRTUAL, PROF */
 static int saved_personality;
-static int saved_posix_timers;		/* timer_create timers: counted */
-
-/* POSIX timers are not restored yet; they are counted (one "ID:" line
- * each in /proc/self/timers) so the restart can say so. */
-static int count_posix_timers(void)
-{
-	char buf[4096], *p = buf;
-	int n = 0;
-
-	if (ckpt_read_small_file("/proc/self/timers", buf, sizeof(buf)) <= 0)
-		return 0;
-	while ((p = strstr(p, "ID: "))) {
-		n++;
-		p += 4;
-	}
-	return n;
-}
 
 static int process_save(void)
 {
@@ -48,11 +31,6 @@ static int process_save(void)
 	for (int i = 0; i < 3; i++)
 		if (getitimer(i, &saved_timers[i]) < 0)
 			memset(&saved_timers[i], 0, sizeof(saved_timers[i]));
-	saved_posix_timers = count_posix_timers();
-	if (saved_posix_timers)
-		unrestored_add("%d POSIX timer(s) made with timer_create: not "
-			       "restored yet, after a restart the program gets "
-			       "no signal from them", saved_posix_timers);
 	return 0;
 }
 
@@ -94,10 +72,6 @@ static int process_restore(const struct ckpt_restart_args *args)
 				 strerror(errno));
 	}
 	restore_timers();
-	if (saved_posix_timers)
-		ckpt_log("%d POSIX timer(s) made with timer_create are not "
-			 "restored: the program will not get their signals",
-			 saved_posix_timers);
 	return 0;
 }
 

@@ -8,7 +8,8 @@
  *   2. the process's new real pid behind its old virtual one
  *   3. restore each resource: process attributes, signal actions, fds
  *   4. recreate every thread but the main one, each resuming inside its
- *      signal handler; they re-register rseq, robust list and tid
+ *      signal handler; they re-register rseq, robust list and tid; then
+ *      the POSIX timers (one may signal a thread)
  *   5. unmap the loader
  *   6. release the threads and become the main thread; the manager
  *      thread rejoins the coordinator (manager.c)
@@ -136,6 +137,7 @@ void ckpt_restore_entry(struct ckpt_restart_args *args)
 	r = threads_restore_all(err, sizeof(err));
 	if (r < 0)
 		restore_failed("recreating threads", err);
+	posix_timers_restore();
 	unmap_loader();
 	log_to_program_stderr();
 	if (files_restored_a_terminal())

@@ -215,6 +215,13 @@ static void print_fds(const struct ckpt_image *img)
 		else if (f->kind == CKPT_FD_EPOLL)
 			printf(" (%u target%s)", f->event_info,
 			       f->event_info == 1 ? "" : "s");
+		else if (f->kind == CKPT_FD_PIDFD && f->event_info)
+			printf(" (of an ended process)");
+		else if (f->kind == CKPT_FD_PIDFD)
+			printf(" (of process %lld)", (long long)f->offset);
+		else if (f->kind == CKPT_FD_INOTIFY)
+			printf(" (%u watch%s)", f->event_info,
+			       f->event_info == 1 ? "" : "es");
 		else if (f->share & CKPT_FD_SHARE_GROUP)
 			printf(" (shared description %u)",
 			       f->share & ~CKPT_FD_SHARE_GROUP);

@@ -110,6 +110,8 @@ const char *fd_kind_name(uint32_t kind)
 		[CKPT_FD_TIMERFD] = "timerfd",
 		[CKPT_FD_SIGNALFD] = "signalfd",
 		[CKPT_FD_EPOLL] = "epoll",
+		[CKPT_FD_INOTIFY] = "inotify",
+		[CKPT_FD_PIDFD] = "pidfd",
 		[CKPT_FD_SOCKET_LISTEN] = "listen-socket",
 		[CKPT_FD_SOCKET_BOUND] = "bound-socket",
 		[CKPT_FD_SOCKET_OUTSIDE] = "outside-socket",

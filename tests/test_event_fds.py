@@ -151,8 +151,8 @@ def test_unrestorable_epoll_entries_are_named(session):
     s = session
     p = s.launch([app("eventloop"), str(TICKS), str(PERIOD_MS), "odd"])
     fds = fds_of(p)
-    odd = p.wait_line(r"^odd inotify (\d+) moved (\d+) (\d+)$")
-    inotify, moved_from, moved_to = (int(x) for x in odd.groups())
+    odd = p.wait_line(r"^odd userfaultfd (\d+) moved (\d+) (\d+)$")
+    uffd, moved_from, moved_to = (int(x) for x in odd.groups())
     p.wait_line(TICK, minimum=10)
     seen = max(numbers(p.lines(), TICK))
     r = s.command("--checkpoint")
@@ -161,7 +161,7 @@ def test_unrestorable_epoll_entries_are_named(session):
     prefix = r"^warning: eventloop \(vpid %d, pid \d+, host [^)]*\): " % (
         p.pid)
     for fd, data, why in (
-            (inotify, 0xbad0000000000001, "that fd is not restored"),
+            (uffd, 0xbad0000000000001, "that fd is not restored"),
             (moved_from, 0xbad0000000000002,
              "that fd is closed, the file registered stays open at "
              "another")):
@@ -171,7 +171,7 @@ def test_unrestorable_epoll_entries_are_named(session):
                 fds["epoll"], fd, data, why)) + "$")
         assert len([l for l in err if rx.search(l)]) == 1, (
             rx.pattern, err)
-    # the inotify's own line, and nothing about the other fds
+    # the userfaultfd's own line, and nothing about the other fds
     assert len(err) == 3, err
     assert not [l for l in err if ": fd %d: " % moved_to in l], err
     images = r.stdout.split()

@@ -220,6 +220,15 @@ enum ckpt_fd_kind {
 	CKPT_FD_EPOLL = 14,		/* offset -1; event_info: how many
 					   targets it watches (restored after
 					   every other fd) */
+	CKPT_FD_INOTIFY = 15,		/* path "anon_inode:inotify"; offset
+					   -1; event_info: how many watches a
+					   restart adds again (by the paths
+					   libckpt recorded, at their watch
+					   descriptors) */
+	CKPT_FD_PIDFD = 16,		/* path "anon_inode:[pidfd]"; offset:
+					   the virtual pid of the process it
+					   refers to, -1 if that had ended;
+					   event_info: 1 if it had ended */
 	CKPT_FD_SOCKET_LISTEN = 20,	/* listening TCP or Unix socket,
 					   "socket:[ino]"; data_*: a struct
 					   ckpt_socket_info; recreated once by
@@ -313,7 +322,8 @@ struct ckpt_fd_info {
 					   (inherited across fork) */
 		uint32_t peer_ino;	/* CKPT_FD_UNIX_STREAM: the inode
 					   of the connected peer socket */
-		uint32_t event_info;	/* CKPT_FD_EVENTFD ... CKPT_FD_EPOLL:
+		uint32_t event_info;	/* CKPT_FD_EVENTFD ... CKPT_FD_EPOLL,
+					   CKPT_FD_INOTIFY, CKPT_FD_PIDFD:
 					   see there */
 		uint32_t pty_index;	/* CKPT_FD_PTY_MASTER: N of the
 					   slave /dev/pts/N */

@@ -17,14 +17,17 @@
  * signalfd for SIGUSR2 (blocked), queued once (4242), read at the end.
  * At the end: "result ..." and "OK eventloop"; a wrong value: "FAIL ...".
  * eventloop TICKS PERIOD_MS odd: also two epoll entries a restart cannot
- * bring back: an inotify instance, and an eventfd registered at a number
- * then moved (dup, close): "odd inotify I moved FROM TO".
+ * bring back: a userfaultfd (UFFD_USER_MODE_ONLY: no privilege needed;
+ * it never fires), and an eventfd registered at a number then moved (dup,
+ * close): "odd userfaultfd U moved FROM TO".
  */
 #include <fcntl.h>
+#include <linux/userfaultfd.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/inotify.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
 #include "app_util.h"
@@ -63,16 +66,20 @@ static void arm(int fd, int flags, time_t sec, long ms, long period)
 /* Entries whose fd a restart cannot re-add: they never fire. */
 static void odd_entries(void)
 {
-	int in = inotify_init1(IN_NONBLOCK), from = eventfd(0, 0), to;
+	int uffd = syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK |
+			   UFFD_USER_MODE_ONLY);
+	int from = eventfd(0, 0), to;
+	struct uffdio_api api = { .api = UFFD_API };
 
-	if (in < 0 || from < 0)
-		die("eventloop", "inotify/eventfd: %s", strerror(errno));
-	watch(in, EPOLLIN, 0xbad0000000000001ULL);
+	/* it polls as an error before the API handshake, or blocking */
+	if (uffd < 0 || from < 0 || ioctl(uffd, UFFDIO_API, &api) < 0)
+		die("eventloop", "userfaultfd/eventfd: %s", strerror(errno));
+	watch(uffd, EPOLLIN, 0xbad0000000000001ULL);
 	watch(from, EPOLLIN, 0xbad0000000000002ULL);
 	to = dup(from);
 	if (to < 0 || close(from) < 0)
 		die("eventloop", "dup: %s", strerror(errno));
-	say("odd inotify %d moved %d %d", in, from, to);
+	say("odd userfaultfd %d moved %d %d", uffd, from, to);
 }
 
 static void setup(void)
