@@ -329,23 +329,32 @@ static int is_socket_state(int kind)
 	       kind == CKPT_FD_SOCKET_OUTSIDE;
 }
 
-/* A TCP connection: the bytes waiting to be read, after the struct, by
- * one process per socket (its peer may be restarted with it). */
-static int save_tcp_queue(const struct saved_fd *s, int mfd,
-			  struct ckpt_socket_info *si, uint64_t *size)
+static int is_udp(const struct ckpt_socket_info *si)
 {
+	return (si->family == AF_INET || si->family == AF_INET6) &&
+	       si->type == SOCK_DGRAM;
+}
+
+/* A TCP connection: the bytes waiting to be read, after the struct; a
+ * UDP socket: the datagrams waiting (udp_queue.c). By one process per
+ * socket (its peer may be restarted with it). */
+static int save_queue(const struct saved_fd *s, int mfd,
+		      struct ckpt_socket_info *si, uint64_t *size)
+{
+	int tcp = s->kind == CKPT_FD_SOCKET_OUTSIDE && is_tcp(si);
 	uint64_t queued = 0;
 	int r;
 
-	if (s->kind != CKPT_FD_SOCKET_OUTSIDE || !is_tcp(si))
+	if (!tcp && !is_udp(si))
 		return 0;
 	r = round_claim(&(struct round_key){ "sock", 0, s->ino });
 	if (r <= 0)
 		return r;
-	r = sockets_peek_into(s->fd, mfd, &queued);
+	r = tcp ? sockets_peek_into(s->fd, mfd, &queued) :
+		  udp_queue_save(s->fd, mfd, &queued, &si->ndgrams);
 	if (r < 0)
 		return r;
-	si->flags |= CKPT_SOCK_F_QUEUE_SAVED;
+	si->flags |= tcp ? CKPT_SOCK_F_QUEUE : CKPT_SOCK_F_DGRAMS;
 	*size += queued;
 	return 0;
 }
@@ -360,7 +369,7 @@ static int socket_info_memfd(const struct saved_fd *s, uint64_t *size)
 		return -errno;
 	*size = sizeof(si);
 	r = lseek(mfd, sizeof(si), SEEK_SET) < 0 ? -errno :
-	    save_tcp_queue(s, mfd, &si, size);
+	    save_queue(s, mfd, &si, size);
 	if (r == 0 && pwrite(mfd, &si, sizeof(si), 0) != sizeof(si))
 		r = -EIO;
 	if (r == 0)
@@ -725,6 +734,15 @@ static int restore_own_socket(const struct saved_fd *s)
 	return take_handed(end, s);
 }
 
+/* A socket put back at its number gets its saved options again (not
+ * one on 0-2 taken from the restarting side). */
+static int with_options(const struct saved_fd *s, int r)
+{
+	if (r == 0 && s->sock >= 0 && s->fd > 2)
+		socket_state_restore_options(s->fd, &sock_info[s->sock]);
+	return r;
+}
+
 /* Made again with its saved state (event_fds.c), at its number, with its
  * status flags (O_NONBLOCK); if the kernel refuses (an alarm clock
  * without CAP_WAKE_ALARM), /dev/null. */
@@ -790,7 +808,7 @@ static int restore_one_fd(const struct saved_fd *s, int image_fd)
 	case CKPT_FD_PIPE:
 		return restore_pipe_end(s);
 	case CKPT_FD_UNIX_STREAM:
-		return restore_socket_end(s);
+		return with_options(s, restore_socket_end(s));
 	case CKPT_FD_FIFO:
 		return restore_fifo(s);
 	case CKPT_FD_EVENTFD:
@@ -800,9 +818,9 @@ static int restore_one_fd(const struct saved_fd *s, int image_fd)
 		return restore_event_fd(s);
 	case CKPT_FD_SOCKET_LISTEN:
 	case CKPT_FD_SOCKET_BOUND:
-		return restore_own_socket(s);
+		return with_options(s, restore_own_socket(s));
 	case CKPT_FD_SOCKET_OUTSIDE:
-		return restore_socket_end(s);
+		return with_options(s, restore_socket_end(s));
 	default:
 		ckpt_log("fd %d (%s) cannot be restored yet; it is replaced by"
 			 " /dev/null", fd, saved_path(s));

@@ -351,6 +351,10 @@ int socket_state_save(int fd, uint64_t ino, struct ckpt_socket_info *si);
 int socket_state_restore_closed(int fd, const struct ckpt_socket_info *si,
 				int status_flags);
 int socket_state_settle(int fd, int *budget_ms);
+void socket_state_restore_options(int fd, const struct ckpt_socket_info *si);
+
+/* udp_queue.c */
+int udp_queue_save(int fd, int memfd, uint64_t *size, uint32_t *count);
 
 
 /* shared_files.c */

@@ -37,6 +37,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 #include "ckpt/sockaddr_text.h"
+#include "ckpt/socket_options.h"
 #include "internal.h"
 
 static int opt(int fd, int level, int name)
@@ -191,6 +192,8 @@ int socket_state_save(int fd, uint64_t ino, struct ckpt_socket_info *si)
 		si->flags |= CKPT_SOCK_F_V6ONLY;
 	si->rcvbuf = opt(fd, SOL_SOCKET, SO_RCVBUF);
 	si->sndbuf = opt(fd, SOL_SOCKET, SO_SNDBUF);
+	si->info_size = sizeof(*si);
+	ckpt_socket_options_read(fd, si);
 	len = sizeof(si->addr);
 	if (getsockname(fd, (struct sockaddr *)si->addr, &len) == 0)
 		si->addr_len = len;
@@ -203,11 +206,26 @@ int socket_state_save(int fd, uint64_t ino, struct ckpt_socket_info *si)
 		si->backlog = listen_backlog(si->family, ino);
 		return CKPT_FD_SOCKET_LISTEN;
 	}
+	/* UDP has no connection to lose: made again bound and connected */
+	if (si->family != AF_UNIX && si->type == SOCK_DGRAM)
+		return CKPT_FD_SOCKET_BOUND;
 	if (si->peer_len)
 		return CKPT_FD_SOCKET_OUTSIDE;
 	if (si->type == SOCK_DGRAM && is_bound(si))
 		return CKPT_FD_SOCKET_BOUND;
 	return 0;
+}
+
+/* The options saved with *si set back on fd (the socket restored in its
+ * place); a refused one is said, not fatal. */
+void socket_state_restore_options(int fd, const struct ckpt_socket_info *si)
+{
+	const char *what;
+	int r = ckpt_socket_options_apply(fd, si, &what);
+
+	if (r < 0)
+		ckpt_log("fd %d: setting %s back failed: %s", fd, what,
+			 strerror(-r));
 }
 
 /* A TCP or UDP socket of `family` connected over loopback; -errno. */
