@@ -283,6 +283,7 @@ static int files_save(void)
 	nsock_info = 0;
 	settle_budget_ms = SETTLE_MS;
 	pool_used = 0;
+	multicast_prune();
 	event_fds_begin();
 	r = ckpt_dir_open(&it, "/proc/self/fd");
 	if (r < 0)
@@ -734,12 +735,14 @@ static int restore_own_socket(const struct saved_fd *s)
 	return take_handed(end, s);
 }
 
-/* A socket put back at its number gets its saved options again (not
- * one on 0-2 taken from the restarting side). */
+/* A socket put back at its number gets its saved options and multicast
+ * groups again (not one on 0-2 taken from the restarting side). */
 static int with_options(const struct saved_fd *s, int r)
 {
-	if (r == 0 && s->sock >= 0 && s->fd > 2)
+	if (r == 0 && s->sock >= 0 && s->fd > 2) {
 		socket_state_restore_options(s->fd, &sock_info[s->sock]);
+		multicast_rejoin(s->fd, s->ino);
+	}
 	return r;
 }
 

@@ -194,6 +194,7 @@ int socket_state_save(int fd, uint64_t ino, struct ckpt_socket_info *si)
 	si->sndbuf = opt(fd, SOL_SOCKET, SO_SNDBUF);
 	si->info_size = sizeof(*si);
 	ckpt_socket_options_read(fd, si);
+	si->ngroups = multicast_count(fd, ino);
 	len = sizeof(si->addr);
 	if (getsockname(fd, (struct sockaddr *)si->addr, &len) == 0)
 		si->addr_len = len;

@@ -204,6 +204,8 @@ static void print_socket_info(const struct ckpt_image *img,
 					    ckpt_socket_info_size(&si)));
 	if (si.flags & CKPT_SOCK_F_DGRAMS)
 		printf(", %u datagrams saved", si.ndgrams);
+	if (si.ngroups)
+		printf(", %u multicast groups", si.ngroups);
 	printf(")");
 	print_socket_options(&si);
 }

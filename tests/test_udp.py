@@ -5,17 +5,20 @@ once, in order, from their source address: a parent and its child play
 UDP ping-pong over IPv4 (connected sockets) and IPv6 (sendto/recvfrom)
 with 4 rounds in flight; checkpointed several times mid-run, killed and
 restarted (twice), the sequence goes on exactly; a lost or doubled
-datagram is a gap or a repeat the program reports as FAIL."""
+datagram is a gap or a repeat the program reports as FAIL. A multicast
+group joined on loopback is joined again."""
 
 import re
 
 import pytest
 
-from ckpt_harness import (app, assert_resumed, numbers, reference_output)
+from ckpt_harness import (app, assert_resumed, checkpoint_and_kill, numbers,
+                          reference_output, restart_to_end)
 
 ROUNDS = 500
 ARGV = [app("udp_pingpong"), str(ROUNDS), "4", "15"]
 ROUND = r"^round (\d+)$"
+TICK = r"^tick (\d+)$"
 
 
 def no_fail(lines):
@@ -81,3 +84,21 @@ def test_udp_pingpong_continues_exactly(session):
     assert lines[-1] == ref[-1], lines[-5:]
     assert_resumed(before, numbers(lines, ROUND), ROUND, ROUNDS, seen)
     assert "could not be put back" not in r2.stderr_text()
+
+
+@pytest.mark.time_limit(400)
+def test_multicast_membership_is_joined_again(session):
+    """A socket of the computation joined a multicast group on loopback
+    (IP_MULTICAST_ALL off: only members receive); after the restart it
+    still receives what is sent to the group, tick after tick."""
+    s = session
+    ticks = 80
+    p = s.launch([app("udp_multicast"), str(ticks), "100"])
+    p.wait_line(r"^group ")
+    images, seen, before = checkpoint_and_kill(s, p, TICK, 5)
+    shown = s.inspect(images[0])
+    assert re.search(r"bound-socket .*, 1 multicast groups\)", shown), shown
+    assert re.search(r"IP_MULTICAST_ALL 0", shown), shown
+    r, first = restart_to_end(s, images, TICK, ticks, seen, before)
+    assert r.lines()[-1] == "OK udp_multicast %d" % ticks, r.lines()[-5:]
+    assert "multicast" not in r.stderr_text(), r.stderr_text()

@@ -277,6 +277,10 @@ enum ckpt_sock_opt {
 	CKPT_SOCK_OPT_RCVTIMEO_USEC,	/* ... tv_usec */
 	CKPT_SOCK_OPT_SNDTIMEO_SEC,	/* SO_SNDTIMEO: tv_sec */
 	CKPT_SOCK_OPT_SNDTIMEO_USEC,	/* ... tv_usec */
+	CKPT_SOCK_OPT_MCAST_ALL,	/* IP(V6)_MULTICAST_ALL */
+	CKPT_SOCK_OPT_MCAST_IF,		/* IP_MULTICAST_IF (the address, as
+					   its 4 bytes), IPV6_MULTICAST_IF
+					   (interface index) */
 	CKPT_SOCK_OPT_COUNT,
 };
 #define CKPT_SOCK_OPT_SLOTS	16	/* room in the struct */
@@ -304,7 +308,8 @@ struct ckpt_socket_info {
 	uint8_t peer[128];
 	/* Appended: present when info_size covers them. */
 	uint32_t ndgrams;		/* CKPT_SOCK_F_DGRAMS: how many */
-	uint32_t reserved;
+	uint32_t ngroups;		/* multicast groups joined (libckpt
+					   joins them again from its table) */
 	int32_t opt[CKPT_SOCK_OPT_SLOTS];	/* enum ckpt_sock_opt */
 };
 

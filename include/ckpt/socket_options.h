@@ -20,6 +20,9 @@
 #include <sys/time.h>
 #include "ckpt/image.h"
 
+_Static_assert(CKPT_SOCK_OPT_COUNT <= CKPT_SOCK_OPT_SLOTS,
+	       "more socket options than ckpt_socket_info has room for");
+
 /* The plain int options: level (IPPROTO_IP is IPPROTO_IPV6 on an IPv6
  * socket), name, and the IPv6 name. */
 struct ckpt_int_option {
@@ -46,6 +49,10 @@ static const struct ckpt_int_option ckpt_int_options[] = {
 	  IPV6_MULTICAST_HOPS, 0, "IP_MULTICAST_TTL" },
 	{ CKPT_SOCK_OPT_MCAST_LOOP, IPPROTO_IP, IP_MULTICAST_LOOP,
 	  IPV6_MULTICAST_LOOP, 0, "IP_MULTICAST_LOOP" },
+	{ CKPT_SOCK_OPT_MCAST_ALL, IPPROTO_IP, IP_MULTICAST_ALL,
+	  IPV6_MULTICAST_ALL, 0, "IP_MULTICAST_ALL" },
+	{ CKPT_SOCK_OPT_MCAST_IF, IPPROTO_IP, IP_MULTICAST_IF,
+	  IPV6_MULTICAST_IF, 0, "IP_MULTICAST_IF" },
 };
 
 #define CKPT_NINT_OPTIONS \
