@@ -155,8 +155,11 @@ static void print_threads(const struct ckpt_image *img)
 
 /* The options saved (those read at checkpoint), on a line of their
  * own: "options SO_RCVBUF 8192 TCP_NODELAY 1 SO_LINGER 1,7 ...". */
-static void print_socket_options(const struct ckpt_socket_info *si)
+static void print_socket_options(const struct ckpt_image *img,
+				 const struct ckpt_fd_info *f)
 {
+	struct ckpt_socket_info info;
+	const struct ckpt_socket_info *si = &info;
 	static const struct { int a, b; const char *text; } pairs[] = {
 		{ CKPT_SOCK_OPT_LINGER_ON, CKPT_SOCK_OPT_LINGER_SECS,
 		  "SO_LINGER" },
@@ -166,6 +169,8 @@ static void print_socket_options(const struct ckpt_socket_info *si)
 		  "SO_SNDTIMEO" },
 	};
 
+	if (image_socket_info(img, f, &info) < 0)
+		return;
 	printf("\n       options SO_RCVBUF %d SO_SNDBUF %d", si->rcvbuf,
 	       si->sndbuf);
 	for (unsigned i = 0; i < CKPT_NINT_OPTIONS; i++)
@@ -202,12 +207,11 @@ static void print_socket_info(const struct ckpt_image *img,
 		printf(", %llu bytes queued saved",
 		       (unsigned long long)(f->data_size -
 					    ckpt_socket_info_size(&si)));
-	if (si.flags & CKPT_SOCK_F_DGRAMS)
+	if ((si.flags & CKPT_SOCK_F_DGRAMS) && si.ndgrams)
 		printf(", %u datagrams saved", si.ndgrams);
 	if (si.ngroups)
 		printf(", %u multicast groups", si.ngroups);
 	printf(")");
-	print_socket_options(&si);
 }
 
 static void print_fds(const struct ckpt_image *img)
@@ -253,6 +257,9 @@ static void print_fds(const struct ckpt_image *img)
 		if (f->data_size)
 			printf(", hash %016llx",
 			       (unsigned long long)f->data_hash);
+		if (f->kind >= CKPT_FD_SOCKET_LISTEN &&
+		    f->kind <= CKPT_FD_SOCKET_OUTSIDE)
+			print_socket_options(img, f);
 		printf("\n");
 	}
 }
