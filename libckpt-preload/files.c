@@ -333,7 +333,7 @@ static int is_socket_state(int kind)
 static int is_udp(const struct ckpt_socket_info *si)
 {
 	return (si->family == AF_INET || si->family == AF_INET6) &&
-	       si->type == SOCK_DGRAM;
+	       si->type == SOCK_DGRAM && si->protocol == IPPROTO_UDP;
 }
 
 /* A TCP connection: the bytes waiting to be read, after the struct; a

@@ -208,7 +208,8 @@ int socket_state_save(int fd, uint64_t ino, struct ckpt_socket_info *si)
 		return CKPT_FD_SOCKET_LISTEN;
 	}
 	/* UDP has no connection to lose: made again bound and connected */
-	if (si->family != AF_UNIX && si->type == SOCK_DGRAM)
+	if (si->family != AF_UNIX && si->type == SOCK_DGRAM &&
+	    si->protocol == IPPROTO_UDP)
 		return CKPT_FD_SOCKET_BOUND;
 	if (si->peer_len)
 		return CKPT_FD_SOCKET_OUTSIDE;

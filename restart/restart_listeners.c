@@ -125,6 +125,7 @@ static int has_address(const struct ckpt_socket_info *si)
 static int udp_peer(const struct ckpt_socket_info *si)
 {
 	return si->family != AF_UNIX && si->type == SOCK_DGRAM &&
+	       si->protocol == IPPROTO_UDP &&
 	       si->peer_len > sizeof(sa_family_t);
 }
 

@@ -44,7 +44,7 @@ static int handed_fd(const struct ckpt_restart_plan *plan, uint64_t ino)
 static int is_udp(const struct ckpt_socket_info *si)
 {
 	return (si->family == AF_INET || si->family == AF_INET6) &&
-	       si->type == SOCK_DGRAM;
+	       si->type == SOCK_DGRAM && si->protocol == IPPROTO_UDP;
 }
 
 /* Every UDP socket the images had, once (a record with data). */
