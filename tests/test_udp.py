@@ -9,11 +9,15 @@ datagram is a gap or a repeat the program reports as FAIL. A multicast
 group joined on loopback is joined again."""
 
 import re
+import socket
+import struct
 
 import pytest
 
-from ckpt_harness import (app, assert_resumed, checkpoint_and_kill, numbers,
-                          reference_output, restart_to_end)
+from ckpt_harness import (app, assert_resumed, checkpoint_and_kill,
+                          copy_image, numbers, reference_output,
+                          restart_to_end)
+from ckpt_image import FD_FMT, Image, ckpt_hash64
 
 ROUNDS = 500
 ARGV = [app("udp_pingpong"), str(ROUNDS), "4", "15"]
@@ -102,3 +106,65 @@ def test_multicast_membership_is_joined_again(session):
     r, first = restart_to_end(s, images, TICK, ticks, seen, before)
     assert r.lines()[-1] == "OK udp_multicast %d" % ticks, r.lines()[-5:]
     assert "multicast" not in r.stderr_text(), r.stderr_text()
+
+
+def corrupt_datagram_count(path):
+    """Claim more datagrams than a UDP record holds (hashes kept right)."""
+    img = Image(path)
+    for i, e in enumerate(img.table(FD_FMT, "fds_offset", "nfds")):
+        off, size = e[7], e[8]
+        if e[1] != 21 or size < 368:
+            continue
+        rec = img.data[off:off + size]
+        if not struct.unpack_from("<I", rec, 12)[0] & 0x20:
+            continue
+        struct.pack_into("<I", rec, 296, 1000000)
+        img.data[off:off + size] = rec
+        h = 0
+        for c in range(0, size, 1 << 20):
+            h = ckpt_hash64(bytes(rec[c:c + (1 << 20)]), h)
+        e[9] = h
+        img.set_entry(FD_FMT, "fds_offset", i, e)
+        img.rehash()
+        img.write(path)
+        return e[0]
+    return None
+
+
+@pytest.mark.time_limit(400)
+def test_udp_bad_cases_are_clear_errors(session):
+    """A UDP port taken at restart, and a record claiming more datagrams
+    than it holds, each fail the restart with a message naming it, with
+    nothing restarted; the intact images restart afterwards."""
+    s = session
+    p = s.launch(ARGV)
+    ports = p.wait_line(r"^ports (\d+) (\d+) (\d+) (\d+)$")
+    p.wait_line(ROUND, minimum=10)
+    images = s.checkpoint(expect_images=2)
+    s.kill_all()
+    p.popen.wait(30)
+    c4 = int(ports.group(2))
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as taker:
+        taker.bind(("127.0.0.1", c4))
+        r = s.restart(images)
+        rc = r.wait_exit()
+        err = r.stderr_text()
+        assert rc != 0, err
+        assert re.search(r"udp_pingpong \(vpid \d+\), fd \d+: cannot bind to "
+                         r"127\.0\.0\.1:%d again: Address already in use"
+                         % c4, err), err
+        assert r.lines() == [], r.lines()
+
+    saved = [copy_image(i, s.path("good")) for i in images]
+    assert any(corrupt_datagram_count(i) is not None for i in images)
+    r = s.restart(images)
+    rc = r.wait_exit()
+    err = r.stderr_text()
+    assert rc != 0, err
+    assert re.search(r"fd \d+: datagram \d+ of 1000000 saved with the UDP "
+                     r"socket is cut short", err), err
+    assert r.lines() == [], r.lines()
+
+    r = s.restart(saved)
+    assert r.wait_exit() == 0, r.stderr_text()
+    assert r.lines()[-1] == "OK udp_pingpong %d" % ROUNDS, r.lines()[-5:]
