@@ -354,6 +354,7 @@ int socket_state_settle(int fd, int *budget_ms);
 void socket_state_restore_options(int fd, const struct ckpt_socket_info *si);
 
 /* multicast.c */
+int multicast_is_membership(int level, int name);
 void multicast_note(int fd, int level, int name, const void *val,
 		    unsigned int len);
 void multicast_prune(void);

@@ -64,6 +64,14 @@ static int membership_change(int level, int name, int *join)
 	       -1 : 0;
 }
 
+/* Whether setsockopt(level, name) joins or leaves a group. */
+int multicast_is_membership(int level, int name)
+{
+	int join;
+
+	return membership_change(level, name, &join) != 0;
+}
+
 static uint64_t inode_of(int fd)
 {
 	struct stat st;
