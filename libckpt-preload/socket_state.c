@@ -1,22 +1,25 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Sockets that come back on their own, without their peer: listening
- * sockets (TCP over IPv4/IPv6, Unix path and abstract), bound unconnected
- * datagram sockets (UDP, Unix), and connections to peers the restart does
- * not bring back. files.c records them as CKPT_FD_SOCKET_LISTEN, _BOUND
- * and _OUTSIDE with a struct ckpt_socket_info; docs/resources.md tells
- * the whole story:
+ * sockets (TCP over IPv4/IPv6, Unix path and abstract), UDP sockets
+ * (bound or not, connected or not), bound unconnected Unix datagram
+ * sockets, and connections to peers the restart does not bring back.
+ * files.c records them as CKPT_FD_SOCKET_LISTEN, _BOUND and _OUTSIDE
+ * with a struct ckpt_socket_info; docs/resources.md tells the whole
+ * story:
  *
  *   checkpoint: family, type, protocol, getsockname/getpeername, the
- *   options that change how a bind or listen behaves, and the backlog
+ *   options that change how a bind or listen behaves, the backlog
  *   (sock_diag: for a listener the kernel reports its maximum backlog as
- *   the "write queue"; SOMAXCONN when it cannot be asked).
+ *   the "write queue"; SOMAXCONN when it cannot be asked), and the other
+ *   socket options (include/ckpt/socket_options.h) of every socket.
  *
  *   restart: ckpt_restart (restart/restart_listeners.c) re-creates the
- *   listening and bound sockets once and hands them over like the socket
- *   pairs; a connection to an outside peer is made here as a socket of
- *   the same family and type that its peer has closed and that is shut
- *   down both ways: read gives 0, write fails with EPIPE.
+ *   listening and UDP/bound sockets once and hands them over like the
+ *   socket pairs; a connection to an outside peer is made here as a
+ *   socket of the same family and type that its peer has closed and that
+ *   is shut down both ways: read gives 0, write fails with EPIPE. Every
+ *   socket put back gets its options again (socket_state_restore_options).
  */
 #include <arpa/inet.h>
 #include <errno.h>

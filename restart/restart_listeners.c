@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Listening sockets (TCP over IPv4/IPv6, Unix path and abstract) and
- * bound unconnected datagram sockets (UDP, Unix), recorded by
+ * Listening sockets (TCP over IPv4/IPv6, Unix path and abstract), UDP
+ * sockets and bound unconnected Unix datagram sockets, recorded by
  * libckpt-preload/socket_state.c with a struct ckpt_socket_info: made
  * again once per socket, before any process is restarted, with the
  * options that change a bind (SO_REUSEADDR, SO_REUSEPORT, IPV6_V6ONLY)
- * set before bind, the buffer sizes the program changed, and listen()
- * with the saved backlog; handed to every process through the plan's
- * socket table like the socket pairs. An address that cannot be bound
- * again fails the whole restart, naming it and the process.
+ * and then the others the program had (include/ckpt/socket_options.h)
+ * set before bind, a UDP socket connected again to its peer, and
+ * listen() with the saved backlog; handed to every process through the
+ * plan's socket table like the socket pairs. Then the datagrams queued
+ * on UDP sockets are put back (restart_udp.c). An address that cannot
+ * be bound again fails the whole restart, naming it and the process.
  *
  * A Unix path: a socket file left at the path by the checkpointed
  * program is replaced when it is the caller's and nobody listens on it;
