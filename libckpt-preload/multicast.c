@@ -158,8 +158,10 @@ void multicast_rejoin(int fd, uint64_t old_ino)
 		if (syscall(SYS_setsockopt, fd, m->level, m->name, m->req,
 			    m->len) < 0 &&
 		    errno != EADDRINUSE)
-			ckpt_log("fd %d: joining a multicast group again "
-				 "failed: %s", fd, strerror(errno));
+			ckpt_log("%s: fd %d: joining its multicast group "
+				 "again failed: %s; it receives nothing sent "
+				 "to the group", ckpt.program, fd,
+				 strerror(errno));
 		m->ino = ino;
 	}
 }

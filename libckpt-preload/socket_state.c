@@ -229,8 +229,9 @@ void socket_state_restore_options(int fd, const struct ckpt_socket_info *si)
 	int r = ckpt_socket_options_apply(fd, si, &what);
 
 	if (r < 0)
-		ckpt_log("fd %d: setting %s back failed: %s", fd, what,
-			 strerror(-r));
+		ckpt_log("%s: fd %d: setting the socket option %s back "
+			 "failed: %s; the socket goes on without it",
+			 ckpt.program, fd, what, strerror(-r));
 }
 
 /* A TCP or UDP socket of `family` connected over loopback; -errno. */
