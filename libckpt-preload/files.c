@@ -293,6 +293,7 @@ static int files_save(void)
 	nsock_info = 0;
 	settle_budget_ms = SETTLE_MS;
 	pool_used = 0;
+	multicast_prune();
 	event_fds_begin();
 	r = ckpt_dir_open(&it, "/proc/self/fd");
 	if (r < 0)
@@ -339,23 +340,32 @@ static int is_socket_state(int kind)
 	       kind == CKPT_FD_SOCKET_OUTSIDE;
 }
 
-/* A TCP connection: the bytes waiting to be read, after the struct, by
- * one process per socket (its peer may be restarted with it). */
-static int save_tcp_queue(const struct saved_fd *s, int mfd,
-			  struct ckpt_socket_info *si, uint64_t *size)
+static int is_udp(const struct ckpt_socket_info *si)
 {
+	return (si->family == AF_INET || si->family == AF_INET6) &&
+	       si->type == SOCK_DGRAM && si->protocol == IPPROTO_UDP;
+}
+
+/* A TCP connection: the bytes waiting to be read, after the struct; a
+ * UDP socket: the datagrams waiting (udp_queue.c). By one process per
+ * socket (its peer may be restarted with it). */
+static int save_queue(const struct saved_fd *s, int mfd,
+		      struct ckpt_socket_info *si, uint64_t *size)
+{
+	int tcp = s->kind == CKPT_FD_SOCKET_OUTSIDE && is_tcp(si);
 	uint64_t queued = 0;
 	int r;
 
-	if (s->kind != CKPT_FD_SOCKET_OUTSIDE || !is_tcp(si))
+	if (!tcp && !is_udp(si))
 		return 0;
 	r = round_claim(&(struct round_key){ "sock", 0, s->ino });
 	if (r <= 0)
 		return r;
-	r = sockets_peek_into(s->fd, mfd, &queued);
+	r = tcp ? sockets_peek_into(s->fd, mfd, &queued) :
+		  udp_queue_save(s->fd, mfd, &queued, &si->ndgrams);
 	if (r < 0)
 		return r;
-	si->flags |= CKPT_SOCK_F_QUEUE_SAVED;
+	si->flags |= tcp ? CKPT_SOCK_F_QUEUE : CKPT_SOCK_F_DGRAMS;
 	*size += queued;
 	return 0;
 }
@@ -370,7 +380,7 @@ static int socket_info_memfd(const struct saved_fd *s, uint64_t *size)
 		return -errno;
 	*size = sizeof(si);
 	r = lseek(mfd, sizeof(si), SEEK_SET) < 0 ? -errno :
-	    save_tcp_queue(s, mfd, &si, size);
+	    save_queue(s, mfd, &si, size);
 	if (r == 0 && pwrite(mfd, &si, sizeof(si), 0) != sizeof(si))
 		r = -EIO;
 	if (r == 0)
@@ -761,6 +771,17 @@ static int restore_pty_master(const struct saved_fd *s)
 	return take_handed(end, s);
 }
 
+/* A socket put back at its number gets its saved options and multicast
+ * groups again (not one on 0-2 taken from the restarting side). */
+static int with_options(const struct saved_fd *s, int r)
+{
+	if (r == 0 && s->sock >= 0 && s->fd > 2) {
+		socket_state_restore_options(s->fd, &sock_info[s->sock]);
+		multicast_rejoin(s->fd, s->ino);
+	}
+	return r;
+}
+
 /* Made again with its saved state (event_fds.c), at its number, with its
  * status flags (O_NONBLOCK); if the kernel refuses (an alarm clock
  * without CAP_WAKE_ALARM), /dev/null. */
@@ -829,7 +850,7 @@ static int restore_one_fd(const struct saved_fd *s, int image_fd)
 	case CKPT_FD_PIPE:
 		return restore_pipe_end(s);
 	case CKPT_FD_UNIX_STREAM:
-		return restore_socket_end(s);
+		return with_options(s, restore_socket_end(s));
 	case CKPT_FD_FIFO:
 		return restore_fifo(s);
 	case CKPT_FD_EVENTFD:
@@ -841,9 +862,9 @@ static int restore_one_fd(const struct saved_fd *s, int image_fd)
 		return restore_event_fd(s);
 	case CKPT_FD_SOCKET_LISTEN:
 	case CKPT_FD_SOCKET_BOUND:
-		return restore_own_socket(s);
+		return with_options(s, restore_own_socket(s));
 	case CKPT_FD_SOCKET_OUTSIDE:
-		return restore_socket_end(s);
+		return with_options(s, restore_socket_end(s));
 	case CKPT_FD_PTY_MASTER:
 		return restore_pty_master(s);
 	default:

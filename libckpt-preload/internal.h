@@ -386,6 +386,18 @@ int socket_state_save(int fd, uint64_t ino, struct ckpt_socket_info *si);
 int socket_state_restore_closed(int fd, const struct ckpt_socket_info *si,
 				int status_flags);
 int socket_state_settle(int fd, int *budget_ms);
+void socket_state_restore_options(int fd, const struct ckpt_socket_info *si);
+
+/* multicast.c */
+int multicast_is_membership(int level, int name);
+void multicast_note(int fd, int level, int name, const void *val,
+		    unsigned int len);
+void multicast_prune(void);
+uint32_t multicast_count(int fd, uint64_t ino);
+void multicast_rejoin(int fd, uint64_t old_ino);
+
+/* udp_queue.c */
+int udp_queue_save(int fd, int memfd, uint64_t *size, uint32_t *count);
 
 
 /* shared_files.c */

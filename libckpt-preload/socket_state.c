@@ -1,22 +1,25 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Sockets that come back on their own, without their peer: listening
- * sockets (TCP over IPv4/IPv6, Unix path and abstract), bound unconnected
- * datagram sockets (UDP, Unix), and connections to peers the restart does
- * not bring back. files.c records them as CKPT_FD_SOCKET_LISTEN, _BOUND
- * and _OUTSIDE with a struct ckpt_socket_info; docs/resources.md tells
- * the whole story:
+ * sockets (TCP over IPv4/IPv6, Unix path and abstract), UDP sockets
+ * (bound or not, connected or not), bound unconnected Unix datagram
+ * sockets, and connections to peers the restart does not bring back.
+ * files.c records them as CKPT_FD_SOCKET_LISTEN, _BOUND and _OUTSIDE
+ * with a struct ckpt_socket_info; docs/resources.md tells the whole
+ * story:
  *
  *   checkpoint: family, type, protocol, getsockname/getpeername, the
- *   options that change how a bind or listen behaves, and the backlog
+ *   options that change how a bind or listen behaves, the backlog
  *   (sock_diag: for a listener the kernel reports its maximum backlog as
- *   the "write queue"; SOMAXCONN when it cannot be asked).
+ *   the "write queue"; SOMAXCONN when it cannot be asked), and the other
+ *   socket options (include/ckpt/socket_options.h) of every socket.
  *
  *   restart: ckpt_restart (restart/restart_listeners.c) re-creates the
- *   listening and bound sockets once and hands them over like the socket
- *   pairs; a connection to an outside peer is made here as a socket of
- *   the same family and type that its peer has closed and that is shut
- *   down both ways: read gives 0, write fails with EPIPE.
+ *   listening and UDP/bound sockets once and hands them over like the
+ *   socket pairs; a connection to an outside peer is made here as a
+ *   socket of the same family and type that its peer has closed and that
+ *   is shut down both ways: read gives 0, write fails with EPIPE. Every
+ *   socket put back gets its options again (socket_state_restore_options).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -37,6 +40,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 #include "ckpt/sockaddr_text.h"
+#include "ckpt/socket_options.h"
 #include "internal.h"
 
 static int opt(int fd, int level, int name)
@@ -191,6 +195,9 @@ int socket_state_save(int fd, uint64_t ino, struct ckpt_socket_info *si)
 		si->flags |= CKPT_SOCK_F_V6ONLY;
 	si->rcvbuf = opt(fd, SOL_SOCKET, SO_RCVBUF);
 	si->sndbuf = opt(fd, SOL_SOCKET, SO_SNDBUF);
+	si->info_size = sizeof(*si);
+	ckpt_socket_options_read(fd, si);
+	si->ngroups = multicast_count(fd, ino);
 	len = sizeof(si->addr);
 	if (getsockname(fd, (struct sockaddr *)si->addr, &len) == 0)
 		si->addr_len = len;
@@ -203,11 +210,28 @@ int socket_state_save(int fd, uint64_t ino, struct ckpt_socket_info *si)
 		si->backlog = listen_backlog(si->family, ino);
 		return CKPT_FD_SOCKET_LISTEN;
 	}
+	/* UDP has no connection to lose: made again bound and connected */
+	if (si->family != AF_UNIX && si->type == SOCK_DGRAM &&
+	    si->protocol == IPPROTO_UDP)
+		return CKPT_FD_SOCKET_BOUND;
 	if (si->peer_len)
 		return CKPT_FD_SOCKET_OUTSIDE;
 	if (si->type == SOCK_DGRAM && is_bound(si))
 		return CKPT_FD_SOCKET_BOUND;
 	return 0;
+}
+
+/* The options saved with *si set back on fd (the socket restored in its
+ * place); a refused one is said, not fatal. */
+void socket_state_restore_options(int fd, const struct ckpt_socket_info *si)
+{
+	const char *what;
+	int r = ckpt_socket_options_apply(fd, si, &what);
+
+	if (r < 0)
+		ckpt_log("%s: fd %d: setting the socket option %s back "
+			 "failed: %s; the socket goes on without it",
+			 ckpt.program, fd, what, strerror(-r));
 }
 
 /* A TCP or UDP socket of `family` connected over loopback; -errno. */

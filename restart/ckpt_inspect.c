@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "ckpt/sockaddr_text.h"
+#include "ckpt/socket_options.h"
 #include "image_check.h"
 #include "image_trust.h"
 
@@ -152,6 +153,36 @@ static void print_threads(const struct ckpt_image *img)
 	}
 }
 
+/* The options saved (those read at checkpoint), on a line of their
+ * own: "options SO_RCVBUF 8192 TCP_NODELAY 1 SO_LINGER 1,7 ...". */
+static void print_socket_options(const struct ckpt_image *img,
+				 const struct ckpt_fd_info *f)
+{
+	struct ckpt_socket_info info;
+	const struct ckpt_socket_info *si = &info;
+	static const struct { int a, b; const char *text; } pairs[] = {
+		{ CKPT_SOCK_OPT_LINGER_ON, CKPT_SOCK_OPT_LINGER_SECS,
+		  "SO_LINGER" },
+		{ CKPT_SOCK_OPT_RCVTIMEO_SEC, CKPT_SOCK_OPT_RCVTIMEO_USEC,
+		  "SO_RCVTIMEO" },
+		{ CKPT_SOCK_OPT_SNDTIMEO_SEC, CKPT_SOCK_OPT_SNDTIMEO_USEC,
+		  "SO_SNDTIMEO" },
+	};
+
+	if (image_socket_info(img, f, &info) < 0)
+		return;
+	printf("\n       options SO_RCVBUF %d SO_SNDBUF %d", si->rcvbuf,
+	       si->sndbuf);
+	for (unsigned i = 0; i < CKPT_NINT_OPTIONS; i++)
+		if (si->opt[ckpt_int_options[i].slot] != CKPT_SOCK_OPT_UNSET)
+			printf(" %s %d", ckpt_int_options[i].text,
+			       si->opt[ckpt_int_options[i].slot]);
+	for (unsigned i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++)
+		if (si->opt[pairs[i].a] != CKPT_SOCK_OPT_UNSET)
+			printf(" %s %d,%d", pairs[i].text, si->opt[pairs[i].a],
+			       si->opt[pairs[i].b]);
+}
+
 /* A socket record's saved address, options and backlog in words. */
 static void print_socket_info(const struct ckpt_image *img,
 			      const struct ckpt_fd_info *f)
@@ -159,8 +190,7 @@ static void print_socket_info(const struct ckpt_image *img,
 	struct ckpt_socket_info si;
 	char here[160], peer[160];
 
-	if (f->data_size < sizeof(si) ||
-	    pread(img->fd, &si, sizeof(si), f->data_offset) != sizeof(si) ||
+	if (image_socket_info(img, f, &si) < 0 ||
 	    si.addr_len > sizeof(si.addr) || si.peer_len > sizeof(si.peer))
 		return;
 	ckpt_sockaddr_text(si.addr, si.addr_len, here, sizeof(here));
@@ -173,9 +203,14 @@ static void print_socket_info(const struct ckpt_image *img,
 	       ", SO_REUSEADDR" : "", si.flags & CKPT_SOCK_F_REUSEPORT ?
 	       ", SO_REUSEPORT" : "", si.flags & CKPT_SOCK_F_V6ONLY ?
 	       ", IPV6_V6ONLY" : "");
-	if (si.flags & CKPT_SOCK_F_QUEUE_SAVED)
+	if (si.flags & (CKPT_SOCK_F_QUEUE_SAVED | CKPT_SOCK_F_QUEUE))
 		printf(", %llu bytes queued saved",
-		       (unsigned long long)(f->data_size - sizeof(si)));
+		       (unsigned long long)(f->data_size -
+					    ckpt_socket_info_size(&si)));
+	if ((si.flags & CKPT_SOCK_F_DGRAMS) && si.ndgrams)
+		printf(", %u datagrams saved", si.ndgrams);
+	if (si.ngroups)
+		printf(", %u multicast groups", si.ngroups);
 	printf(")");
 }
 
@@ -231,6 +266,9 @@ static void print_fds(const struct ckpt_image *img)
 		if (f->data_size)
 			printf(", hash %016llx",
 			       (unsigned long long)f->data_hash);
+		if (f->kind >= CKPT_FD_SOCKET_LISTEN &&
+		    f->kind <= CKPT_FD_SOCKET_OUTSIDE)
+			print_socket_options(img, f);
 		printf("\n");
 	}
 }

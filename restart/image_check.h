@@ -73,6 +73,9 @@ int image_content_hash(struct ckpt_image *img, uint64_t off, uint64_t size,
 		       char *buf, uint64_t *hash);
 
 const char *image_string(const struct ckpt_image *img, uint32_t off);
+int image_socket_info(const struct ckpt_image *img,
+		      const struct ckpt_fd_info *f,
+		      struct ckpt_socket_info *si);
 const char *region_kind_name(uint32_t kind);
 const char *fd_kind_name(uint32_t kind);
 const char *arch_name(uint32_t arch);

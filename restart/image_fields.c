@@ -494,3 +494,29 @@ int image_check_fields(struct ckpt_image *img)
 		err = check_files(img);
 	return err;
 }
+
+/* The struct ckpt_socket_info at the start of a socket record's data, as
+ * an image of any size has it: fields an older image lacks read as none
+ * (no datagrams, options unset). 0 or -EINVAL. */
+int image_socket_info(const struct ckpt_image *img,
+			    const struct ckpt_fd_info *f,
+			    struct ckpt_socket_info *si)
+{
+	size_t have = f->data_size < sizeof(*si) ? f->data_size : sizeof(*si);
+	uint32_t size;
+
+	memset(si, 0, sizeof(*si));
+	if (have < CKPT_SOCKET_INFO_SIZE_V1 ||
+	    pread(img->fd, si, have, f->data_offset) != (ssize_t)have)
+		return -EINVAL;
+	size = ckpt_socket_info_size(si);
+	if (size < CKPT_SOCKET_INFO_SIZE_V1 || size > f->data_size)
+		return -EINVAL;
+	if (size < sizeof(*si)) {
+		memset((char *)si + CKPT_SOCKET_INFO_SIZE_V1, 0,
+		       sizeof(*si) - CKPT_SOCKET_INFO_SIZE_V1);
+		for (int i = 0; i < CKPT_SOCK_OPT_SLOTS; i++)
+			si->opt[i] = CKPT_SOCK_OPT_UNSET;
+	}
+	return 0;
+}

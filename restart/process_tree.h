@@ -52,6 +52,12 @@ int restart_sockets_create(struct ckpt_image *imgs, int n,
 int restart_listeners_create(struct ckpt_image *imgs, int n,
 			     struct ckpt_restart_plan *plan, int *keep_fd_end);
 
+/* Send the datagrams saved with the UDP sockets of the images into the
+ * sockets restart_listeners_create made (restart_udp.c); 0 or -errno
+ * after printing why. */
+int restart_udp_refill(struct ckpt_image *imgs, int n,
+		       const struct ckpt_restart_plan *plan);
+int socket_same_address(const uint8_t *a, const uint8_t *b);
 int socket_record_info(const struct ckpt_image *img,
 		       const struct ckpt_fd_info *f,
 		       struct ckpt_socket_info *si, uint64_t *ino);

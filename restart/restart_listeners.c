@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Listening sockets (TCP over IPv4/IPv6, Unix path and abstract) and
- * bound unconnected datagram sockets (UDP, Unix), recorded by
+ * Listening sockets (TCP over IPv4/IPv6, Unix path and abstract), UDP
+ * sockets and bound unconnected Unix datagram sockets, recorded by
  * libckpt-preload/socket_state.c with a struct ckpt_socket_info: made
  * again once per socket, before any process is restarted, with the
  * options that change a bind (SO_REUSEADDR, SO_REUSEPORT, IPV6_V6ONLY)
- * set before bind, the buffer sizes the program changed, and listen()
- * with the saved backlog; handed to every process through the plan's
- * socket table like the socket pairs. An address that cannot be bound
- * again fails the whole restart, naming it and the process.
+ * and then the others the program had (include/ckpt/socket_options.h)
+ * set before bind, a UDP socket connected again to its peer, and
+ * listen() with the saved backlog; handed to every process through the
+ * plan's socket table like the socket pairs. Then the datagrams queued
+ * on UDP sockets are put back (restart_udp.c). An address that cannot
+ * be bound again fails the whole restart, naming it and the process.
  *
  * A Unix path: a socket file left at the path by the checkpointed
  * program is replaced when it is the caller's and nobody listens on it;
@@ -24,6 +26,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 #include "ckpt/sockaddr_text.h"
+#include "ckpt/socket_options.h"
 #include "process_tree.h"
 
 struct own_socket {
@@ -41,8 +44,7 @@ int socket_record_info(const struct ckpt_image *img,
 		       struct ckpt_socket_info *si, uint64_t *ino)
 {
 	if (fd_record_ino(img, f, "socket", ino) < 0 ||
-	    f->data_size < sizeof(*si) ||
-	    pread(img->fd, si, sizeof(*si), f->data_offset) != sizeof(*si) ||
+	    image_socket_info(img, f, si) < 0 ||
 	    si->addr_len > sizeof(si->addr) ||
 	    si->peer_len > sizeof(si->peer) ||
 	    si->addr_len < sizeof(sa_family_t)) {
@@ -79,23 +81,14 @@ static void say(const struct own_socket *o, const char *step, int err)
 		"nothing was restarted)" : "");
 }
 
-/* The buffer size the program set, when it differs from a new socket's
- * (the kernel reports twice what setsockopt was given). */
-static void set_buffer(int s, int name, int saved)
+/* Options that change a bind first, then the others the program had
+ * (buffer sizes before datagrams are put back in the queue): a refused
+ * one of those is said, not fatal. */
+static int set_options(const struct own_socket *o, int s)
 {
-	int now = 0;
-	socklen_t len = sizeof(now);
-
-	if (saved <= 0 || getsockopt(s, SOL_SOCKET, name, &now, &len) < 0 ||
-	    now == saved)
-		return;
-	saved /= 2;
-	setsockopt(s, SOL_SOCKET, name, &saved, sizeof(saved));
-}
-
-static int set_options(int s, const struct ckpt_socket_info *si)
-{
-	int on = 1, v6only = !!(si->flags & CKPT_SOCK_F_V6ONLY);
+	const struct ckpt_socket_info *si = &o->si;
+	int on = 1, v6only = !!(si->flags & CKPT_SOCK_F_V6ONLY), r;
+	const char *what;
 
 	if ((si->flags & CKPT_SOCK_F_REUSEADDR) &&
 	    setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) < 0)
@@ -107,9 +100,35 @@ static int set_options(int s, const struct ckpt_socket_info *si)
 	    setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &v6only,
 		       sizeof(v6only)) < 0)
 		return -errno;
-	set_buffer(s, SO_RCVBUF, si->rcvbuf);
-	set_buffer(s, SO_SNDBUF, si->sndbuf);
+	r = ckpt_socket_options_apply(s, si, &what);
+	if (r < 0)
+		fprintf(stderr, "ckpt_restart: %s: %s (vpid %d), fd %d: setting "
+			"%s back on %s failed: %s\n", o->img->path,
+			o->img->hdr.program, o->img->hdr.vpid, o->f->fd, what,
+			o->where[0] ? o->where : "the socket", strerror(-r));
 	return 0;
+}
+
+/* An IPv4 or IPv6 socket that was never bound (port 0) is not bound. */
+static int has_address(const struct ckpt_socket_info *si)
+{
+	const struct sockaddr_in *in = (const void *)si->addr;
+	const struct sockaddr_in6 *in6 = (const void *)si->addr;
+
+	if (si->family == AF_INET)
+		return in->sin_port != 0;
+	if (si->family == AF_INET6)
+		return in6->sin6_port != 0;
+	return 1;
+}
+
+/* A UDP socket connected at checkpoint is connected again: UDP has no
+ * connection state the peer could miss. */
+static int udp_peer(const struct ckpt_socket_info *si)
+{
+	return si->family != AF_UNIX && si->type == SOCK_DGRAM &&
+	       si->protocol == IPPROTO_UDP &&
+	       si->peer_len > sizeof(sa_family_t);
 }
 
 /* The socket file a Unix path socket left behind: removed when it is a
@@ -166,15 +185,20 @@ static int make_socket(const struct own_socket *o)
 		say(o, "socket", -r);
 		return r;
 	}
-	r = set_options(s, si);
+	r = set_options(o, s);
 	if (r < 0) {
 		say(o, "setting SO_REUSEADDR, SO_REUSEPORT or IPV6_V6ONLY",
 		    -r);
 	} else if (si->family == AF_UNIX && (r = clear_unix_path(o)) < 0) {
 		/* said */
-	} else if (bind(s, (const void *)si->addr, si->addr_len) < 0) {
+	} else if (has_address(si) &&
+		   bind(s, (const void *)si->addr, si->addr_len) < 0) {
 		r = -errno;
 		say(o, NULL, -r);
+	} else if (udp_peer(si) &&
+		   connect(s, (const void *)si->peer, si->peer_len) < 0) {
+		r = -errno;
+		say(o, "connect", -r);
 	} else if (o->f->kind == CKPT_FD_SOCKET_LISTEN &&
 		   listen(s, si->backlog > 0 ? si->backlog : SOMAXCONN) < 0) {
 		r = -errno;
@@ -239,5 +263,5 @@ int restart_listeners_create(struct ckpt_image *imgs, int n,
 			if (r < 0)
 				return r;
 		}
-	return 0;
+	return restart_udp_refill(imgs, n, plan);
 }

@@ -44,7 +44,7 @@ static void canonical(const uint8_t *addr, uint8_t out[18])
 	}
 }
 
-static int same_address(const uint8_t *a, const uint8_t *b)
+int socket_same_address(const uint8_t *a, const uint8_t *b)
 {
 	uint8_t ca[18], cb[18];
 
@@ -57,14 +57,14 @@ static int partners(const struct tcp_end *a, const struct tcp_end *b)
 {
 	return a != b && !b->done && b->img &&
 	       a->si.family == b->si.family &&
-	       same_address(a->si.addr, b->si.peer) &&
-	       same_address(a->si.peer, b->si.addr);
+	       socket_same_address(a->si.addr, b->si.peer) &&
+	       socket_same_address(a->si.peer, b->si.addr);
 }
 
 static int is_tcp_record(const struct ckpt_fd_info *f)
 {
 	return f->kind == CKPT_FD_SOCKET_OUTSIDE &&
-	       f->data_size >= sizeof(struct ckpt_socket_info);
+	       f->data_size >= CKPT_SOCKET_INFO_SIZE_V1;
 }
 
 static int note_end(struct tcp_end *ends, int *n, const struct ckpt_image *img,
@@ -77,7 +77,8 @@ static int note_end(struct tcp_end *ends, int *n, const struct ckpt_image *img,
 	if (socket_record_info(img, f, &si, &ino) < 0)
 		return -EINVAL;
 	if ((si.family != AF_INET && si.family != AF_INET6) ||
-	    si.type != SOCK_STREAM || !(si.flags & CKPT_SOCK_F_QUEUE_SAVED))
+	    si.type != SOCK_STREAM ||
+	    !(si.flags & (CKPT_SOCK_F_QUEUE_SAVED | CKPT_SOCK_F_QUEUE)))
 		return 0;
 	for (int i = 0; i < *n && !e; i++)
 		if (ends[i].ino == ino)
@@ -146,8 +147,9 @@ static int hand(struct ckpt_restart_plan *plan, uint64_t ino, int fd,
 static int reconnect(struct tcp_end *a, struct tcp_end *b,
 		     struct ckpt_restart_plan *plan, int *keep_fd_end)
 {
-	uint64_t qa = a->f->data_size - sizeof(a->si);
-	uint64_t qb = b->f->data_size - sizeof(b->si);
+	uint32_t ia = ckpt_socket_info_size(&a->si);
+	uint32_t ib = ckpt_socket_info_size(&b->si);
+	uint64_t qa = a->f->data_size - ia, qb = b->f->data_size - ib;
 	int fds[2], r;
 
 	if (plan->nsockets + 2 > CKPT_PLAN_MAX_SOCKETS)
@@ -166,10 +168,9 @@ static int reconnect(struct tcp_end *a, struct tcp_end *b,
 	if (fds[1] < 0)
 		return -EBUSY;
 	a->done = b->done = 1;
-	r = send_image_bytes(a->img, a->f->data_offset + sizeof(a->si), qa,
-			     fds[1]);
-	return r ? r : send_image_bytes(b->img, b->f->data_offset +
-					sizeof(b->si), qb, fds[0]);
+	r = send_image_bytes(a->img, a->f->data_offset + ia, qa, fds[1]);
+	return r ? r : send_image_bytes(b->img, b->f->data_offset + ib, qb,
+					fds[0]);
 }
 
 int restart_tcp_create(struct ckpt_image *imgs, int n,

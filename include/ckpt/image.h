@@ -233,8 +233,10 @@ enum ckpt_fd_kind {
 					   "socket:[ino]"; data_*: a struct
 					   ckpt_socket_info; recreated once by
 					   ckpt_restart, shared by ino */
-	CKPT_FD_SOCKET_BOUND = 21,	/* bound, unconnected UDP or Unix
-					   datagram socket; data_* as above */
+	CKPT_FD_SOCKET_BOUND = 21,	/* UDP socket (bound or not,
+					   connected or not: peer_len) or
+					   bound, unconnected Unix datagram
+					   socket; data_* as above */
 	CKPT_FD_SOCKET_OUTSIDE = 22,	/* any other connected socket (TCP,
 					   UDP, Unix): a TCP end whose peer
 					   end is among the images is
@@ -257,12 +259,56 @@ enum ckpt_fd_kind {
 #define CKPT_SOCK_F_QUEUE_SAVED	0x8	/* SOCKET_OUTSIDE over TCP: the bytes
 					   waiting to be read follow the
 					   struct in data_* (this record's
-					   process saved them) */
+					   process saved them); written by
+					   images whose info_size is 0 */
+#define CKPT_SOCK_F_QUEUE	0x10	/* the same, in images with
+					   info_size: a ckpt_restart that
+					   reads only 296-byte structs does
+					   not see it and restores the end
+					   as closed instead of misreading
+					   the queue */
+#define CKPT_SOCK_F_DGRAMS	0x20	/* UDP: ndgrams datagrams waiting
+					   to be read follow the struct, each
+					   a struct ckpt_socket_dgram and its
+					   bytes (this record's process saved
+					   them) */
+
+/* ckpt_socket_info.opt[]: socket options as getsockopt read them at
+ * checkpoint, set back at restart (include/ckpt/socket_options.h);
+ * CKPT_SOCK_OPT_UNSET: not read (not that kind of socket, or the kernel
+ * refused), left alone. */
+enum ckpt_sock_opt {
+	CKPT_SOCK_OPT_NODELAY,		/* TCP_NODELAY */
+	CKPT_SOCK_OPT_KEEPALIVE,	/* SO_KEEPALIVE */
+	CKPT_SOCK_OPT_KEEPIDLE,		/* TCP_KEEPIDLE */
+	CKPT_SOCK_OPT_KEEPINTVL,	/* TCP_KEEPINTVL */
+	CKPT_SOCK_OPT_KEEPCNT,		/* TCP_KEEPCNT */
+	CKPT_SOCK_OPT_BROADCAST,	/* SO_BROADCAST */
+	CKPT_SOCK_OPT_MCAST_TTL,	/* IP_MULTICAST_TTL,
+					   IPV6_MULTICAST_HOPS */
+	CKPT_SOCK_OPT_MCAST_LOOP,	/* IP(V6)_MULTICAST_LOOP */
+	CKPT_SOCK_OPT_LINGER_ON,	/* SO_LINGER: l_onoff */
+	CKPT_SOCK_OPT_LINGER_SECS,	/* ... l_linger */
+	CKPT_SOCK_OPT_RCVTIMEO_SEC,	/* SO_RCVTIMEO: tv_sec */
+	CKPT_SOCK_OPT_RCVTIMEO_USEC,	/* ... tv_usec */
+	CKPT_SOCK_OPT_SNDTIMEO_SEC,	/* SO_SNDTIMEO: tv_sec */
+	CKPT_SOCK_OPT_SNDTIMEO_USEC,	/* ... tv_usec */
+	CKPT_SOCK_OPT_MCAST_ALL,	/* IP(V6)_MULTICAST_ALL */
+	CKPT_SOCK_OPT_MCAST_IF,		/* IP_MULTICAST_IF (the address, as
+					   its 4 bytes), IPV6_MULTICAST_IF
+					   (interface index) */
+	CKPT_SOCK_OPT_COUNT,
+};
+#define CKPT_SOCK_OPT_SLOTS	16	/* room in the struct */
+#define CKPT_SOCK_OPT_UNSET	INT32_MIN
 
 /* The content (data_*) of a CKPT_FD_SOCKET_* record, followed by the
- * bytes queued for reading when CKPT_SOCK_F_QUEUE_SAVED. Addresses are
- * struct sockaddr bytes as getsockname/getpeername gave them (*_len
- * bytes; a relative Unix path is made absolute at checkpoint). */
+ * bytes queued for reading when CKPT_SOCK_F_QUEUE_SAVED or _QUEUE, or the
+ * datagrams when CKPT_SOCK_F_DGRAMS. Addresses are struct sockaddr bytes
+ * as getsockname/getpeername gave them (*_len bytes; a relative Unix path
+ * is made absolute at checkpoint). info_size: the struct's size in the
+ * image; 0 in images written before it grew (CKPT_SOCKET_INFO_SIZE_V1
+ * bytes, no ndgrams or opt[]): read those as CKPT_SOCK_OPT_UNSET. */
 struct ckpt_socket_info {
 	uint32_t family;		/* AF_INET, AF_INET6, AF_UNIX */
 	uint32_t type;			/* SOCK_STREAM, SOCK_DGRAM, ... */
@@ -273,9 +319,32 @@ struct ckpt_socket_info {
 	int32_t sndbuf;
 	uint32_t addr_len;		/* bytes of addr: getsockname */
 	uint32_t peer_len;		/* bytes of peer: getpeername; 0 none */
-	uint32_t reserved;
+	uint32_t info_size;		/* was reserved: see above */
 	uint8_t addr[128];
 	uint8_t peer[128];
+	/* Appended: present when info_size covers them. */
+	uint32_t ndgrams;		/* CKPT_SOCK_F_DGRAMS: how many */
+	uint32_t ngroups;		/* multicast groups joined (libckpt
+					   joins them again from its table) */
+	int32_t opt[CKPT_SOCK_OPT_SLOTS];	/* enum ckpt_sock_opt */
+};
+
+#define CKPT_SOCKET_INFO_SIZE_V1 offsetof(struct ckpt_socket_info, ndgrams)
+
+/* The bytes of struct ckpt_socket_info at the start of a record's data
+ * (the queue or datagrams follow them). */
+static inline uint32_t ckpt_socket_info_size(const struct ckpt_socket_info *si)
+{
+	return si->info_size ? si->info_size : CKPT_SOCKET_INFO_SIZE_V1;
+}
+
+/* One datagram saved with a UDP socket (CKPT_SOCK_F_DGRAMS), followed by
+ * its size bytes; in the order they were queued. */
+struct ckpt_socket_dgram {
+	uint32_t size;			/* bytes of the datagram */
+	uint32_t from_len;		/* bytes of from: recvfrom's source */
+	uint8_t from[28];		/* sockaddr_in or sockaddr_in6 */
+	uint32_t reserved;
 };
 
 /* ckpt_pty_info.flags */
