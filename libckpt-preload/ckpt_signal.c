@@ -36,13 +36,23 @@ static __thread int wish_blocked __attribute__((tls_model("initial-exec")));
 static int (*real_sigaction)(int, const struct sigaction *,
 			     struct sigaction *);
 
-static int next_sigaction(int sig, const struct sigaction *act,
-			  struct sigaction *old)
+static void resolve_sigaction(void)
 {
 	if (!real_sigaction)
 		real_sigaction = (int (*)(int, const struct sigaction *,
 					  struct sigaction *))
 			dlsym(RTLD_NEXT, "sigaction");
+}
+
+CKPT_EARLY_CONSTRUCTOR static void resolve_next_sigaction(void)
+{
+	resolve_sigaction();
+}
+
+static int next_sigaction(int sig, const struct sigaction *act,
+			  struct sigaction *old)
+{
+	resolve_sigaction();
 	if (!real_sigaction) {
 		errno = ENOSYS;
 		return -1;

@@ -25,6 +25,12 @@ long ckpt_syscall_error(long err);
 #define syscall ckpt_syscall
 
 #define CKPT_MAX_THREADS	4096
+/* Constructors that look symbols up (dlsym takes ld.so's load lock) run
+ * before ckpt_init, the one plain constructor, starts the manager thread:
+ * a checkpoint could otherwise stop the main thread inside such a dlsym,
+ * holding the lock, while the manager needs it for a wrapper not yet
+ * resolved (a just-started process then never answers DO_SUSPEND). */
+#define CKPT_EARLY_CONSTRUCTOR	__attribute__((constructor(101)))
 #define CKPT_MAX_FDS		4096
 /* files on temporary storage: content saved up to this size by default
  * (saved_files.c; CKPT_TMP_FILE_MAX, ckpt_launch --tmp-file-max) */

@@ -290,7 +290,7 @@ void thread_ids_restore(struct ckpt_thread *const *threads, int n,
 
 /* Found while the program starts: looking it up at a restart would take
  * the very loader lock that may need rewriting. */
-__attribute__((constructor)) static void find_loader_locks(void)
+CKPT_EARLY_CONSTRUCTOR static void find_loader_locks(void)
 {
 	const ElfW(Sym) *sym = NULL;
 	Dl_info info;

@@ -94,10 +94,10 @@ static int blob_load(struct blob *b, char *err, size_t errlen)
 	return 0;
 }
 
-/* Lowest base in [lo, hi) with [base - margin, base + need + margin) free
- * of regions (sorted, validated). */
+/* Lowest base in [lo, hi - need] with [base - margin, base + need +
+ * margin) free of regions (sorted, validated). */
 static int find_gap(const struct ckpt_image *img, uint64_t lo, uint64_t hi,
-		    uint64_t need, uint64_t *base)
+		    uint64_t need, uint64_t margin, uint64_t *base)
 {
 	uint64_t cand = lo;
 	uint32_t i;
@@ -105,11 +105,11 @@ static int find_gap(const struct ckpt_image *img, uint64_t lo, uint64_t hi,
 	for (i = 0; i < img->hdr.nregions; i++) {
 		const struct ckpt_region *r = &img->regions[i];
 
-		if (r->end + LOADER_MARGIN <= cand)
+		if (r->end + margin <= cand)
 			continue;
-		if (cand + need + LOADER_MARGIN <= r->start)
+		if (cand + need + margin <= r->start)
 			break;
-		cand = r->end + LOADER_MARGIN;
+		cand = r->end + margin;
 	}
 	if (cand > hi || need > hi - cand)
 		return -ENOMEM;
@@ -130,16 +130,29 @@ static uint64_t image_heap_start(const struct ckpt_image *img)
 	return 0;
 }
 
+/* The break anchor can be used: the image has a page-aligned break and
+ * randomization is not wanted (the anchor needs ADDR_NO_RANDOMIZE). */
+static int can_anchor_break(const struct ckpt_image *img)
+{
+	const struct ckpt_image_header *h = &img->hdr;
+
+	return (h->flags & CKPT_IMG_F_HAS_BRK) && !getenv("CKPT_RESTART_ASLR") &&
+	       h->brk_start % LOADER_PAGE == 0;
+}
+
 int loader_choose_base(const struct ckpt_image *img, uint64_t size,
 		       uint64_t *base)
 {
 	uint64_t heap = image_heap_start(img);
+	uint64_t need = size + (can_anchor_break(img) ? LOADER_PAGE :
+				LOADER_BRK_WINDOW);
 
-	if (heap > LOADER_LOW_START + LOADER_MARGIN &&
-	    !find_gap(img, LOADER_LOW_START, heap - LOADER_MARGIN,
-		      size + LOADER_BRK_WINDOW, base))
+	if (heap > LOADER_LOW_START + LOADER_LOW_MARGIN &&
+	    !find_gap(img, LOADER_LOW_START, heap - LOADER_LOW_MARGIN, need,
+		      LOADER_LOW_MARGIN, base))
 		return 0;
-	return find_gap(img, LOADER_HIGH_START, LOADER_HIGH_END, size, base);
+	return find_gap(img, LOADER_HIGH_START, LOADER_HIGH_END, size,
+			LOADER_MARGIN, base);
 }
 
 /*
@@ -155,8 +168,7 @@ static uint64_t brk_anchor(const struct ckpt_image *img, uint64_t base,
 {
 	const struct ckpt_image_header *h = &img->hdr;
 
-	if (!(h->flags & CKPT_IMG_F_HAS_BRK) || getenv("CKPT_RESTART_ASLR") ||
-	    h->brk_start % LOADER_PAGE || base + size + LOADER_PAGE > h->brk_start)
+	if (!can_anchor_break(img) || base + size + LOADER_PAGE > h->brk_start)
 		return 0;
 	return h->brk_start;
 }

@@ -10,19 +10,28 @@
 #include "image_check.h"
 
 /*
- * Where the loader goes. Preferred: below the image's heap, with room for
- * the kernel's randomised program break (up to 1 GiB after the loader's
- * bss): then the kernel break lies below the restored heap and a later
- * brk() from glibc's saved break fails honestly instead of "succeeding"
- * with the kernel's own, higher break (docs/restart.md). Otherwise (no
- * room, e.g. non-PIE programs) high up, away from programs (0x55..),
- * libraries and stacks (0x7f..).
+ * Where the loader goes. Preferred: below the image's heap, so that the
+ * kernel's program break is never above the restored heap (a brk() from
+ * glibc's saved break would then "succeed" with the kernel's own, higher
+ * break over memory that is not mapped: a thread stopped inside sbrk at
+ * the checkpoint crashes malloc after the restart). With the break anchor
+ * (loader_exec.c, brk_anchor) the break lands exactly on the saved heap
+ * and the loader needs only its own size below it, anywhere above
+ * LOADER_LOW_START: fixed-address (non-PIE) programs, whose heap lies
+ * less than 1 GiB above their data, get it too. Without the anchor
+ * (CKPT_RESTART_ASLR=1) it also needs room for the kernel's randomised
+ * break (up to 1 GiB after the loader's bss), so that the break stays
+ * below the heap and a later brk() fails honestly. Only when there is no
+ * room below the heap: high up, away from programs (0x55..), libraries
+ * and stacks (0x7f..). Regions are kept LOADER_MARGIN away (the gap
+ * between a program's data and its heap, LOADER_LOW_MARGIN).
  */
-#define LOADER_LOW_START	0x10000000ULL
+#define LOADER_LOW_START	0x100000ULL
 #define LOADER_HIGH_START	0x100000000000ULL
 #define LOADER_HIGH_END		0x700000000000ULL
 #define LOADER_BRK_WINDOW	((1ULL << 30) + 4096)
 #define LOADER_MARGIN		(16ULL << 20)
+#define LOADER_LOW_MARGIN	(1ULL << 20)
 
 /* Only returns on failure: -errno, with "what failed: why" in err. The
  * image's fd must not be close-on-exec. plan_fd (0: none) and the fds up

@@ -32,7 +32,7 @@ DEFINE_NEXT(fexecve);
 DEFINE_NEXT(posix_spawn);
 DEFINE_NEXT(posix_spawnp);
 
-__attribute__((constructor)) static void resolve_next_exec(void)
+CKPT_EARLY_CONSTRUCTOR static void resolve_next_exec(void)
 {
 	RESOLVE_NEXT(execve);
 	RESOLVE_NEXT(execvpe);

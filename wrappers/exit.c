@@ -16,7 +16,7 @@
 DEFINE_NEXT(_exit);
 DEFINE_NEXT(_Exit);
 
-__attribute__((constructor)) static void resolve_next_exit(void)
+CKPT_EARLY_CONSTRUCTOR static void resolve_next_exit(void)
 {
 	RESOLVE_NEXT(_exit);
 	RESOLVE_NEXT(_Exit);

@@ -16,7 +16,7 @@
 
 DEFINE_NEXT(fork);
 
-__attribute__((constructor)) static void resolve_next_fork(void)
+CKPT_EARLY_CONSTRUCTOR static void resolve_next_fork(void)
 {
 	RESOLVE_NEXT(fork);
 }

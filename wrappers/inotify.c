@@ -20,7 +20,7 @@ DEFINE_NEXT(inotify_init1);
 DEFINE_NEXT(inotify_add_watch);
 DEFINE_NEXT(inotify_rm_watch);
 
-__attribute__((constructor)) static void resolve_next_inotify(void)
+CKPT_EARLY_CONSTRUCTOR static void resolve_next_inotify(void)
 {
 	RESOLVE_NEXT(inotify_init);
 	RESOLVE_NEXT(inotify_init1);

@@ -28,7 +28,7 @@ DEFINE_NEXT(mtx_trylock);
 DEFINE_NEXT(mtx_timedlock);
 DEFINE_NEXT(mtx_unlock);
 
-__attribute__((constructor)) static void resolve_next_locks(void)
+CKPT_EARLY_CONSTRUCTOR static void resolve_next_locks(void)
 {
 	RESOLVE_NEXT(pthread_mutex_lock);
 	RESOLVE_NEXT(pthread_mutex_trylock);

@@ -16,7 +16,7 @@ void __longjmp_chk(struct __jmp_buf_tag env[1], int val)
 	__attribute__((noreturn));
 DEFINE_NEXT(__longjmp_chk);
 
-__attribute__((constructor)) static void resolve_next_longjmp(void)
+CKPT_EARLY_CONSTRUCTOR static void resolve_next_longjmp(void)
 {
 	RESOLVE_NEXT(longjmp);
 	RESOLVE_NEXT(_longjmp);

@@ -56,7 +56,7 @@ DEFINE_NEXT(readlinkat);
 DEFINE_NEXT(opendir);
 DEFINE_NEXT(chdir);
 
-__attribute__((constructor)) static void resolve_next_proc_paths(void)
+CKPT_EARLY_CONSTRUCTOR static void resolve_next_proc_paths(void)
 {
 	RESOLVE_NEXT(open);
 	RESOLVE_NEXT(open64);

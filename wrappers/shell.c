@@ -28,7 +28,7 @@ extern char **environ;
 
 DEFINE_NEXT(pclose);
 
-__attribute__((constructor)) static void resolve_next_shell(void)
+CKPT_EARLY_CONSTRUCTOR static void resolve_next_shell(void)
 {
 	RESOLVE_NEXT(pclose);
 }

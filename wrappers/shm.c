@@ -10,7 +10,7 @@
 
 DEFINE_NEXT(shmdt);
 
-__attribute__((constructor)) static void resolve_next_shm(void)
+CKPT_EARLY_CONSTRUCTOR static void resolve_next_shm(void)
 {
 	RESOLVE_NEXT(shmdt);
 }

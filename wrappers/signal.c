@@ -32,7 +32,7 @@ DEFINE_NEXT(sigwaitinfo);
 DEFINE_NEXT(sigtimedwait);
 DEFINE_NEXT(signalfd);
 
-__attribute__((constructor)) static void resolve_next_signal(void)
+CKPT_EARLY_CONSTRUCTOR static void resolve_next_signal(void)
 {
 	RESOLVE_NEXT(sigaction);
 	RESOLVE_NEXT(signal);

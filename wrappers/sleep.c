@@ -22,7 +22,7 @@ DEFINE_NEXT(select);
 DEFINE_NEXT(sem_wait);
 DEFINE_NEXT(sem_timedwait);
 
-__attribute__((constructor)) static void resolve_next_sleep(void)
+CKPT_EARLY_CONSTRUCTOR static void resolve_next_sleep(void)
 {
 	RESOLVE_NEXT(nanosleep);
 	RESOLVE_NEXT(clock_nanosleep);

@@ -11,7 +11,7 @@
 
 DEFINE_NEXT(setsockopt);
 
-__attribute__((constructor)) static void resolve_next_socket(void)
+CKPT_EARLY_CONSTRUCTOR static void resolve_next_socket(void)
 {
 	RESOLVE_NEXT(setsockopt);
 }

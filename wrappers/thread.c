@@ -11,7 +11,7 @@
 
 DEFINE_NEXT(pthread_create);
 
-__attribute__((constructor)) static void resolve_next_thread(void)
+CKPT_EARLY_CONSTRUCTOR static void resolve_next_thread(void)
 {
 	RESOLVE_NEXT(pthread_create);
 }

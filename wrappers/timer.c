@@ -34,7 +34,7 @@ DEFINE_NEXT(timer_gettime);
 DEFINE_NEXT(timer_getoverrun);
 DEFINE_NEXT(timer_delete);
 
-__attribute__((constructor)) static void resolve_next_timer(void)
+CKPT_EARLY_CONSTRUCTOR static void resolve_next_timer(void)
 {
 	RESOLVE_NEXT(timer_create);
 	RESOLVE_NEXT(timer_settime);

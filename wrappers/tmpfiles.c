@@ -22,7 +22,7 @@ DEFINE_NEXT(mkostemp64);
 DEFINE_NEXT(mkostemps);
 DEFINE_NEXT(mkostemps64);
 
-__attribute__((constructor)) static void resolve_next_tmpfiles(void)
+CKPT_EARLY_CONSTRUCTOR static void resolve_next_tmpfiles(void)
 {
 	RESOLVE_NEXT(mkstemp);
 	RESOLVE_NEXT(mkstemp64);

@@ -18,7 +18,7 @@
 DEFINE_NEXT(write);
 DEFINE_NEXT(writev);
 
-__attribute__((constructor)) static void resolve_next_write(void)
+CKPT_EARLY_CONSTRUCTOR static void resolve_next_write(void)
 {
 	RESOLVE_NEXT(write);
 	RESOLVE_NEXT(writev);
