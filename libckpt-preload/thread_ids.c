@@ -11,8 +11,9 @@
  * locks it holds (wrappers/locks.c); at a restart, before any thread runs
  * program code, the leader rewrites each one that still names its
  * thread's old tid, plus the robust mutexes on each thread's kernel
- * robust list and ld.so's own recursive locks (dlopen, dl_iterate_phdr,
- * TLS setup). Every decision is taken on the checkpoint's values before
+ * robust list, ld.so's own recursive locks (dlopen, dl_iterate_phdr,
+ * TLS setup) and the rwlocks libc write-holds inside itself (setlocale's,
+ * gettext's). Every decision is taken on the checkpoint's values before
  * anything is written: a new tid may equal another thread's old one.
  * docs/resources.md ("Threads") has the story and the limits.
  */
@@ -20,6 +21,7 @@
 #include <errno.h>
 #include <link.h>
 #include <linux/futex.h>
+#include <locale.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -120,6 +122,14 @@ static struct tid_fix fixes[MAX_TID_FIXES];
 static int nfixes, fixes_dropped;
 static void *rtld_global;
 static size_t rtld_global_size;
+
+/* libc's writable segments (its .data and .bss), where its internal
+ * rwlocks live */
+#define LIBC_DATA_SEGMENTS	4
+static struct {
+	uintptr_t start, end;
+} libc_data[LIBC_DATA_SEGMENTS];
+static int nlibc_data;
 
 /* Read memory that may be gone (a stale entry, a robust list through
  * freed memory) without faulting. */
@@ -240,6 +250,32 @@ static void note_loader_locks(const struct ckpt_thread *t, pid_t new_tid)
 	}
 }
 
+/* libc's rwlocks (__libc_setlocale_lock, gettext's _nl_state_lock) are
+ * taken inside libc, never through our wrappers. pthread_rwlock_unlock
+ * tells a writer from a reader by __cur_writer == its tid: a restored
+ * thread unlocking one it write-held would "unlock a read" and leave it
+ * write-held for ever. Found by their shape: write-locked (__readers has
+ * PTHREAD_RWLOCK_WRLOCKED), __cur_writer this thread's old tid. */
+#define RWLOCK_WRLOCKED	2	/* glibc's PTHREAD_RWLOCK_WRLOCKED */
+
+static void note_libc_rwlocks(const struct ckpt_thread *t, pid_t new_tid)
+{
+	size_t step = __alignof__(pthread_rwlock_t);
+
+	for (int i = 0; i < nlibc_data; i++)
+		for (uintptr_t a = libc_data[i].start;
+		     a + sizeof(pthread_rwlock_t) <= libc_data[i].end;
+		     a += step) {
+			pthread_rwlock_t *rw = (pthread_rwlock_t *)a;
+
+			if ((rw->__data.__readers & RWLOCK_WRLOCKED) &&
+			    rw->__data.__cur_writer == t->saved_tid)
+				add_fix(&rw->__data.__cur_writer,
+					rw->__data.__cur_writer, t->saved_tid,
+					new_tid, 0);
+		}
+}
+
 static void apply_fix(const struct tid_fix *f)
 {
 	int v = __atomic_load_n(f->field, __ATOMIC_RELAXED);
@@ -276,6 +312,7 @@ void thread_ids_restore(struct ckpt_thread *const *threads, int n,
 			note_owned_table(table, t->saved_tid, new_tids[i]);
 		note_robust_list(t, new_tids[i]);
 		note_loader_locks(t, new_tids[i]);
+		note_libc_rwlocks(t, new_tids[i]);
 	}
 	for (int i = 0; i < nfixes; i++)
 		apply_fix(&fixes[i]);
@@ -300,4 +337,38 @@ CKPT_EARLY_CONSTRUCTOR static void find_loader_locks(void)
 		return;
 	rtld_global = g;
 	rtld_global_size = sym->st_size;
+}
+
+/* A callback of dl_iterate_phdr: the writable PT_LOAD segments of libc
+ * (the object that defines setlocale). */
+static int find_libc_segments(struct dl_phdr_info *info, size_t size,
+			      void *libc_base)
+{
+	(void)size;
+	if (info->dlpi_addr != (ElfW(Addr))libc_base)
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum &&
+	     nlibc_data < LIBC_DATA_SEGMENTS; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_W))
+			continue;
+		libc_data[nlibc_data].start = info->dlpi_addr + ph->p_vaddr;
+		libc_data[nlibc_data].end = info->dlpi_addr + ph->p_vaddr +
+					    ph->p_memsz;
+		nlibc_data++;
+	}
+	return 1;
+}
+
+/* Found while the program starts, like the loader's locks. */
+CKPT_EARLY_CONSTRUCTOR static void find_libc_locks(void)
+{
+	struct link_map *map = NULL;
+	Dl_info info;
+
+	if (!dladdr1((void *)setlocale, &info, (void **)&map,
+		     RTLD_DL_LINKMAP) || !map)
+		return;
+	dl_iterate_phdr(find_libc_segments, (void *)map->l_addr);
 }
