@@ -60,7 +60,8 @@ RESTART_OBJS := $(OBJ)/app/restart/ckpt_restart.c.o \
 	$(OBJ)/app/restart/restart_fifos.c.o \
 	$(OBJ)/app/restart/restart_listeners.c.o \
 	$(OBJ)/app/restart/restart_tcp.c.o \
-	$(OBJ)/app/restart/restart_sockets.c.o $(RESTART_COMMON_OBJS)
+	$(OBJ)/app/restart/restart_sockets.c.o \
+	$(OBJ)/app/restart/restart_unix_dgram.c.o $(RESTART_COMMON_OBJS)
 
 $(BIN)/ckpt_restart: $(RESTART_OBJS) $(RESTART_CLIENT_OBJS)
 	@mkdir -p $(dir $@)

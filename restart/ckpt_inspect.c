@@ -202,8 +202,12 @@ static void print_fds(const struct ckpt_image *img)
 			       (unsigned long long)f->data_size);
 		if (f->kind == CKPT_FD_PIPE || f->kind == CKPT_FD_FIFO)
 			printf(" (size %u)", f->pipe_size);
-		else if (f->kind == CKPT_FD_UNIX_STREAM)
+		else if (f->kind == CKPT_FD_UNIX_STREAM ||
+			 f->kind == CKPT_FD_UNIX_DGRAM ||
+			 f->kind == CKPT_FD_UNIX_SEQPACKET)
 			printf(" (peer socket:[%u])", f->peer_ino);
+		if (f->fd_flags & CKPT_FDF_IN_FLIGHT)
+			printf(" (in flight: carried by a queued message)");
 		else if (f->kind == CKPT_FD_EVENTFD)
 			printf("%s", f->event_info ? " (semaphore)" : "");
 		else if (f->kind == CKPT_FD_TIMERFD)

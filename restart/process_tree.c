@@ -401,6 +401,8 @@ int restart_tree(struct ckpt_image *imgs, int n, const char *coord,
 					 &t.keep_fd_end);
 	if (r == 0)
 		r = restart_shm_create(imgs, n, t.plan, &t.keep_fd_end);
+	if (r == 0)	/* last: a queued message may carry any of the above */
+		r = restart_unix_dgram_create(imgs, n, t.plan, &t.keep_fd_end);
 	if (r < 0 || check_kept_range(&t))
 		return 1;
 	single = count_roots(&t, &root) == 1;

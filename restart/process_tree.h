@@ -37,6 +37,13 @@ int restart_fifos_create(struct ckpt_image *imgs, int n,
 int restart_sockets_create(struct ckpt_image *imgs, int n,
 			   struct ckpt_restart_plan *plan, int *keep_fd_end);
 
+/* Make every connected Unix datagram and seqpacket pair of the images
+ * once (restart_unix_dgram.c), as fds from *keep_fd_end up, with the
+ * messages queued for each end and the fds they carry. 0 or -errno after
+ * printing why. */
+int restart_unix_dgram_create(struct ckpt_image *imgs, int n,
+			      struct ckpt_restart_plan *plan, int *keep_fd_end);
+
 /* Make every listening and bound socket of the images again once
  * (restart_listeners.c), as fds from *keep_fd_end up, in the plan's
  * socket table. 0 or -errno after printing why. */

@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * unix_dgram_fds TYPE DIR: messages queued on a socketpair(AF_UNIX, TYPE)
+ * (TYPE dgram or seqpacket: between a parent and its forked child; self:
+ * a dgram pair inside one process), some carrying fds (SCM_RIGHTS).
+ *
+ * The parent sends the child four messages: the first carries a pipe's
+ * read end (bytes in the pipe, its write end closed) and a file DIR/data
+ * open at offset 4; then one of 5000 bytes. The child sends three back.
+ * Both print "READY" and wait for the file DIR/go, then read what is
+ * queued: each message's length, content (or hash) and fds' contents,
+ * then that the queue is empty, and the options of the child's end
+ * (O_NONBLOCK, FD_CLOEXEC, SO_PASSCRED, SO_RCVBUF). Last line "OK".
+ */
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include "app_util.h"
+
+#define PROG "unix_dgram_fds"
+
+static char dir[4096];
+static char big[5000];
+
+static void send_fds(int fd, const char *msg, size_t len, const int *fds,
+		     int nfds)
+{
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(4 * sizeof(int))];
+	} ctl;
+	struct iovec iov = { (void *)msg, len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	if (nfds) {
+		struct cmsghdr *c;
+
+		mh.msg_control = ctl.buf;
+		mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+		memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
+	}
+	if (sendmsg(fd, &mh, 0) != (ssize_t)len)
+		die(PROG, "sendmsg: %s", strerror(errno));
+}
+
+static void send_text(int fd, const char *msg)
+{
+	send_fds(fd, msg, strlen(msg), NULL, 0);
+}
+
+/* The parent's side: a pipe's read end and a file in one message. */
+static void parent_sends(int fd)
+{
+	char path[4200];
+	int p[2], fds[2];
+	const char *bytes = "pipe bytes: 0123456789abcdef";
+
+	if (pipe(p) < 0 || write(p[1], bytes, strlen(bytes)) < 0)
+		die(PROG, "pipe: %s", strerror(errno));
+	close(p[1]);
+	snprintf(path, sizeof(path), "%s/data", dir);
+	fds[0] = p[0];
+	fds[1] = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	if (fds[1] < 0 || write(fds[1], "0123456789", 10) != 10 ||
+	    lseek(fds[1], 4, SEEK_SET) != 4)
+		die(PROG, "%s: %s", path, strerror(errno));
+	send_fds(fd, "first: a pipe and a file", 24, fds, 2);
+	close(fds[0]);
+	close(fds[1]);
+	send_text(fd, "second");
+	send_fds(fd, big, sizeof(big), NULL, 0);
+	send_text(fd, "fourth and last");
+}
+
+static void child_sends(int fd)
+{
+	send_text(fd, "c-one");
+	send_text(fd, "c-two is longer");
+	send_fds(fd, big, 2000, NULL, 0);
+}
+
+static void wait_go(void)
+{
+	char path[4200];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/go", dir);
+	for (int i = 0; i < 30000; i++) {
+		if (stat(path, &st) == 0)
+			return;
+		sleep_ms(20);
+	}
+	die(PROG, "%s never appeared", path);
+}
+
+static void print_fd(const char *who, int i, int fd)
+{
+	char buf[256];
+	size_t got = 0;
+	ssize_t n;
+
+	while (got < sizeof(buf) - 1 &&
+	       (n = read(fd, buf + got, sizeof(buf) - 1 - got)) > 0)
+		got += n;
+	buf[got] = 0;
+	say("%s fd %d: \"%s\"", who, i, buf);
+	close(fd);
+}
+
+/* Read one message, waiting for it when the end is non-blocking. */
+static ssize_t recv_one(int fd, char *buf, size_t len, int *fds, int *nfds)
+{
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(8 * sizeof(int)) +
+			 CMSG_SPACE(sizeof(struct ucred))];
+	} ctl;
+	struct iovec iov = { buf, len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = ctl.buf,
+			     .msg_controllen = sizeof(ctl.buf) };
+	struct pollfd pfd = { fd, POLLIN, 0 };
+	ssize_t n;
+
+	if (poll(&pfd, 1, 60000) != 1)
+		die(PROG, "no message within 60 s");
+	n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+	if (n < 0)
+		die(PROG, "recvmsg: %s", strerror(errno));
+	*nfds = 0;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c;
+	     c = CMSG_NXTHDR(&mh, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+			int k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+
+			memcpy(fds + *nfds, CMSG_DATA(c), k * sizeof(int));
+			*nfds += k;
+		}
+	if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
+		say("FAIL message cut short (flags %#x)", mh.msg_flags);
+		exit(1);
+	}
+	return n;
+}
+
+static void receive(const char *who, int fd, int count)
+{
+	static char buf[65536];
+	int fds[8], nfds;
+	ssize_t n;
+
+	for (int i = 0; i < count; i++) {
+		n = recv_one(fd, buf, sizeof(buf), fds, &nfds);
+
+		if (n < 100) {
+			buf[n] = 0;
+			say("%s got %zd \"%s\", %d fds", who, n, buf, nfds);
+		} else {
+			say("%s got %zd bytes hash %016llx, %d fds", who, n,
+			    (unsigned long long)fnv1a(FNV1A_INIT, buf, n),
+			    nfds);
+		}
+		for (int j = 0; j < nfds; j++)
+			print_fd(who, j, fds[j]);
+	}
+	n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+	if (n == 0) {		/* seqpacket: the peer has gone */
+		say("%s queue empty, end of file", who);
+	} else if (n > 0 || errno != EAGAIN) {
+		say("FAIL %s: a message more than was sent", who);
+		exit(1);
+	} else {
+		say("%s queue empty", who);
+	}
+}
+
+static void print_options(int fd)
+{
+	int pass = 0, rcv = 0;
+	socklen_t len = sizeof(pass);
+
+	getsockopt(fd, SOL_SOCKET, SO_PASSCRED, &pass, &len);
+	len = sizeof(rcv);
+	getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, &len);
+	say("options nonblock %d cloexec %d passcred %d rcvbuf %d",
+	    !!(fcntl(fd, F_GETFL) & O_NONBLOCK),
+	    !!(fcntl(fd, F_GETFD) & FD_CLOEXEC), pass, rcv);
+}
+
+int main(int argc, char **argv)
+{
+	int sv[2], type, one = 1, rcv = 100000, status;
+	pid_t pid = 0;
+
+	if (argc != 3)
+		die(PROG, "usage: " PROG " dgram|seqpacket|self DIR");
+	snprintf(dir, sizeof(dir), "%s", argv[2]);
+	for (size_t i = 0; i < sizeof(big); i++)
+		big[i] = 'a' + (i * 7 + i / 26) % 26;
+	type = !strcmp(argv[1], "seqpacket") ? SOCK_SEQPACKET : SOCK_DGRAM;
+	if (socketpair(AF_UNIX, type, 0, sv) < 0)
+		die(PROG, "socketpair: %s", strerror(errno));
+	/* the child's end: non-blocking, credentials, a larger buffer;
+	 * the parent's: close-on-exec */
+	if (fcntl(sv[1], F_SETFL, O_NONBLOCK) < 0 ||
+	    setsockopt(sv[1], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) ||
+	    setsockopt(sv[1], SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv)) ||
+	    fcntl(sv[0], F_SETFD, FD_CLOEXEC) < 0)
+		die(PROG, "options: %s", strerror(errno));
+	fflush(stdout);
+	if (strcmp(argv[1], "self")) {
+		pid = fork();
+		if (pid < 0)
+			die(PROG, "fork: %s", strerror(errno));
+	}
+	if (pid == 0) {
+		if (pid == 0 && strcmp(argv[1], "self"))
+			close(sv[0]);
+		child_sends(sv[1]);
+		if (!strcmp(argv[1], "self"))
+			parent_sends(sv[0]);
+		say("child READY");
+		wait_go();
+		print_options(sv[1]);
+		receive("child", sv[1], 4);
+		if (strcmp(argv[1], "self"))
+			return 0;
+		receive("parent", sv[0], 3);
+		say("OK");
+		return 0;
+	}
+	close(sv[1]);
+	parent_sends(sv[0]);
+	say("parent READY");
+	wait_go();
+	if (waitpid(pid, &status, 0) != pid)
+		die(PROG, "waitpid: %s", strerror(errno));
+	receive("parent", sv[0], 3);
+	say("child exit %d", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	say("OK");
+	return 0;
+}
