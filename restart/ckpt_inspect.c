@@ -206,8 +206,6 @@ static void print_fds(const struct ckpt_image *img)
 			 f->kind == CKPT_FD_UNIX_DGRAM ||
 			 f->kind == CKPT_FD_UNIX_SEQPACKET)
 			printf(" (peer socket:[%u])", f->peer_ino);
-		if (f->fd_flags & CKPT_FDF_IN_FLIGHT)
-			printf(" (in flight: carried by a queued message)");
 		else if (f->kind == CKPT_FD_EVENTFD)
 			printf("%s", f->event_info ? " (semaphore)" : "");
 		else if (f->kind == CKPT_FD_TIMERFD)
@@ -223,6 +221,8 @@ static void print_fds(const struct ckpt_image *img)
 		else if (f->share)
 			printf(" (shared with the parent's fd %u)",
 			       f->share - 1);
+		if (f->fd_flags & CKPT_FDF_IN_FLIGHT)
+			printf(" (in flight: carried by a queued message)");
 		if (f->data_size)
 			printf(", hash %016llx",
 			       (unsigned long long)f->data_hash);
