@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include "internal.h"
 
@@ -132,7 +133,7 @@ static void close_fds(const int *fds, int n)
 }
 
 /* Peek at the next message: its length first (no data, no fds), then
- * all of it. 1 and *m, fds: a message; 0: the queue is done; -errno. */
+ * all of it; past the recvmsg wrapper: the pids stay real. 1 and *m, fds: a message; 0: the queue is done; -errno. */
 static int peek_one(int fd, struct ckpt_unix_msg *m, int *fds)
 {
 	union control ctl;
@@ -142,7 +143,7 @@ static int peek_one(int fd, struct ckpt_unix_msg *m, int *fds)
 	int r;
 
 	memset(m, 0, sizeof(*m));
-	n = recvmsg(fd, &mh, MSG_PEEK | MSG_DONTWAIT | MSG_TRUNC);
+	n = syscall(SYS_recvmsg, fd, &mh, MSG_PEEK | MSG_DONTWAIT | MSG_TRUNC);
 	if (n < 0)
 		return errno == EAGAIN ? 0 : -errno;
 	/* An empty message is taken whole by the first peek (the kernel
@@ -156,7 +157,8 @@ static int peek_one(int fd, struct ckpt_unix_msg *m, int *fds)
 	iov.iov_len = n;
 	mh.msg_control = ctl.buf;
 	mh.msg_controllen = sizeof(ctl.buf);
-	n = recvmsg(fd, &mh, MSG_PEEK | MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	n = syscall(SYS_recvmsg, fd, &mh,
+		    MSG_PEEK | MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	if (n < 0)
 		return -errno;
 	m->len = n;

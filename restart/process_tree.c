@@ -260,6 +260,11 @@ static void __attribute__((noreturn)) become(struct tree *t, int i)
 {
 	int r;
 
+	/* before its pid is known: no process goes on before this is done */
+	if (restart_unix_dgram_refill_as(t->plan, t->imgs[i].hdr.vpid) < 0) {
+		fail_plan(t);
+		_exit(1);
+	}
 	__atomic_store_n(&t->plan->procs[i].real_pid, getpid(),
 			 __ATOMIC_RELEASE);
 	make_session(t, i);
@@ -410,6 +415,8 @@ int restart_tree(struct ckpt_image *imgs, int n, const char *coord,
 	/* a process group leader cannot make a session: fork the root then */
 	if (single && !(t.roots_get_terminal && getpgid(0) == getpid())) {
 		/* We become the root: our caller waits for the program. */
+		if (restart_unix_dgram_refill_as(t.plan, imgs[root].hdr.vpid))
+			return 1;
 		__atomic_store_n(&t.plan->procs[root].real_pid, getpid(),
 				 __ATOMIC_RELEASE);
 		make_session(&t, root);

@@ -43,6 +43,10 @@ int restart_sockets_create(struct ckpt_image *imgs, int n,
  * printing why. */
 int restart_unix_dgram_create(struct ckpt_image *imgs, int n,
 			      struct ckpt_restart_plan *plan, int *keep_fd_end);
+/* In the process that becomes vpid: queue again the messages that carried
+ * its credentials. 0 or -errno after printing why. */
+int restart_unix_dgram_refill_as(const struct ckpt_restart_plan *plan,
+				 int vpid);
 
 /* Make every listening and bound socket of the images again once
  * (restart_listeners.c), as fds from *keep_fd_end up, in the plan's

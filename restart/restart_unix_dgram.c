@@ -12,6 +12,12 @@
  * An end whose peer is not among the images (it was closed, or lives
  * outside the computation) gets a pair whose other end is closed once the
  * messages are queued: they are still read, then the peer is gone.
+ *
+ * Credentials: when the messages of a queue carried credentials
+ * (SCM_CREDENTIALS) from one process that is restarted too, that process
+ * queues them again itself, after it is forked and before any process
+ * runs (restart_unix_dgram_refill_as): the kernel stamps its real pid,
+ * which libckpt's recvmsg translates back to the virtual one.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,6 +41,8 @@ struct dgram_end {
 	int twin;				/* the other end of its pair */
 	int lone;				/* its peer is not in the images:
 						   twin is closed after refill */
+	int sender;				/* the vpid that queues the
+						   messages again; 0: ckpt_restart */
 	int done;
 };
 
@@ -335,23 +343,78 @@ static int make_all_pairs(struct ckpt_restart_plan *plan, int *next_fd)
 	return 0;
 }
 
+/* The one process whose credentials e's messages carry, if it is among
+ * the images; else 0 (ckpt_restart queues them). */
+static int credited_sender(const struct dgram_end *e,
+			   const struct ckpt_image *imgs, int n)
+{
+	uint64_t off, end;
+	int pid = 0;
+
+	if (!e->data || e->lone)
+		return 0;
+	off = e->data->data_offset + sizeof(e->q);
+	end = e->data->data_offset + e->data->data_size;
+	for (uint32_t i = 0; i < e->q.nmsgs; i++) {
+		struct ckpt_unix_msg m;
+
+		if (off + sizeof(m) > end ||
+		    pread(e->img->fd, &m, sizeof(m), off) != sizeof(m))
+			return 0;
+		off += sizeof(m) + m.nfds * sizeof(int) + m.len;
+		if (m.cred_pid && pid && m.cred_pid != pid)
+			return 0;	/* several senders: in queue order */
+		if (m.cred_pid)
+			pid = m.cred_pid;
+	}
+	for (int i = 0; i < n && pid; i++)
+		if (imgs[i].hdr.vpid == pid)
+			return pid;
+	return 0;
+}
+
+static int refill_said(const struct ckpt_restart_plan *plan,
+		       const struct dgram_end *e)
+{
+	int r = refill(plan, e, e->twin);
+
+	if (r < 0)
+		fprintf(stderr, "ckpt_restart: %s: %s (vpid %d): fd %d "
+			"(socket:[%llu]): queuing its %u saved messages again "
+			"failed: %s\n", e->img->path, e->img->hdr.program,
+			e->img->hdr.vpid, e->data->fd,
+			(unsigned long long)e->ino, e->q.nmsgs, strerror(-r));
+	return r;
+}
+
+/* In the process forked to become vpid, before it says its pid: queue
+ * the messages it sent with its credentials. 0 or -errno, said. */
+int restart_unix_dgram_refill_as(const struct ckpt_restart_plan *plan,
+				 int vpid)
+{
+	for (int i = 0; i < nends; i++) {
+		int r = ends[i].sender == vpid ?
+			refill_said(plan, &ends[i]) : 0;
+
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 /* Every end's messages, once every pair exists (a message may carry an
- * end of another pair). */
-static int refill_all(const struct ckpt_restart_plan *plan)
+ * end of another pair), but those its credited sender queues itself. */
+static int refill_all(const struct ckpt_restart_plan *plan,
+		      const struct ckpt_image *imgs, int n)
 {
 	for (int i = 0; i < nends; i++) {
 		struct dgram_end *e = &ends[i];
-		int r = refill(plan, e, e->twin);
+		int r;
 
-		if (r < 0) {
-			fprintf(stderr, "ckpt_restart: %s: %s (vpid %d): fd %d "
-				"(socket:[%llu]): queuing its %u saved messages "
-				"again failed: %s\n", e->img->path,
-				e->img->hdr.program, e->img->hdr.vpid,
-				e->data->fd, (unsigned long long)e->ino,
-				e->q.nmsgs, strerror(-r));
+		e->sender = credited_sender(e, imgs, n);
+		r = e->sender ? 0 : refill_said(plan, e);
+		if (r < 0)
 			return r;
-		}
 	}
 	return 0;
 }
@@ -383,7 +446,7 @@ int restart_unix_dgram_create(struct ckpt_image *imgs, int n,
 		}
 	r = make_all_pairs(plan, keep_fd_end);
 	if (r == 0)
-		r = refill_all(plan);
+		r = refill_all(plan, imgs, n);
 	/* a lone end's peer is gone once its messages wait (its number
 	 * stays taken: it lies among the fds handed over) */
 	for (int i = 0; i < nends && r == 0; i++)

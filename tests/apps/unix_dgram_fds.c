@@ -9,6 +9,7 @@
  * open at offset 4; then one of 5000 bytes. The child sends three back.
  * Both print "READY" and wait for the file DIR/go, then read what is
  * queued: each message's length, content (or hash) and fds' contents,
+ * and who sent it (SCM_CREDENTIALS: the child's end has SO_PASSCRED),
  * then that the queue is empty, and the options of the child's end
  * (O_NONBLOCK, FD_CLOEXEC, SO_PASSCRED, SO_RCVBUF). Last line "OK".
  */
@@ -22,6 +23,7 @@
 #define PROG "unix_dgram_fds"
 
 static char dir[4096];
+static pid_t cred_pid;		/* of the last message received; 0: none */
 static char big[5000];
 
 static void send_fds(int fd, const char *msg, size_t len, const int *fds,
@@ -134,14 +136,23 @@ static ssize_t recv_one(int fd, char *buf, size_t len, int *fds, int *nfds)
 	if (n < 0)
 		die(PROG, "recvmsg: %s", strerror(errno));
 	*nfds = 0;
+	cred_pid = 0;
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c;
-	     c = CMSG_NXTHDR(&mh, c))
+	     c = CMSG_NXTHDR(&mh, c)) {
+		if (c->cmsg_level == SOL_SOCKET &&
+		    c->cmsg_type == SCM_CREDENTIALS) {
+			struct ucred uc;
+
+			memcpy(&uc, CMSG_DATA(c), sizeof(uc));
+			cred_pid = uc.pid;
+		}
 		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
 			int k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 
 			memcpy(fds + *nfds, CMSG_DATA(c), k * sizeof(int));
 			*nfds += k;
 		}
+	}
 	if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
 		say("FAIL message cut short (flags %#x)", mh.msg_flags);
 		exit(1);
@@ -149,8 +160,22 @@ static ssize_t recv_one(int fd, char *buf, size_t len, int *fds, int *nfds)
 	return n;
 }
 
+/* Who the credentials of the last message name. */
+static const char *sender(char *buf, size_t len)
+{
+	if (!cred_pid)
+		return "no credentials";
+	if (cred_pid == getppid())
+		return "sent by the parent";
+	if (cred_pid == getpid())
+		return "sent by itself";
+	snprintf(buf, len, "sent by pid %d", (int)cred_pid);
+	return buf;
+}
+
 static void receive(const char *who, int fd, int count)
 {
+	char other[64];
 	static char buf[65536];
 	int fds[8], nfds;
 	ssize_t n;
@@ -160,11 +185,12 @@ static void receive(const char *who, int fd, int count)
 
 		if (n < 100) {
 			buf[n] = 0;
-			say("%s got %zd \"%s\", %d fds", who, n, buf, nfds);
+			say("%s got %zd \"%s\", %d fds, %s", who, n, buf, nfds,
+			    sender(other, sizeof(other)));
 		} else {
-			say("%s got %zd bytes hash %016llx, %d fds", who, n,
-			    (unsigned long long)fnv1a(FNV1A_INIT, buf, n),
-			    nfds);
+			say("%s got %zd bytes hash %016llx, %d fds, %s", who,
+			    n, (unsigned long long)fnv1a(FNV1A_INIT, buf, n),
+			    nfds, sender(other, sizeof(other)));
 		}
 		for (int j = 0; j < nfds; j++)
 			print_fd(who, j, fds[j]);
