@@ -9,7 +9,7 @@
  * open at offset 4; then one of 5000 bytes. The child sends three back.
  * Both print "READY" and wait for the file DIR/go, then read what is
  * queued: each message's length, content (or hash) and fds' contents,
- * and who sent it (SCM_CREDENTIALS: the child's end has SO_PASSCRED),
+ * and who sent it (SCM_CREDENTIALS: both ends have SO_PASSCRED),
  * then that the queue is empty, and the options of the child's end
  * (O_NONBLOCK, FD_CLOEXEC, SO_PASSCRED, SO_RCVBUF). Last line "OK".
  */
@@ -24,6 +24,7 @@
 
 static char dir[4096];
 static pid_t cred_pid;		/* of the last message received; 0: none */
+static pid_t child_pid;
 static char big[5000];
 
 static void send_fds(int fd, const char *msg, size_t len, const int *fds,
@@ -169,6 +170,8 @@ static const char *sender(char *buf, size_t len)
 		return "sent by the parent";
 	if (cred_pid == getpid())
 		return "sent by itself";
+	if (child_pid && cred_pid == child_pid)
+		return "sent by the child";
 	snprintf(buf, len, "sent by pid %d", (int)cred_pid);
 	return buf;
 }
@@ -233,10 +236,11 @@ int main(int argc, char **argv)
 	if (socketpair(AF_UNIX, type, 0, sv) < 0)
 		die(PROG, "socketpair: %s", strerror(errno));
 	/* the child's end: non-blocking, credentials, a larger buffer;
-	 * the parent's: close-on-exec */
+	 * the parent's: credentials, close-on-exec */
 	if (fcntl(sv[1], F_SETFL, O_NONBLOCK) < 0 ||
 	    setsockopt(sv[1], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) ||
 	    setsockopt(sv[1], SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv)) ||
+	    setsockopt(sv[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) ||
 	    fcntl(sv[0], F_SETFD, FD_CLOEXEC) < 0)
 		die(PROG, "options: %s", strerror(errno));
 	fflush(stdout);
@@ -261,6 +265,7 @@ int main(int argc, char **argv)
 		say("OK");
 		return 0;
 	}
+	child_pid = pid;
 	close(sv[1]);
 	parent_sends(sv[0]);
 	say("parent READY");
