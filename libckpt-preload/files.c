@@ -409,10 +409,27 @@ static int socket_info_memfd(const struct saved_fd *s, uint64_t *size)
 	return mfd;
 }
 
+/* The messages queued on a Unix socket, with the fds they carry
+ * (unix_dgram.c), if this process saves them. */
+static int save_messages(struct saved_fd *s, uint64_t *size)
+{
+	int memfd, r;
+
+	r = unix_dgram_save_queue(s->fd, s->ino, note_in_flight, &memfd, size);
+	if (r < 0) {
+		ckpt_log("fd %d (%s): saving the messages queued on the socket "
+			 "failed: %s", s->fd, saved_path(s), strerror(-r));
+		return r;
+	}
+	if (memfd >= 0 && s->kind == CKPT_FD_UNIX_STREAM)
+		s->fd_flags |= CKPT_FDF_MESSAGES;
+	return memfd;
+}
+
 /* Where the content saved with the record comes from: a deleted file
  * itself, the bytes drained from a pipe (every process of the computation
  * is stopped by now), or nothing (-1). */
-static int content_of(const struct saved_fd *s, uint64_t *size)
+static int content_of(struct saved_fd *s, uint64_t *size)
 {
 	int memfd, r;
 
@@ -424,7 +441,11 @@ static int content_of(const struct saved_fd *s, uint64_t *size)
 	if (is_socket_state(s->kind))
 		return socket_info_memfd(s, size);
 	if (s->kind == CKPT_FD_UNIX_STREAM) {
-		r = sockets_save_queue(s->fd, s->ino, &memfd, size);
+		r = unix_stream_needs_messages(s->fd);
+		if (r > 0)
+			return save_messages(s, size);
+		if (r == 0)
+			r = sockets_save_queue(s->fd, s->ino, &memfd, size);
 		if (r < 0) {
 			ckpt_log("fd %d (%s): saving the socket's queue failed: "
 				 "%s", s->fd, saved_path(s), strerror(-r));
@@ -432,17 +453,8 @@ static int content_of(const struct saved_fd *s, uint64_t *size)
 		}
 		return memfd;
 	}
-	if (s->kind == CKPT_FD_UNIX_DGRAM || s->kind == CKPT_FD_UNIX_SEQPACKET) {
-		r = unix_dgram_save_queue(s->fd, s->ino, note_in_flight, &memfd,
-					  size);
-		if (r < 0) {
-			ckpt_log("fd %d (%s): saving the messages queued on the "
-				 "socket failed: %s", s->fd, saved_path(s),
-				 strerror(-r));
-			return r;
-		}
-		return memfd;
-	}
+	if (s->kind == CKPT_FD_UNIX_DGRAM || s->kind == CKPT_FD_UNIX_SEQPACKET)
+		return save_messages(s, size);
 	if (s->kind != CKPT_FD_PIPE && s->kind != CKPT_FD_FIFO)
 		return -1;
 	r = pipes_drain(s->fd, &(struct round_key){
@@ -495,7 +507,7 @@ static int files_write(struct image_writer *w)
 	r = 0;
 	/* nsaved grows while fds in flight are found */
 	for (int i = 0; i < nsaved && r == 0; i++) {
-		const struct saved_fd *s = &saved[i];
+		struct saved_fd *s = &saved[i];
 		struct ckpt_fd_info fi;
 		uint64_t size;
 		int content = content_of(s, &size);

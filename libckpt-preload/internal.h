@@ -350,6 +350,7 @@ int sockets_unix_peer(uint64_t ino, uint32_t *peer);
 int unix_dgram_kind(int fd, uint64_t ino, uint32_t *peer);
 int unix_dgram_save_queue(int fd, uint64_t ino, int (*note_fd)(int fd),
 			  int *memfd, uint64_t *size);
+int unix_stream_needs_messages(int fd);
 
 /* socket_state.c */
 struct ckpt_socket_info;

@@ -21,6 +21,8 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -29,6 +31,7 @@
 
 #define MSGS_MAX	65536		/* more is not a queue we restore */
 #define FDS_MAX		253		/* SCM_MAX_FD */
+#define STREAM_MAX	(64U << 20)	/* bytes of a stream queue */
 
 static char *data_buf;
 static size_t data_cap;
@@ -132,31 +135,22 @@ static void close_fds(const int *fds, int n)
 		close(fds[i]);
 }
 
-/* Peek at the next message: its length first (no data, no fds), then
- * all of it; past the recvmsg wrapper: the pids stay real. 1 and *m, fds: a message; 0: the queue is done; -errno. */
-static int peek_one(int fd, struct ckpt_unix_msg *m, int *fds)
+/* Peek at the next len bytes, with the control block (fds dup'ed into
+ * this process, credentials); past the recvmsg wrapper: the pids stay
+ * real. */
+static int peek_data(int fd, size_t len, struct ckpt_unix_msg *m, int *fds)
 {
 	union control ctl;
-	struct iovec iov = { NULL, 0 };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct iovec iov = { NULL, len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = ctl.buf,
+			     .msg_controllen = sizeof(ctl.buf) };
 	ssize_t n;
-	int r;
+	int r = grow(len);
 
-	memset(m, 0, sizeof(*m));
-	n = syscall(SYS_recvmsg, fd, &mh, MSG_PEEK | MSG_DONTWAIT | MSG_TRUNC);
-	if (n < 0)
-		return errno == EAGAIN ? 0 : -errno;
-	/* An empty message is taken whole by the first peek (the kernel
-	 * marks it peeked and skips it next time): its fds are lost. */
-	if (n == 0)
-		return 1;
-	r = grow(n);
 	if (r < 0)
 		return r;
 	iov.iov_base = data_buf;
-	iov.iov_len = n;
-	mh.msg_control = ctl.buf;
-	mh.msg_controllen = sizeof(ctl.buf);
 	n = syscall(SYS_recvmsg, fd, &mh,
 		    MSG_PEEK | MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	if (n < 0)
@@ -164,6 +158,41 @@ static int peek_one(int fd, struct ckpt_unix_msg *m, int *fds)
 	m->len = n;
 	read_control(&mh, m, fds);
 	return 1;
+}
+
+/* Peek at the next message. A datagram: its length first (no data, no
+ * fds), then all of it. A stream (*stream_left: the bytes not yet
+ * peeked): as much as one read gives with the rest of the queue asked
+ * for: up to the write that carried fds (the kernel stops there; asked
+ * for less, it would walk on to the next fds), or to a change of
+ * credentials. 1 and *m, fds: a message; 0: the queue is done; -errno. */
+static int peek_one(int fd, struct ckpt_unix_msg *m, int *fds,
+		    size_t *stream_left)
+{
+	struct iovec iov = { NULL, 0 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	ssize_t n;
+	int r;
+
+	memset(m, 0, sizeof(*m));
+	if (stream_left) {
+		if (!*stream_left)
+			return 0;
+		r = peek_data(fd, *stream_left, m, fds);
+		if (r > 0 && !m->len)
+			r = -EIO;
+		if (r > 0)
+			*stream_left -= m->len;
+		return r;
+	}
+	n = syscall(SYS_recvmsg, fd, &mh, MSG_PEEK | MSG_DONTWAIT | MSG_TRUNC);
+	if (n < 0)
+		return errno == EAGAIN ? 0 : -errno;
+	/* An empty message is taken whole by the first peek (the kernel
+	 * marks it peeked and skips it next time): its fds are lost. */
+	if (n == 0)
+		return 1;
+	return peek_data(fd, n, m, fds);
 }
 
 /* Append one message to mfd; its fds are noted (files.c) as in flight. */
@@ -186,14 +215,34 @@ static int save_one(int mfd, struct ckpt_unix_msg *m, int *fds,
 	return 0;
 }
 
+/* The bytes queued on a stream socket, or -errno. */
+static int stream_queued(int fd, size_t *left)
+{
+	int inq = 0;
+
+	if (ioctl(fd, SIOCINQ, &inq) < 0)
+		return -errno;
+	if ((unsigned)inq > STREAM_MAX)
+		return -E2BIG;
+	*left = inq;
+	return 0;
+}
+
 static int save_all(int fd, int mfd, struct ckpt_unix_queue *q,
 		    int (*note_fd)(int fd))
 {
 	struct ckpt_unix_msg m;
 	int fds[FDS_MAX], r;
+	size_t left, *stream = NULL;
 
+	if (opt(fd, SO_TYPE) == SOCK_STREAM) {
+		r = stream_queued(fd, &left);
+		if (r < 0)
+			return r;
+		stream = &left;
+	}
 	while (q->nmsgs < MSGS_MAX) {
-		r = peek_one(fd, &m, fds);
+		r = peek_one(fd, &m, fds, stream);
 		if (r <= 0)
 			return r;
 		r = save_one(mfd, &m, fds, note_fd);
@@ -204,6 +253,50 @@ static int save_all(int fd, int mfd, struct ckpt_unix_queue *q,
 	return -E2BIG;
 }
 
+/* Peek from the start of the queue, the program's peek offset kept. */
+static int peek_from_start(int fd, int *saved_off)
+{
+	int zero = 0;
+	socklen_t len = sizeof(*saved_off);
+
+	*saved_off = -1;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEEK_OFF, saved_off, &len) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof(zero)) < 0)
+		return -errno;
+	return 0;
+}
+
+static void peek_done(int fd, int saved_off)
+{
+	setsockopt(fd, SOL_SOCKET, SO_PEEK_OFF, &saved_off, sizeof(saved_off));
+	release_buf();
+}
+
+/* 1 when stream socket fd passes credentials (SO_PASSCRED) or a message
+ * queued on it carries fds (SCM_RIGHTS): its queue is then saved as
+ * messages (unix_dgram_save_queue), not as bytes (sockets.c); 0 if not;
+ * -errno. */
+int unix_stream_needs_messages(int fd)
+{
+	struct ckpt_unix_msg m;
+	int fds[FDS_MAX], saved_off, found = 0, r;
+	size_t left;
+
+	if (opt(fd, SO_PASSCRED) > 0)
+		return 1;
+	r = stream_queued(fd, &left);
+	if (r == 0)
+		r = peek_from_start(fd, &saved_off);
+	if (r < 0)
+		return r;
+	while (!found && (r = peek_one(fd, &m, fds, &left)) > 0) {
+		found = m.nfds > 0;
+		close_fds(fds, m.nfds);
+	}
+	peek_done(fd, saved_off);
+	return r < 0 ? r : found;
+}
+
 static int save_into(int fd, int mfd, int (*note_fd)(int fd))
 {
 	struct ckpt_unix_queue q = {
@@ -211,16 +304,15 @@ static int save_into(int fd, int mfd, int (*note_fd)(int fd))
 		.rcvbuf = opt(fd, SO_RCVBUF),
 		.sndbuf = opt(fd, SO_SNDBUF),
 	};
-	int saved_off = -1, zero = 0, r;
-	socklen_t len = sizeof(saved_off);
+	int saved_off, r;
 
-	if (lseek(mfd, sizeof(q), SEEK_SET) < 0 ||
-	    getsockopt(fd, SOL_SOCKET, SO_PEEK_OFF, &saved_off, &len) < 0 ||
-	    setsockopt(fd, SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof(zero)) < 0)
+	if (lseek(mfd, sizeof(q), SEEK_SET) < 0)
 		return -errno;
+	r = peek_from_start(fd, &saved_off);
+	if (r < 0)
+		return r;
 	r = save_all(fd, mfd, &q, note_fd);
-	setsockopt(fd, SOL_SOCKET, SO_PEEK_OFF, &saved_off, sizeof(saved_off));
-	release_buf();
+	peek_done(fd, saved_off);
 	if (r == 0 && pwrite(mfd, &q, sizeof(q), 0) != sizeof(q))
 		r = -EIO;
 	return r;

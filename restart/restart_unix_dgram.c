@@ -49,9 +49,20 @@ struct dgram_end {
 static struct dgram_end ends[CKPT_PLAN_MAX_SOCKETS];
 static int nends;
 
-static int is_dgram_kind(uint32_t kind)
+/* Datagram and seqpacket ends, and stream ends whose queue held fds in
+ * flight (restart_sockets.c made their pair and left their queue). */
+static int is_message_queue(const struct ckpt_fd_info *f)
 {
-	return kind == CKPT_FD_UNIX_DGRAM || kind == CKPT_FD_UNIX_SEQPACKET;
+	return f->kind == CKPT_FD_UNIX_DGRAM ||
+	       f->kind == CKPT_FD_UNIX_SEQPACKET ||
+	       (f->kind == CKPT_FD_UNIX_STREAM &&
+		(f->fd_flags & CKPT_FDF_MESSAGES) && f->data_size);
+}
+
+static int type_of(uint32_t kind)
+{
+	return kind == CKPT_FD_UNIX_DGRAM ? SOCK_DGRAM :
+	       kind == CKPT_FD_UNIX_SEQPACKET ? SOCK_SEQPACKET : SOCK_STREAM;
 }
 
 static struct dgram_end *find_end(uint64_t ino)
@@ -91,8 +102,7 @@ static int note_end(const struct ckpt_image *img,
 		e->ino = ino;
 		e->peer = f->peer_ino;
 		e->fd = -1;
-		e->type = f->kind == CKPT_FD_UNIX_DGRAM ? SOCK_DGRAM :
-							  SOCK_SEQPACKET;
+		e->type = type_of(f->kind);
 	}
 	if (f->data_size && !e->data) {
 		if (f->data_size < sizeof(e->q) ||
@@ -207,6 +217,7 @@ static int send_one(int from, const char *data, uint32_t len,
 	} ctl;
 	struct iovec iov = { (void *)data, len };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	ssize_t n;
 
 	if (nfds) {
 		struct cmsghdr *c;
@@ -219,9 +230,24 @@ static int send_one(int from, const char *data, uint32_t len,
 		c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
 		memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
 	}
-	if (sendmsg(from, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)len)
+	n = sendmsg(from, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (n < 0)
 		return errno == EAGAIN ? -ENOBUFS : -errno;
-	return 0;
+	return n == (ssize_t)len ? 0 : -ENOBUFS;	/* a stream: cut short */
+}
+
+/* A stream's message: its fds ride on its last byte, so that a read that
+ * ends inside the message does not take them early (the checkpoint saw
+ * the write that carried them end there, not where it began). */
+static int send_message(const struct dgram_end *e, int from, const char *data,
+			uint32_t len, const int *fds, uint32_t nfds)
+{
+	int r;
+
+	if (e->type != SOCK_STREAM || !nfds || len < 2)
+		return send_one(from, data, len, fds, nfds);
+	r = send_one(from, data, len - 1, NULL, 0);
+	return r ? r : send_one(from, data + len - 1, 1, fds, nfds);
 }
 
 /* Read message header m at *off of e's record, its fd numbers and data
@@ -278,7 +304,7 @@ static int refill(const struct ckpt_restart_plan *plan,
 			}
 		}
 		if (r == 0) {
-			r = send_one(from, buf, m.len, fds, m.nfds);
+			r = send_message(e, from, buf, m.len, fds, m.nfds);
 			close_all(fds, m.nfds);
 		}
 	}
@@ -318,12 +344,37 @@ static int make_pair(struct dgram_end *a, struct dgram_end *b,
 	return 0;
 }
 
+/* The handed fd of socket ino, or -1. */
+static int plan_socket(const struct ckpt_restart_plan *plan, uint64_t ino)
+{
+	for (uint32_t i = 0; i < plan->nsockets; i++)
+		if (plan->sockets[i].ino == ino)
+			return plan->sockets[i].fd;
+	return -1;
+}
+
+/* A stream end's pair is restart_sockets.c's: its messages are sent
+ * from the peer end made there (none: they are lost, as its bytes). */
+static void take_stream_pair(struct dgram_end *e,
+			     const struct ckpt_restart_plan *plan)
+{
+	e->done = 1;
+	e->fd = plan_socket(plan, e->ino);
+	e->twin = plan_socket(plan, e->peer);
+	if (e->fd < 0 || e->twin < 0)
+		e->data = NULL;
+	else
+		set_options(e);
+}
+
 static int make_all_pairs(struct ckpt_restart_plan *plan, int *next_fd)
 {
 	for (int i = 0; i < nends; i++) {
 		struct dgram_end *a = &ends[i], *b = find_end(a->peer);
 		int r;
 
+		if (a->type == SOCK_STREAM)
+			take_stream_pair(a, plan);
 		if (a->done)
 			continue;
 		if (!b || b == a || b->peer != a->ino || b->done ||
@@ -438,7 +489,7 @@ int restart_unix_dgram_create(struct ckpt_image *imgs, int n,
 	nends = 0;
 	for (int i = 0; i < n; i++)
 		for (uint32_t j = 0; j < imgs[i].hdr.nfds; j++) {
-			if (!is_dgram_kind(imgs[i].fds[j].kind))
+			if (!is_message_queue(&imgs[i].fds[j]))
 				continue;
 			r = note_end(&imgs[i], &imgs[i].fds[j]);
 			if (r < 0)

@@ -2,9 +2,10 @@
 """Unix datagram and seqpacket socket pairs come back as pairs of the same
 type at the same fd numbers with their options, and the messages queued in
 both directions at the checkpoint are delivered once each, in order, with
-their boundaries and with the fds they carry (SCM_RIGHTS): a pipe's read
-end with its bytes and a file at its offset (issue 9: "a Unix datagram
-pair passing fds over SCM_RIGHTS mid-flight")."""
+their boundaries, the sender's virtual pid (SCM_CREDENTIALS) and the fds
+they carry (SCM_RIGHTS): a pipe's read end with its bytes and a file at
+its offset (issue 9: "a Unix datagram pair passing fds over SCM_RIGHTS
+mid-flight"). A stream pair keeps its fds in flight too."""
 
 import os
 
@@ -28,7 +29,7 @@ def reference(kind, tmp):
 
 @pytest.mark.time_limit(300)
 @pytest.mark.parametrize("kind,images", [("dgram", 2), ("seqpacket", 2),
-                                         ("self", 1)])
+                                         ("stream", 2), ("self", 1)])
 def test_queued_messages_and_fds_in_flight(session, kind, images):
     ref = reference(kind, session.path("ref"))
     assert ref[-1] == "OK" and any("2 fds" in l for l in ref)
@@ -53,6 +54,5 @@ def test_queued_messages_and_fds_in_flight(session, kind, images):
     assert rc == 0 and r.lines() == ref, (
         "exit %d, lines %r, stderr:\n%s" % (rc, r.lines(), r.stderr_text()))
     text = "".join(session.inspect(i) for i in saved)
-    assert "unix-" + ("seqpacket" if kind == "seqpacket" else "dgram") in \
-        text, text
+    assert "unix-" + ("dgram" if kind == "self" else kind) in text, text
     assert "in flight" in text, text

@@ -279,6 +279,11 @@ struct ckpt_socket_info {
  * recorded so that ckpt_restart can make it again and send it; libckpt
  * does not restore it at its number. */
 #define CKPT_FDF_IN_FLIGHT	0x200
+/* ckpt_fd_info.fd_flags of a CKPT_FD_UNIX_STREAM record whose queue held
+ * fds in flight, or whose socket had SO_PASSCRED: its data_* is a struct ckpt_unix_queue and messages, as
+ * for CKPT_FD_UNIX_DGRAM (each message: the bytes up to and including
+ * one write that carried fds), not plain bytes. */
+#define CKPT_FDF_MESSAGES	0x400
 
 /* ckpt_unix_queue.flags: the socket's options */
 #define CKPT_UNIXQ_F_PASSCRED	0x1	/* SO_PASSCRED */

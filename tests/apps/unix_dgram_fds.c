@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * unix_dgram_fds TYPE DIR: messages queued on a socketpair(AF_UNIX, TYPE)
- * (TYPE dgram or seqpacket: between a parent and its forked child; self:
- * a dgram pair inside one process), some carrying fds (SCM_RIGHTS).
+ * (TYPE dgram, seqpacket or stream: between a parent and its forked
+ * child; self: a dgram pair inside one process), some carrying fds
+ * (SCM_RIGHTS). Over a stream, each message is read by its known length.
  *
  * The parent sends the child four messages: the first carries a pipe's
  * read end (bytes in the pipe, its write end closed) and a file DIR/data
@@ -25,6 +26,9 @@
 static char dir[4096];
 static pid_t cred_pid;		/* of the last message received; 0: none */
 static pid_t child_pid;
+static int stream;		/* SOCK_STREAM: messages have no boundary */
+static const size_t child_lens[] = { 24, 6, 5000, 15 };
+static const size_t parent_lens[] = { 5, 15, 2000 };
 static char big[5000];
 
 static void send_fds(int fd, const char *msg, size_t len, const int *fds,
@@ -176,7 +180,30 @@ static const char *sender(char *buf, size_t len)
 	return buf;
 }
 
-static void receive(const char *who, int fd, int count)
+/* One message: one read, or over a stream, reads up to its length. */
+static ssize_t recv_msg(int fd, char *buf, size_t len, size_t want, int *fds,
+			int *nfds)
+{
+	size_t got = 0;
+	int k;
+
+	if (!stream)
+		return recv_one(fd, buf, len, fds, nfds);
+	*nfds = 0;
+	while (got < want) {
+		ssize_t n = recv_one(fd, buf + got, want - got, fds + *nfds,
+				     &k);
+
+		if (n <= 0)
+			die(PROG, "end of stream after %zu of %zu bytes", got,
+			    want);
+		got += n;
+		*nfds += k;
+	}
+	return got;
+}
+
+static void receive(const char *who, int fd, const size_t *lens, int count)
 {
 	char other[64];
 	static char buf[65536];
@@ -184,7 +211,7 @@ static void receive(const char *who, int fd, int count)
 	ssize_t n;
 
 	for (int i = 0; i < count; i++) {
-		n = recv_one(fd, buf, sizeof(buf), fds, &nfds);
+		n = recv_msg(fd, buf, sizeof(buf), lens[i], fds, &nfds);
 
 		if (n < 100) {
 			buf[n] = 0;
@@ -199,7 +226,7 @@ static void receive(const char *who, int fd, int count)
 			print_fd(who, j, fds[j]);
 	}
 	n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-	if (n == 0) {		/* seqpacket: the peer has gone */
+	if (n == 0) {		/* seqpacket, stream: the peer has gone */
 		say("%s queue empty, end of file", who);
 	} else if (n > 0 || errno != EAGAIN) {
 		say("FAIL %s: a message more than was sent", who);
@@ -228,11 +255,13 @@ int main(int argc, char **argv)
 	pid_t pid = 0;
 
 	if (argc != 3)
-		die(PROG, "usage: " PROG " dgram|seqpacket|self DIR");
+		die(PROG, "usage: " PROG " dgram|seqpacket|stream|self DIR");
 	snprintf(dir, sizeof(dir), "%s", argv[2]);
 	for (size_t i = 0; i < sizeof(big); i++)
 		big[i] = 'a' + (i * 7 + i / 26) % 26;
-	type = !strcmp(argv[1], "seqpacket") ? SOCK_SEQPACKET : SOCK_DGRAM;
+	type = !strcmp(argv[1], "seqpacket") ? SOCK_SEQPACKET :
+	       !strcmp(argv[1], "stream") ? SOCK_STREAM : SOCK_DGRAM;
+	stream = type == SOCK_STREAM;
 	if (socketpair(AF_UNIX, type, 0, sv) < 0)
 		die(PROG, "socketpair: %s", strerror(errno));
 	/* the child's end: non-blocking, credentials, a larger buffer;
@@ -258,10 +287,10 @@ int main(int argc, char **argv)
 		say("child READY");
 		wait_go();
 		print_options(sv[1]);
-		receive("child", sv[1], 4);
+		receive("child", sv[1], child_lens, 4);
 		if (strcmp(argv[1], "self"))
 			return 0;
-		receive("parent", sv[0], 3);
+		receive("parent", sv[0], parent_lens, 3);
 		say("OK");
 		return 0;
 	}
@@ -272,7 +301,7 @@ int main(int argc, char **argv)
 	wait_go();
 	if (waitpid(pid, &status, 0) != pid)
 		die(PROG, "waitpid: %s", strerror(errno));
-	receive("parent", sv[0], 3);
+	receive("parent", sv[0], parent_lens, 3);
 	say("child exit %d", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 	say("OK");
 	return 0;
