@@ -304,8 +304,11 @@ static int save_into(int fd, int mfd, int (*note_fd)(int fd))
 		.rcvbuf = opt(fd, SO_RCVBUF),
 		.sndbuf = opt(fd, SO_SNDBUF),
 	};
+	socklen_t alen = sizeof(q.addr);
 	int saved_off, r;
 
+	if (getsockname(fd, (struct sockaddr *)q.addr, &alen) == 0)
+		q.addr_len = alen;
 	if (lseek(mfd, sizeof(q), SEEK_SET) < 0)
 		return -errno;
 	r = peek_from_start(fd, &saved_off);

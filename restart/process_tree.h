@@ -54,6 +54,8 @@ int restart_unix_dgram_refill_as(const struct ckpt_restart_plan *plan,
 int restart_listeners_create(struct ckpt_image *imgs, int n,
 			     struct ckpt_restart_plan *plan, int *keep_fd_end);
 
+int clear_stale_unix_path(const uint8_t *addr, uint32_t addr_len, int type,
+			  const char **why);
 int socket_record_info(const struct ckpt_image *img,
 		       const struct ckpt_fd_info *f,
 		       struct ckpt_socket_info *si, uint64_t *ino);

@@ -25,7 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
+#include "ckpt/sockaddr_text.h"
 #include "process_tree.h"
 
 #define FDS_MAX		253		/* SCM_MAX_FD */
@@ -312,6 +314,34 @@ static int refill(const struct ckpt_restart_plan *plan,
 	return r;
 }
 
+/* The name e's socket was bound to, given again (the file a path socket
+ * left is removed when it is stale); relative paths are not. 0 or
+ * -errno, said. */
+static int bind_name(const struct dgram_end *e)
+{
+	const struct sockaddr_un *a = (const void *)e->q.addr;
+	const char *why = "in use";
+	char where[160];
+	int r = 0;
+
+	if (!e->data || e->q.addr_len <= sizeof(sa_family_t) ||
+	    e->q.addr_len > sizeof(e->q.addr) ||
+	    (a->sun_path[0] && a->sun_path[0] != '/'))
+		return 0;
+	r = clear_stale_unix_path(e->q.addr, e->q.addr_len, e->type, &why);
+	if (r == 0 && bind(e->fd, (const void *)e->q.addr, e->q.addr_len) < 0)
+		r = -errno;
+	if (r < 0) {
+		ckpt_sockaddr_text(e->q.addr, e->q.addr_len, where,
+				   sizeof(where));
+		fprintf(stderr, "ckpt_restart: %s: %s (vpid %d), fd %d: cannot "
+			"bind to %s again: %s\n", e->img->path,
+			e->img->hdr.program, e->img->hdr.vpid, e->data->fd,
+			where, r == -EEXIST ? why : strerror(-r));
+	}
+	return r;
+}
+
 /* A pair for a and b (b NULL: a's peer is gone), placed and listed in the
  * plan. */
 static int make_pair(struct dgram_end *a, struct dgram_end *b,
@@ -341,7 +371,8 @@ static int make_pair(struct dgram_end *a, struct dgram_end *b,
 	set_options(a);
 	if (b)
 		set_options(b);
-	return 0;
+	r = bind_name(a);
+	return r == 0 && b ? bind_name(b) : r;
 }
 
 /* The handed fd of socket ino, or -1. */
@@ -383,7 +414,7 @@ static int make_all_pairs(struct ckpt_restart_plan *plan, int *next_fd)
 		if (plan->nsockets + 2 > CKPT_PLAN_MAX_SOCKETS)
 			return -E2BIG;
 		r = make_pair(a, b, plan, next_fd);
-		if (r < 0) {
+		if (r < 0 && r != -EEXIST && r != -EADDRINUSE) {
 			fprintf(stderr, "ckpt_restart: socket:[%llu]: making the "
 				"Unix %s socket pair again failed: %s\n",
 				(unsigned long long)a->ino, a->type == SOCK_DGRAM

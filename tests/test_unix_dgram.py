@@ -5,7 +5,9 @@ both directions at the checkpoint are delivered once each, in order, with
 their boundaries, the sender's virtual pid (SCM_CREDENTIALS) and the fds
 they carry (SCM_RIGHTS): a pipe's read end with its bytes and a file at
 its offset (issue 9: "a Unix datagram pair passing fds over SCM_RIGHTS
-mid-flight"). A stream pair keeps its fds in flight too."""
+mid-flight"). A stream pair keeps its fds in flight too; datagram sockets
+bound to a path or an abstract name and connected to each other come back
+with their names."""
 
 import os
 
@@ -29,7 +31,8 @@ def reference(kind, tmp):
 
 @pytest.mark.time_limit(300)
 @pytest.mark.parametrize("kind,images", [("dgram", 2), ("seqpacket", 2),
-                                         ("stream", 2), ("self", 1)])
+                                         ("stream", 2), ("self", 1),
+                                         ("path", 2), ("abstract", 2)])
 def test_queued_messages_and_fds_in_flight(session, kind, images):
     ref = reference(kind, session.path("ref"))
     assert ref[-1] == "OK" and any("2 fds" in l for l in ref)
@@ -54,5 +57,6 @@ def test_queued_messages_and_fds_in_flight(session, kind, images):
     assert rc == 0 and r.lines() == ref, (
         "exit %d, lines %r, stderr:\n%s" % (rc, r.lines(), r.stderr_text()))
     text = "".join(session.inspect(i) for i in saved)
-    assert "unix-" + ("dgram" if kind == "self" else kind) in text, text
+    assert "unix-" + (kind if kind in ("seqpacket", "stream") else "dgram") \
+        in text, text
     assert "in flight" in text, text

@@ -296,6 +296,11 @@ struct ckpt_unix_queue {
 	int32_t rcvbuf;			/* SO_RCVBUF, SO_SNDBUF as read */
 	int32_t sndbuf;
 	uint32_t nmsgs;			/* messages queued for reading */
+	uint32_t addr_len;		/* getsockname: the bound name (path,
+					   abstract), addr_len bytes of a
+					   struct sockaddr_un; <= 2: none */
+	uint32_t reserved;
+	uint8_t addr[112];
 };
 
 /* One queued message (a datagram or record: its boundary is kept). */

@@ -2,8 +2,11 @@
 /*
  * unix_dgram_fds TYPE DIR: messages queued on a socketpair(AF_UNIX, TYPE)
  * (TYPE dgram, seqpacket or stream: between a parent and its forked
- * child; self: a dgram pair inside one process), some carrying fds
+ * child; self: a dgram pair inside one process; path, abstract: two
+ * datagram sockets bound to DIR/a.sock and DIR/b.sock, or to abstract
+ * names made from DIR, connected to each other), some carrying fds
  * (SCM_RIGHTS). Over a stream, each message is read by its known length.
+ * With names, the child checks its end's name and its peer's.
  *
  * The parent sends the child four messages: the first carries a pipe's
  * read end (bytes in the pipe, its write end closed) and a file DIR/data
@@ -16,8 +19,10 @@
  */
 #include <fcntl.h>
 #include <poll.h>
+#include <stddef.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include "app_util.h"
 
@@ -27,6 +32,8 @@ static char dir[4096];
 static pid_t cred_pid;		/* of the last message received; 0: none */
 static pid_t child_pid;
 static int stream;		/* SOCK_STREAM: messages have no boundary */
+static struct sockaddr_un names[2];	/* path, abstract: a and b */
+static socklen_t names_len;
 static const size_t child_lens[] = { 24, 6, 5000, 15 };
 static const size_t parent_lens[] = { 5, 15, 2000 };
 static char big[5000];
@@ -249,20 +256,78 @@ static void print_options(int fd)
 	    !!(fcntl(fd, F_GETFD) & FD_CLOEXEC), pass, rcv);
 }
 
+/* The name of end i: DIR/a.sock or an abstract name made from DIR. */
+static void make_name(int i, int abstract)
+{
+	struct sockaddr_un *a = &names[i];
+
+	a->sun_family = AF_UNIX;
+	if (strlen(dir) > 90)
+		die(PROG, "%s: too long for a socket name", dir);
+	if (abstract)
+		snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1,
+			 "unix_dgram_fds-%016llx-%c", (unsigned long long)
+			 fnv1a(FNV1A_INIT, dir, strlen(dir)), 'a' + i);
+	else
+		snprintf(a->sun_path, sizeof(a->sun_path), "%.90s/%c.sock", dir,
+			 'a' + i);
+	/* abstract: the leading NUL and the name; a path and its NUL */
+	names_len = offsetof(struct sockaddr_un, sun_path) + 1 +
+		    strlen(a->sun_path + !!abstract);
+}
+
+/* Two datagram sockets bound to names[] and connected to each other. */
+static void named_pair(int *sv, int abstract)
+{
+	for (int i = 0; i < 2; i++) {
+		make_name(i, abstract);
+		sv[i] = socket(AF_UNIX, SOCK_DGRAM, 0);
+		if (sv[i] < 0 || bind(sv[i], (struct sockaddr *)&names[i],
+				      names_len) < 0)
+			die(PROG, "bind: %s", strerror(errno));
+	}
+	for (int i = 0; i < 2; i++)
+		if (connect(sv[i], (struct sockaddr *)&names[1 - i],
+			    names_len) < 0)
+			die(PROG, "connect: %s", strerror(errno));
+}
+
+/* With names: the child's end (b) is still bound to its name and
+ * connected to a's. */
+static void check_names(int fd)
+{
+	struct sockaddr_un got;
+	socklen_t len = sizeof(got);
+	int self_ok, peer_ok;
+
+	if (!names_len)
+		return;
+	self_ok = getsockname(fd, (struct sockaddr *)&got, &len) == 0 &&
+		  len == names_len && !memcmp(&got, &names[1], len);
+	len = sizeof(got);
+	peer_ok = getpeername(fd, (struct sockaddr *)&got, &len) == 0 &&
+		  len == names_len && !memcmp(&got, &names[0], len);
+	say("names: own %s, peer's %s", self_ok ? "kept" : "lost",
+	    peer_ok ? "kept" : "lost");
+}
+
 int main(int argc, char **argv)
 {
 	int sv[2], type, one = 1, rcv = 100000, status;
 	pid_t pid = 0;
 
 	if (argc != 3)
-		die(PROG, "usage: " PROG " dgram|seqpacket|stream|self DIR");
+		die(PROG, "usage: " PROG " dgram|seqpacket|stream|self|path|"
+		    "abstract DIR");
 	snprintf(dir, sizeof(dir), "%s", argv[2]);
 	for (size_t i = 0; i < sizeof(big); i++)
 		big[i] = 'a' + (i * 7 + i / 26) % 26;
 	type = !strcmp(argv[1], "seqpacket") ? SOCK_SEQPACKET :
 	       !strcmp(argv[1], "stream") ? SOCK_STREAM : SOCK_DGRAM;
 	stream = type == SOCK_STREAM;
-	if (socketpair(AF_UNIX, type, 0, sv) < 0)
+	if (!strcmp(argv[1], "path") || !strcmp(argv[1], "abstract"))
+		named_pair(sv, !strcmp(argv[1], "abstract"));
+	else if (socketpair(AF_UNIX, type, 0, sv) < 0)
 		die(PROG, "socketpair: %s", strerror(errno));
 	/* the child's end: non-blocking, credentials, a larger buffer;
 	 * the parent's: credentials, close-on-exec */
@@ -287,6 +352,7 @@ int main(int argc, char **argv)
 		say("child READY");
 		wait_go();
 		print_options(sv[1]);
+		check_names(sv[1]);
 		receive("child", sv[1], child_lens, 4);
 		if (strcmp(argv[1], "self"))
 			return 0;
