@@ -10,10 +10,12 @@ bound to a path or an abstract name and connected to each other come back
 with their names."""
 
 import os
+import struct
 
 import pytest
 
 from ckpt_harness import app, reference_output
+from ckpt_image import FD_FMT, Image, ckpt_hash64
 
 READY = r"^(parent|child) READY$"
 
@@ -60,3 +62,39 @@ def test_queued_messages_and_fds_in_flight(session, kind, images):
     assert "unix-" + (kind if kind in ("seqpacket", "stream") else "dgram") \
         in text, text
     assert "in flight" in text, text
+
+
+@pytest.mark.time_limit(300)
+def test_bad_saved_message_is_refused(session):
+    """A saved message longer than its record (hashes made consistent, as
+    an attacker would) makes ckpt_restart refuse the restart, naming the
+    process and the socket, with nothing restarted."""
+    work = session.path("work")
+    os.mkdir(work)
+    p = session.launch([app("unix_dgram_fds"), "dgram", work])
+    p.wait_line(r"^child READY$")
+    p.wait_line(r"^parent READY$")
+    saved = session.checkpoint(expect_images=2)
+    session.kill_all()
+    p.popen.wait(30)
+    patched = []
+    for path in saved:
+        im = Image(path)
+        for i, f in enumerate(im.table(FD_FMT, "fds_offset", "nfds")):
+            fd, kind, data_off, data_size = f[0], f[1], f[7], f[8]
+            if kind != 30 or data_size < 136 + 24:
+                continue
+            first = data_off + 136      # the first struct ckpt_unix_msg
+            struct.pack_into("<I", im.data, first, 0x7fffffff)
+            f[9] = ckpt_hash64(bytes(im.data[data_off:data_off + data_size]))
+            im.set_entry(FD_FMT, "fds_offset", i, f)
+            im.rehash()
+            patched.append(fd)
+        im.write(path)
+    assert patched, "no saved queue found"
+    r = session.restart(saved)
+    rc = r.wait_exit()
+    err = r.stderr_text()
+    assert rc != 0 and "saved messages again failed: Invalid argument" \
+        in err and "unix_dgram_fds" in err, (rc, err)
+    assert not any("got" in l for l in r.lines()), r.lines()
