@@ -45,17 +45,22 @@ static int opt(int fd, int name)
 }
 
 /* CKPT_FD_UNIX_DGRAM or _SEQPACKET and *peer when fd is such a Unix
- * socket connected to a peer; 0 otherwise, -errno on failure. */
+ * socket connected to a peer (*peer 0: the peer is closed, its messages
+ * may still wait here); 0 otherwise, -errno on failure. */
 int unix_dgram_kind(int fd, uint64_t ino, uint32_t *peer)
 {
 	int type = opt(fd, SO_TYPE), r;
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
 
 	if (opt(fd, SO_DOMAIN) != AF_UNIX ||
 	    (type != SOCK_DGRAM && type != SOCK_SEQPACKET))
 		return 0;
 	r = sockets_unix_peer(ino, peer);
-	if (r <= 0)
+	if (r < 0)
 		return r;
+	if (r == 0 && getpeername(fd, (struct sockaddr *)&ss, &len) < 0)
+		return 0;	/* not connected */
 	return type == SOCK_DGRAM ? CKPT_FD_UNIX_DGRAM :
 				    CKPT_FD_UNIX_SEQPACKET;
 }
@@ -309,6 +314,9 @@ static int save_into(int fd, int mfd, int (*note_fd)(int fd))
 
 	if (getsockname(fd, (struct sockaddr *)q.addr, &alen) == 0)
 		q.addr_len = alen;
+	alen = sizeof(q.peer);
+	if (getpeername(fd, (struct sockaddr *)q.peer, &alen) == 0)
+		q.peer_len = alen;
 	if (lseek(mfd, sizeof(q), SEEK_SET) < 0)
 		return -errno;
 	r = peek_from_start(fd, &saved_off);

@@ -501,6 +501,29 @@ static int refill_all(const struct ckpt_restart_plan *plan,
 	return 0;
 }
 
+/* A lone datagram end connected to a named socket (a server among the
+ * images, made again by restart_listeners.c, or one outside, such as
+ * /dev/log) is connected to that name again; if nobody is there, said:
+ * its sends fail as they would to a closed peer. */
+static void reconnect(const struct dgram_end *e)
+{
+	const struct sockaddr_un *a = (const void *)e->q.peer;
+	char where[160];
+
+	if (!e->data || e->type != SOCK_DGRAM ||
+	    e->q.peer_len <= sizeof(sa_family_t) ||
+	    e->q.peer_len > sizeof(e->q.peer) ||
+	    (a->sun_path[0] && a->sun_path[0] != '/') ||
+	    connect(e->fd, (const void *)e->q.peer, e->q.peer_len) == 0)
+		return;
+	ckpt_sockaddr_text(e->q.peer, e->q.peer_len, where, sizeof(where));
+	fprintf(stderr, "ckpt_restart: %s: %s (vpid %d), fd %d: its peer %s "
+		"is not restarted with it and cannot be reached again: %s; "
+		"the messages waiting for it are kept, what it sends fails\n",
+		e->img->path, e->img->hdr.program, e->img->hdr.vpid,
+		e->data->fd, where, strerror(errno));
+}
+
 static int close_twin(int twin)
 {
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC), r = 0;
@@ -532,7 +555,9 @@ int restart_unix_dgram_create(struct ckpt_image *imgs, int n,
 	/* a lone end's peer is gone once its messages wait (its number
 	 * stays taken: it lies among the fds handed over) */
 	for (int i = 0; i < nends && r == 0; i++)
-		if (ends[i].lone)
+		if (ends[i].lone) {
 			r = close_twin(ends[i].twin);
+			reconnect(&ends[i]);
+		}
 	return r;
 }

@@ -18,6 +18,8 @@ from ckpt_harness import app, reference_output
 from ckpt_image import FD_FMT, Image, ckpt_hash64
 
 READY = r"^(parent|child) READY$"
+QUEUE_SIZE = 248    # struct ckpt_unix_queue
+MSG_SIZE = 24       # struct ckpt_unix_msg
 
 
 def without_ready(lines):
@@ -82,9 +84,11 @@ def test_bad_saved_message_is_refused(session):
         im = Image(path)
         for i, f in enumerate(im.table(FD_FMT, "fds_offset", "nfds")):
             fd, kind, data_off, data_size = f[0], f[1], f[7], f[8]
-            if kind != 30 or data_size < 136 + 24:
+            if kind != 30 or data_size < QUEUE_SIZE + MSG_SIZE:
                 continue
-            first = data_off + 136      # the first struct ckpt_unix_msg
+            first = data_off + QUEUE_SIZE   # the first struct ckpt_unix_msg
+            length, nfds = struct.unpack_from("<II", im.data, first)
+            assert (length, nfds) in ((24, 2), (5, 0)), (length, nfds)
             struct.pack_into("<I", im.data, first, 0x7fffffff)
             f[9] = ckpt_hash64(bytes(im.data[data_off:data_off + data_size]))
             im.set_entry(FD_FMT, "fds_offset", i, f)
@@ -93,7 +97,7 @@ def test_bad_saved_message_is_refused(session):
         im.write(path)
     assert patched, "no saved queue found"
     r = session.restart(saved)
-    rc = r.wait_exit()
+    rc = r.wait_exit(timeout=120)
     err = r.stderr_text()
     assert rc != 0 and "saved messages again failed: Invalid argument" \
         in err and "unix_dgram_fds" in err, (rc, err)

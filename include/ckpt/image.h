@@ -299,8 +299,10 @@ struct ckpt_unix_queue {
 	uint32_t addr_len;		/* getsockname: the bound name (path,
 					   abstract), addr_len bytes of a
 					   struct sockaddr_un; <= 2: none */
-	uint32_t reserved;
+	uint32_t peer_len;		/* getpeername: the peer's name, as
+					   addr; a lone end connects to it */
 	uint8_t addr[112];
+	uint8_t peer[112];
 };
 
 /* One queued message (a datagram or record: its boundary is kept). */
