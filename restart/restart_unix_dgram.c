@@ -45,6 +45,9 @@ struct dgram_end {
 						   twin is closed after refill */
 	int sender;				/* the vpid that queues the
 						   messages again; 0: ckpt_restart */
+	const void *to;				/* refilled from a server: e's
+						   name, else NULL */
+	socklen_t tolen;
 	int done;
 };
 
@@ -209,16 +212,19 @@ static void close_all(const int *fds, uint32_t n)
 			close(fds[i]);
 }
 
-/* Send one message with its fds from `from`; 0 or -errno. */
-static int send_one(int from, const char *data, uint32_t len,
-		    const int *fds, uint32_t nfds)
+/* Send one message with its fds from `from` (to the name `to` if not
+ * NULL); 0 or -errno. */
+static int send_one(int from, const void *to, socklen_t tolen,
+		    const char *data, uint32_t len, const int *fds,
+		    uint32_t nfds)
 {
 	union {
 		struct cmsghdr align;
 		char buf[CMSG_SPACE(FDS_MAX * sizeof(int))];
 	} ctl;
 	struct iovec iov = { (void *)data, len };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_name = (void *)to, .msg_namelen = tolen };
 	ssize_t n;
 
 	if (nfds) {
@@ -247,9 +253,9 @@ static int send_message(const struct dgram_end *e, int from, const char *data,
 	int r;
 
 	if (e->type != SOCK_STREAM || !nfds || len < 2)
-		return send_one(from, data, len, fds, nfds);
-	r = send_one(from, data, len - 1, NULL, 0);
-	return r ? r : send_one(from, data + len - 1, 1, fds, nfds);
+		return send_one(from, e->to, e->tolen, data, len, fds, nfds);
+	r = send_one(from, NULL, 0, data, len - 1, NULL, 0);
+	return r ? r : send_one(from, NULL, 0, data + len - 1, 1, fds, nfds);
 }
 
 /* Read message header m at *off of e's record, its fd numbers and data
@@ -314,19 +320,26 @@ static int refill(const struct ckpt_restart_plan *plan,
 	return r;
 }
 
+/* A name that can be bound or connected to again: abstract, or an
+ * absolute path. */
+static int usable_name(const uint8_t *addr, uint32_t len)
+{
+	const struct sockaddr_un *a = (const void *)addr;
+
+	return len > sizeof(sa_family_t) && len <= sizeof(((struct ckpt_unix_queue *)0)->addr) &&
+	       (!a->sun_path[0] || a->sun_path[0] == '/');
+}
+
 /* The name e's socket was bound to, given again (the file a path socket
  * left is removed when it is stale); relative paths are not. 0 or
  * -errno, said. */
 static int bind_name(const struct dgram_end *e)
 {
-	const struct sockaddr_un *a = (const void *)e->q.addr;
 	const char *why = "in use";
 	char where[160];
 	int r = 0;
 
-	if (!e->data || e->q.addr_len <= sizeof(sa_family_t) ||
-	    e->q.addr_len > sizeof(e->q.addr) ||
-	    (a->sun_path[0] && a->sun_path[0] != '/'))
+	if (!e->data || !usable_name(e->q.addr, e->q.addr_len))
 		return 0;
 	r = clear_stale_unix_path(e->q.addr, e->q.addr_len, e->type, &why);
 	if (r == 0 && bind(e->fd, (const void *)e->q.addr, e->q.addr_len) < 0)
@@ -456,9 +469,9 @@ static int credited_sender(const struct dgram_end *e,
 }
 
 static int refill_said(const struct ckpt_restart_plan *plan,
-		       const struct dgram_end *e)
+		       const struct dgram_end *e, int from)
 {
-	int r = refill(plan, e, e->twin);
+	int r = refill(plan, e, from);
 
 	if (r < 0)
 		fprintf(stderr, "ckpt_restart: %s: %s (vpid %d): fd %d "
@@ -476,7 +489,7 @@ int restart_unix_dgram_refill_as(const struct ckpt_restart_plan *plan,
 {
 	for (int i = 0; i < nends; i++) {
 		int r = ends[i].sender == vpid ?
-			refill_said(plan, &ends[i]) : 0;
+			refill_said(plan, &ends[i], ends[i].twin) : 0;
 
 		if (r < 0)
 			return r;
@@ -493,35 +506,30 @@ static int refill_all(const struct ckpt_restart_plan *plan,
 		struct dgram_end *e = &ends[i];
 		int r;
 
+		if (e->lone)
+			continue;	/* finish_lone */
 		e->sender = credited_sender(e, imgs, n);
-		r = e->sender ? 0 : refill_said(plan, e);
+		r = e->sender ? 0 : refill_said(plan, e, e->twin);
 		if (r < 0)
 			return r;
 	}
 	return 0;
 }
 
-/* A lone datagram end connected to a named socket (a server among the
- * images, made again by restart_listeners.c, or one outside, such as
- * /dev/log) is connected to that name again; if nobody is there, said:
- * its sends fail as they would to a closed peer. */
-static void reconnect(const struct dgram_end *e)
+/* Connect lone end e to its peer's name again; 0, or -errno after saying
+ * why not (its sends then fail as they would to a closed peer). */
+static int reconnect(const struct dgram_end *e)
 {
-	const struct sockaddr_un *a = (const void *)e->q.peer;
 	char where[160];
 
-	if (!e->data || e->type != SOCK_DGRAM ||
-	    e->q.peer_len <= sizeof(sa_family_t) ||
-	    e->q.peer_len > sizeof(e->q.peer) ||
-	    (a->sun_path[0] && a->sun_path[0] != '/') ||
-	    connect(e->fd, (const void *)e->q.peer, e->q.peer_len) == 0)
-		return;
+	if (connect(e->fd, (const void *)e->q.peer, e->q.peer_len) == 0)
+		return 0;
 	ckpt_sockaddr_text(e->q.peer, e->q.peer_len, where, sizeof(where));
 	fprintf(stderr, "ckpt_restart: %s: %s (vpid %d), fd %d: its peer %s "
 		"is not restarted with it and cannot be reached again: %s; "
-		"the messages waiting for it are kept, what it sends fails\n",
-		e->img->path, e->img->hdr.program, e->img->hdr.vpid,
-		e->data->fd, where, strerror(errno));
+		"what it sends fails\n", e->img->path, e->img->hdr.program,
+		e->img->hdr.vpid, e->data->fd, where, strerror(errno));
+	return -errno;
 }
 
 static int close_twin(int twin)
@@ -533,6 +541,42 @@ static int close_twin(int twin)
 	if (null >= 0)
 		close(null);
 	return r;
+}
+
+/*
+ * An end whose peer is not among the images: its messages come from its
+ * twin, which is then closed. A datagram end connected to a named socket
+ * (a server among the images, made again by restart_listeners.c, or one
+ * outside such as /dev/log) is connected to that name again; since that
+ * empties its queue, its messages then come from the server's socket,
+ * addressed to its own name, or, when that cannot be, they are kept and
+ * it is not connected again (said).
+ */
+static int finish_lone(const struct ckpt_restart_plan *plan,
+		       struct dgram_end *e)
+{
+	int server = plan_socket(plan, e->peer), queued, r = 0;
+
+	queued = e->data && e->q.nmsgs;
+	if (e->data && e->type == SOCK_DGRAM &&
+	    usable_name(e->q.peer, e->q.peer_len)) {
+		if (queued && (server < 0 ||
+			       !usable_name(e->q.addr, e->q.addr_len)))
+			fprintf(stderr, "ckpt_restart: %s: %s (vpid %d), fd %d:"
+				" its %u queued messages are kept; it is not "
+				"connected to its peer again\n", e->img->path,
+				e->img->hdr.program, e->img->hdr.vpid,
+				e->data->fd, e->q.nmsgs);
+		else if (reconnect(e) == 0 && queued) {
+			e->to = e->q.addr;
+			e->tolen = e->q.addr_len;
+			r = refill_said(plan, e, server);
+			queued = 0;
+		}
+	}
+	if (queued)
+		r = refill_said(plan, e, e->twin);
+	return r ? r : close_twin(e->twin);
 }
 
 int restart_unix_dgram_create(struct ckpt_image *imgs, int n,
@@ -552,12 +596,8 @@ int restart_unix_dgram_create(struct ckpt_image *imgs, int n,
 	r = make_all_pairs(plan, keep_fd_end);
 	if (r == 0)
 		r = refill_all(plan, imgs, n);
-	/* a lone end's peer is gone once its messages wait (its number
-	 * stays taken: it lies among the fds handed over) */
 	for (int i = 0; i < nends && r == 0; i++)
-		if (ends[i].lone) {
-			r = close_twin(ends[i].twin);
-			reconnect(&ends[i]);
-		}
+		if (ends[i].lone)
+			r = finish_lone(plan, &ends[i]);
 	return r;
 }

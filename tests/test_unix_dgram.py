@@ -7,7 +7,8 @@ they carry (SCM_RIGHTS): a pipe's read end with its bytes and a file at
 its offset (issue 9: "a Unix datagram pair passing fds over SCM_RIGHTS
 mid-flight"). A stream pair keeps its fds in flight too; datagram sockets
 bound to a path or an abstract name and connected to each other come back
-with their names."""
+with their names; a datagram socket connected to a server's bound socket
+keeps the messages the server sent it and reaches the server again."""
 
 import os
 import struct
@@ -36,10 +37,12 @@ def reference(kind, tmp):
 @pytest.mark.time_limit(300)
 @pytest.mark.parametrize("kind,images", [("dgram", 2), ("seqpacket", 2),
                                          ("stream", 2), ("self", 1),
-                                         ("path", 2), ("abstract", 2)])
+                                         ("path", 2), ("abstract", 2),
+                                         ("server", 2)])
 def test_queued_messages_and_fds_in_flight(session, kind, images):
     ref = reference(kind, session.path("ref"))
-    assert ref[-1] == "OK" and any("2 fds" in l for l in ref)
+    assert ref[-1] == "OK" and (kind == "server" or
+                                any("2 fds" in l for l in ref))
     work = session.path("work")
     os.mkdir(work)
     p = session.launch([app("unix_dgram_fds"), kind, work])
@@ -63,7 +66,7 @@ def test_queued_messages_and_fds_in_flight(session, kind, images):
     text = "".join(session.inspect(i) for i in saved)
     assert "unix-" + (kind if kind in ("seqpacket", "stream") else "dgram") \
         in text, text
-    assert "in flight" in text, text
+    assert kind == "server" or "in flight" in text, text
 
 
 @pytest.mark.time_limit(300)

@@ -8,6 +8,11 @@
  * (SCM_RIGHTS). Over a stream, each message is read by its known length.
  * With names, the child checks its end's name and its peer's.
  *
+ * unix_dgram_fds server DIR: the parent's datagram socket is bound to
+ * DIR/srv.sock, unconnected; the child's, bound to an abstract name, is
+ * connected to it. The server sends the child two messages; after DIR/go
+ * the child reads them and sends one to the server, which reads it.
+ *
  * The parent sends the child four messages: the first carries a pipe's
  * read end (bytes in the pipe, its write end closed) and a file DIR/data
  * open at offset 4; then one of 5000 bytes. The child sends three back.
@@ -311,6 +316,66 @@ static void check_names(int fd)
 	    peer_ok ? "kept" : "lost");
 }
 
+static void server_mode(void)
+{
+	struct sockaddr_un srv = { .sun_family = AF_UNIX };
+	socklen_t srv_len;
+	int fds[8], nfds, s, c, status;
+	char buf[256];
+	ssize_t n;
+	pid_t pid;
+
+	make_name(1, 1);		/* the client's abstract name */
+	snprintf(srv.sun_path, sizeof(srv.sun_path), "%.90s/srv.sock", dir);
+	srv_len = offsetof(struct sockaddr_un, sun_path) +
+		  strlen(srv.sun_path) + 1;
+	s = socket(AF_UNIX, SOCK_DGRAM, 0);
+	if (s < 0 || bind(s, (struct sockaddr *)&srv, srv_len) < 0)
+		die(PROG, "server bind: %s", strerror(errno));
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		die(PROG, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		close(s);
+		c = socket(AF_UNIX, SOCK_DGRAM, 0);
+		if (c < 0 || bind(c, (struct sockaddr *)&names[1],
+				  names_len) < 0 ||
+		    connect(c, (struct sockaddr *)&srv, srv_len) < 0)
+			die(PROG, "client: %s", strerror(errno));
+		say("child READY");
+		wait_go();
+		for (int i = 0; i < 2; i++) {
+			n = recv_one(c, buf, sizeof(buf) - 1, fds, &nfds);
+			buf[n] = 0;
+			say("client got %zd \"%s\"", n, buf);
+		}
+		send_text(c, "hello from the client");
+		say("client sent");
+		exit(0);
+	}
+	for (int tries = 0; ; tries++) {	/* until the client is bound */
+		if (sendto(s, "to the client 1", 15, 0,
+			   (struct sockaddr *)&names[1], names_len) == 15)
+			break;
+		if (tries == 3000)
+			die(PROG, "sendto the client: %s", strerror(errno));
+		sleep_ms(10);
+	}
+	if (sendto(s, "to the client 2", 15, 0, (struct sockaddr *)&names[1],
+		   names_len) != 15)
+		die(PROG, "sendto the client: %s", strerror(errno));
+	say("parent READY");
+	wait_go();
+	if (waitpid(pid, &status, 0) != pid)
+		die(PROG, "waitpid: %s", strerror(errno));
+	n = recv_one(s, buf, sizeof(buf) - 1, fds, &nfds);
+	buf[n] = 0;
+	say("server got %zd \"%s\"", n, buf);
+	say("child exit %d", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	say("OK");
+}
+
 int main(int argc, char **argv)
 {
 	int sv[2], type, one = 1, rcv = 100000, status;
@@ -318,10 +383,14 @@ int main(int argc, char **argv)
 
 	if (argc != 3)
 		die(PROG, "usage: " PROG " dgram|seqpacket|stream|self|path|"
-		    "abstract DIR");
+		    "abstract|server DIR");
 	snprintf(dir, sizeof(dir), "%s", argv[2]);
 	for (size_t i = 0; i < sizeof(big); i++)
 		big[i] = 'a' + (i * 7 + i / 26) % 26;
+	if (!strcmp(argv[1], "server")) {
+		server_mode();
+		return 0;
+	}
 	type = !strcmp(argv[1], "seqpacket") ? SOCK_SEQPACKET :
 	       !strcmp(argv[1], "stream") ? SOCK_STREAM : SOCK_DGRAM;
 	stream = type == SOCK_STREAM;
