@@ -67,6 +67,7 @@ def test_queued_messages_and_fds_in_flight(session, kind, images):
     assert "unix-" + (kind if kind in ("seqpacket", "stream") else "dgram") \
         in text, text
     assert kind == "server" or "in flight" in text, text
+    assert "messages queued" in text, text
 
 
 @pytest.mark.time_limit(300)
