@@ -1,23 +1,25 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Connected AF_UNIX datagram and seqpacket sockets (socketpair, or two
- * sockets connected to each other) whose peer is in the computation too:
- * files.c records them as CKPT_FD_UNIX_DGRAM / _SEQPACKET.
- * docs/resources.md tells the whole story:
+ * Connected AF_UNIX datagram and seqpacket sockets (socketpair, two
+ * sockets connected to each other, a client connected to a server's
+ * socket): files.c records them as CKPT_FD_UNIX_DGRAM / _SEQPACKET; and
+ * the queues of Unix stream ends that hold fds in flight or pass
+ * credentials (CKPT_FDF_MESSAGES). docs/resources.md tells the whole
+ * story:
  *
  *   checkpoint, when every process is stopped (DO_WRITE): one process per
- *   socket (round_claim) saves the messages queued for that end, one by
- *   one with their boundaries, read with MSG_PEEK at SO_PEEK_OFF offsets
- *   so that nothing is taken out. A peek hands over copies of the fds a
- *   message carries (SCM_RIGHTS): files.c records each as an extra fd of
- *   this process (CKPT_FDF_IN_FLIGHT), saved like any other (a pipe with
- *   its bytes), then closes it. Credentials (SCM_CREDENTIALS) are kept
- *   with the sender's virtual pid.
+ *   socket (round_claim) saves the end's names and options and the
+ *   messages queued for it, one by one with their boundaries, read with
+ *   MSG_PEEK at SO_PEEK_OFF offsets so that nothing is taken out. A peek
+ *   hands over copies of the fds a message carries (SCM_RIGHTS): files.c
+ *   records each as an extra fd of this process (CKPT_FDF_IN_FLIGHT),
+ *   saved like any other (a pipe with its bytes), then closes it.
+ *   Credentials (SCM_CREDENTIALS) are kept with the sender's virtual pid.
  *
  *   restart: ckpt_restart (restart/restart_unix_dgram.c) makes a
  *   socketpair of the same type per saved pair, sets the options and
- *   sends each saved message again, with the fds it carried made again,
- *   into the end it was queued for; files.c takes the ends.
+ *   names and sends each saved message again, with the fds it carried
+ *   made again, into the end it was queued for; files.c takes the ends.
  */
 #include <errno.h>
 #include <string.h>
