@@ -292,6 +292,8 @@ int unix_stream_needs_messages(int fd)
 	if (opt(fd, SO_PASSCRED) > 0)
 		return 1;
 	r = stream_queued(fd, &left);
+	if (r == -E2BIG)
+		return 0;	/* sockets.c saves what it can */
 	if (r == 0)
 		r = peek_from_start(fd, &saved_off);
 	if (r < 0)

@@ -11,7 +11,11 @@
  *
  * An end whose peer is not among the images (it was closed, or lives
  * outside the computation) gets a pair whose other end is closed once the
- * messages are queued: they are still read, then the peer is gone.
+ * messages are queued: they are still read, then the peer is gone; a
+ * datagram end whose peer had a name is connected to it again
+ * (finish_lone). The queue of a Unix stream end saved as messages
+ * (CKPT_FDF_MESSAGES: fds in flight, SO_PASSCRED) is sent here too, into
+ * the pair restart_sockets.c made.
  *
  * Credentials: when the messages of a queue carried credentials
  * (SCM_CREDENTIALS) from one process that is restarted too, that process
