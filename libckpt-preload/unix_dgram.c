@@ -289,11 +289,11 @@ int unix_stream_needs_messages(int fd)
 	int fds[FDS_MAX], saved_off, found = 0, r;
 	size_t left;
 
-	if (opt(fd, SO_PASSCRED) > 0)
-		return 1;
 	r = stream_queued(fd, &left);
 	if (r == -E2BIG)
 		return 0;	/* sockets.c saves what it can */
+	if (r == 0 && opt(fd, SO_PASSCRED) > 0)
+		return 1;
 	if (r == 0)
 		r = peek_from_start(fd, &saved_off);
 	if (r < 0)
