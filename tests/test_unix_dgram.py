@@ -12,6 +12,7 @@ keeps the messages the server sent it and reaches the server again."""
 
 import os
 import struct
+import time
 
 import pytest
 
@@ -21,6 +22,19 @@ from ckpt_image import FD_FMT, Image, ckpt_hash64
 READY = r"^(parent|child) READY$"
 QUEUE_SIZE = 248    # struct ckpt_unix_queue
 MSG_SIZE = 24       # struct ckpt_unix_msg
+
+
+def wait_connected(session, n, timeout=120):
+    """Until n processes are connected to the coordinator (a restarted
+    computation that prints nothing while it waits)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r = session.command("--status")
+        if "processes: %d" % n in r.stdout:
+            return
+        time.sleep(0.1)
+    raise AssertionError("not %d processes connected within %d s: %s"
+                         % (n, timeout, r.stdout))
 
 
 def without_ready(lines):
@@ -106,3 +120,32 @@ def test_bad_saved_message_is_refused(session):
     assert rc != 0 and "saved messages again failed: Invalid argument" \
         in err and "unix_dgram_fds" in err, (rc, err)
     assert not any("got" in l for l in r.lines()), r.lines()
+
+
+@pytest.mark.time_limit(300)
+@pytest.mark.parametrize("kind", ["dgram", "stream", "server"])
+def test_twice_restarted(session, kind):
+    """Checkpointed again after a restart (the queues, fds in flight and
+    credentials made by the first restart are saved in turn), restarted
+    again: the same output as an uninterrupted run."""
+    ref = reference(kind, session.path("ref"))
+    work = session.path("work")
+    os.mkdir(work)
+    p = session.launch([app("unix_dgram_fds"), kind, work])
+    p.wait_line(r"^child READY$")
+    p.wait_line(r"^parent READY$")
+    first = session.checkpoint(expect_images=2)
+    session.kill_all()
+    p.popen.wait(30)
+    r = session.restart(first)
+    wait_connected(session, 2)
+    second = session.checkpoint(expect_images=2)
+    session.kill_all()
+    r.popen.wait(30)
+    assert not r.lines(), (r.lines(), r.stderr_text())
+    open(os.path.join(work, "go"), "w").close()
+    r2 = session.restart(second)
+    rc = r2.wait_exit()
+    assert rc == 0 and r2.lines() == ref, (
+        "exit %d, lines %r, stderr:\n%s" % (rc, r2.lines(),
+                                            r2.stderr_text()))
