@@ -47,7 +47,7 @@ struct saved_fd {
 	struct termios termios;
 	uint32_t pipe_size;	/* F_GETPIPE_SZ */
 	uint32_t mode;		/* FIFO: permission bits */
-	uint32_t peer_ino;	/* AF_UNIX stream: the connected peer */
+	uint32_t peer_ino;	/* AF_UNIX pair: the connected peer */
 	uint32_t pty_index;	/* CKPT_FD_PTY_MASTER: N of /dev/pts/N */
 	int sock;		/* CKPT_FD_SOCKET_*, UNIX_STREAM: index in
 				   sock_info, else -1 */
@@ -189,7 +189,7 @@ static void settle_tcp(const struct saved_fd *s)
  * from the restarting side). */
 static void note_socket(struct saved_fd *s, const struct stat *st)
 {
-	int kind = 0;
+	int kind = 0, pair;
 
 	if (nsock_info < SOCK_INFO_MAX)
 		kind = socket_state_save(s->fd, st->st_ino,
@@ -198,6 +198,8 @@ static void note_socket(struct saved_fd *s, const struct stat *st)
 		s->sock = nsock_info++;
 	if (sockets_unix_stream_peer(s->fd, st->st_ino, &s->peer_ino) == 1)
 		s->kind = CKPT_FD_UNIX_STREAM;
+	else if ((pair = unix_dgram_kind(s->fd, st->st_ino, &s->peer_ino)) > 0)
+		s->kind = pair;
 	else if (s->fd > 2 && kind)
 		s->kind = kind;
 	if (s->kind == CKPT_FD_SOCKET_OUTSIDE && is_tcp(&sock_info[s->sock]))
@@ -334,6 +336,39 @@ static int readable_copy(const struct saved_fd *s)
 	return r < 0 ? r : fd;
 }
 
+/* Connected Unix sockets remade as pairs by ckpt_restart. */
+static int is_unix_pair(int kind)
+{
+	return kind == CKPT_FD_UNIX_STREAM || kind == CKPT_FD_UNIX_DGRAM ||
+	       kind == CKPT_FD_UNIX_SEQPACKET;
+}
+
+/* An fd received from a queued SCM_RIGHTS message (unix_dgram.c): saved
+ * like the process's own, closed once the image is written. */
+static int note_in_flight(int fd)
+{
+	int r;
+
+	if (nsaved == CKPT_MAX_FDS) {
+		close(fd);
+		return -EMFILE;
+	}
+	r = save_one_fd(fd, ckpt_real_getpid());
+	if (r < 0 || saved[nsaved - 1].fd != fd) {
+		close(fd);
+		return r < 0 ? r : -EBADF;
+	}
+	saved[nsaved - 1].fd_flags |= CKPT_FDF_IN_FLIGHT;
+	return 0;
+}
+
+static void close_in_flight(void)
+{
+	for (int i = 0; i < nsaved; i++)
+		if (saved[i].fd_flags & CKPT_FDF_IN_FLIGHT)
+			close(saved[i].fd);
+}
+
 static int is_socket_state(int kind)
 {
 	return kind == CKPT_FD_SOCKET_LISTEN || kind == CKPT_FD_SOCKET_BOUND ||
@@ -394,10 +429,27 @@ static int socket_info_memfd(const struct saved_fd *s, uint64_t *size)
 	return mfd;
 }
 
+/* The messages queued on a Unix socket, with the fds they carry
+ * (unix_dgram.c), if this process saves them. */
+static int save_messages(struct saved_fd *s, uint64_t *size)
+{
+	int memfd, r;
+
+	r = unix_dgram_save_queue(s->fd, s->ino, note_in_flight, &memfd, size);
+	if (r < 0) {
+		ckpt_log("fd %d (%s): saving the messages queued on the socket "
+			 "failed: %s", s->fd, saved_path(s), strerror(-r));
+		return r;
+	}
+	if (memfd >= 0 && s->kind == CKPT_FD_UNIX_STREAM)
+		s->fd_flags |= CKPT_FDF_MESSAGES;
+	return memfd;
+}
+
 /* Where the content saved with the record comes from: a deleted file
  * itself, the bytes drained from a pipe (every process of the computation
  * is stopped by now), or nothing (-1). */
-static int content_of(const struct saved_fd *s, uint64_t *size)
+static int content_of(struct saved_fd *s, uint64_t *size)
 {
 	int memfd, r;
 
@@ -417,7 +469,11 @@ static int content_of(const struct saved_fd *s, uint64_t *size)
 		return memfd;
 	}
 	if (s->kind == CKPT_FD_UNIX_STREAM) {
-		r = sockets_save_queue(s->fd, s->ino, &memfd, size);
+		r = unix_stream_needs_messages(s->fd);
+		if (r > 0)
+			return save_messages(s, size);
+		if (r == 0)
+			r = sockets_save_queue(s->fd, s->ino, &memfd, size);
 		if (r < 0) {
 			ckpt_log("fd %d (%s): saving the socket's queue failed: "
 				 "%s", s->fd, saved_path(s), strerror(-r));
@@ -425,6 +481,8 @@ static int content_of(const struct saved_fd *s, uint64_t *size)
 		}
 		return memfd;
 	}
+	if (s->kind == CKPT_FD_UNIX_DGRAM || s->kind == CKPT_FD_UNIX_SEQPACKET)
+		return save_messages(s, size);
 	if (s->kind != CKPT_FD_PIPE && s->kind != CKPT_FD_FIFO)
 		return -1;
 	r = pipes_drain(s->fd, &(struct round_key){
@@ -468,20 +526,24 @@ static uint32_t sharing(const struct saved_fd *s)
 
 static int files_write(struct image_writer *w)
 {
-	int shared = shared_resolve();
+	int shared = shared_resolve(), r;
 
 	if (shared < 0 && shared != -ENOENT)
 		ckpt_log("cannot read the open files other processes share: "
 			 "%s; only those shared with the parent process will "
 			 "be restored shared", strerror(-shared));
-	for (int i = 0; i < nsaved; i++) {
-		const struct saved_fd *s = &saved[i];
+	r = 0;
+	/* nsaved grows while fds in flight are found */
+	for (int i = 0; i < nsaved && r == 0; i++) {
+		struct saved_fd *s = &saved[i];
 		struct ckpt_fd_info fi;
 		uint64_t size;
-		int content = content_of(s, &size), r;
+		int content = content_of(s, &size);
 
-		if (content < -1)
-			return content;
+		if (content < -1) {
+			r = content;
+			break;
+		}
 		memset(&fi, 0, sizeof(fi));
 		fi.fd = s->fd;
 		fi.kind = s->kind;
@@ -491,21 +553,21 @@ static int files_write(struct image_writer *w)
 		fi.offset = s->kind == CKPT_FD_FIFO ? s->mode : s->offset;
 		if (s->kind == CKPT_FD_PIPE || s->kind == CKPT_FD_FIFO)
 			fi.pipe_size = s->pipe_size;
-		else if (s->kind == CKPT_FD_UNIX_STREAM)
+		else if (is_unix_pair(s->kind))
 			fi.peer_ino = s->peer_ino;
 		else if (s->kind == CKPT_FD_PTY_MASTER)
 			fi.pty_index = s->pty_index;
 		else if (is_event_fd(s->kind))
 			event_fds_describe(saved[s->dup_of >= 0 ? s->dup_of :
 					   i].fd, &fi.offset, &fi.event_info);
-		else if (!is_socket_state(s->kind))
+		else if (!is_socket_state(s->kind) &&
+			 !(s->fd_flags & CKPT_FDF_IN_FLIGHT))
 			fi.share = sharing(s);
 		r = writer_add_fd(w, &fi, saved_path(s),
 				  content >= 0 && size ? content : -1, size);
-		if (r < 0)
-			return r;
 	}
-	return 0;
+	close_in_flight();
+	return r;
 }
 
 /* ----- restart ----- */
@@ -805,6 +867,8 @@ static int restore_one_fd(const struct saved_fd *s, int image_fd)
 {
 	int r, fd = s->fd;
 
+	if (s->fd_flags & CKPT_FDF_IN_FLIGHT)	/* ckpt_restart sent it */
+		return 0;
 	if (s->dup_of >= 0)
 		return dup2(saved[s->dup_of].fd, fd) < 0 ? -errno : 0;
 	r = may_share_with_parent(s->kind) ?
@@ -850,6 +914,8 @@ static int restore_one_fd(const struct saved_fd *s, int image_fd)
 	case CKPT_FD_PIPE:
 		return restore_pipe_end(s);
 	case CKPT_FD_UNIX_STREAM:
+	case CKPT_FD_UNIX_DGRAM:
+	case CKPT_FD_UNIX_SEQPACKET:
 		return with_options(s, restore_socket_end(s));
 	case CKPT_FD_FIFO:
 		return restore_fifo(s);

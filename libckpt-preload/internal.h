@@ -385,6 +385,13 @@ int ptys_handed_master(uint32_t index);
 int sockets_unix_stream_peer(int fd, uint64_t ino, uint32_t *peer);
 int sockets_save_queue(int fd, uint64_t ino, int *memfd, uint64_t *size);
 int sockets_peek_into(int fd, int memfd, uint64_t *size);
+int sockets_unix_peer(uint64_t ino, uint32_t *peer);
+
+/* unix_dgram.c: connected Unix datagram and seqpacket sockets */
+int unix_dgram_kind(int fd, uint64_t ino, uint32_t *peer);
+int unix_dgram_save_queue(int fd, uint64_t ino, int (*note_fd)(int fd),
+			  int *memfd, uint64_t *size);
+int unix_stream_needs_messages(int fd);
 
 /* socket_state.c */
 struct ckpt_socket_info;

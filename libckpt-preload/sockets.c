@@ -65,9 +65,9 @@ static uint32_t peer_from_reply(const char *buf, long len, uint32_t ino)
 	return 0;
 }
 
-/* 1 and *peer when fd is an AF_UNIX stream socket connected to a peer,
- * 0 when it is another kind of socket, -errno on failure. */
-int sockets_unix_stream_peer(int fd, uint64_t ino, uint32_t *peer)
+/* 1 and *peer when Unix socket ino is connected to a peer, 0 when it is
+ * not, -errno on failure (sock_diag: UNIX_DIAG_PEER). */
+int sockets_unix_peer(uint64_t ino, uint32_t *peer)
 {
 	struct {
 		struct nlmsghdr nlh;
@@ -77,9 +77,6 @@ int sockets_unix_stream_peer(int fd, uint64_t ino, uint32_t *peer)
 	int nl, r;
 	long n;
 
-	r = stream_type(fd);
-	if (r <= 0)
-		return r;
 	memset(&msg, 0, sizeof(msg));
 	msg.nlh.nlmsg_len = sizeof(msg);
 	msg.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
@@ -105,6 +102,15 @@ int sockets_unix_stream_peer(int fd, uint64_t ino, uint32_t *peer)
 		return r;
 	*peer = peer_from_reply(reply, n, ino);
 	return *peer != 0;
+}
+
+/* 1 and *peer when fd is an AF_UNIX stream socket connected to a peer,
+ * 0 when it is another kind of socket, -errno on failure. */
+int sockets_unix_stream_peer(int fd, uint64_t ino, uint32_t *peer)
+{
+	int r = stream_type(fd);
+
+	return r <= 0 ? r : sockets_unix_peer(ino, peer);
 }
 
 static int peek_all(int fd, int memfd, uint64_t *size)

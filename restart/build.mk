@@ -62,6 +62,7 @@ RESTART_OBJS := $(OBJ)/app/restart/ckpt_restart.c.o \
 	$(OBJ)/app/restart/restart_tcp.c.o \
 	$(OBJ)/app/restart/restart_udp.c.o \
 	$(OBJ)/app/restart/restart_sockets.c.o \
+	$(OBJ)/app/restart/restart_unix_dgram.c.o \
 	$(OBJ)/app/restart/restart_ptys.c.o $(RESTART_COMMON_OBJS)
 
 $(BIN)/ckpt_restart: $(RESTART_OBJS) $(RESTART_CLIENT_OBJS)

@@ -184,6 +184,25 @@ static void print_socket_options(const struct ckpt_image *img,
 }
 
 /* A socket record's saved address, options and backlog in words. */
+/* A saved Unix message queue (CKPT_FD_UNIX_DGRAM, _SEQPACKET, a stream
+ * with CKPT_FDF_MESSAGES): its names, options and message count. */
+static void print_unix_queue(const struct ckpt_image *img,
+			     const struct ckpt_fd_info *f)
+{
+	struct ckpt_unix_queue q;
+	char here[160], peer[160];
+
+	if (f->data_size < sizeof(q) ||
+	    pread(img->fd, &q, sizeof(q), f->data_offset) != sizeof(q) ||
+	    q.addr_len > sizeof(q.addr) || q.peer_len > sizeof(q.peer))
+		return;
+	ckpt_sockaddr_text(q.addr, q.addr_len, here, sizeof(here));
+	ckpt_sockaddr_text(q.peer, q.peer_len, peer, sizeof(peer));
+	printf(" (%s%s%s, %u message%s queued%s)", here[0] ? here : "unnamed",
+	       peer[0] ? " to " : "", peer, q.nmsgs, q.nmsgs == 1 ? "" : "s",
+	       q.flags & CKPT_UNIXQ_F_PASSCRED ? ", SO_PASSCRED" : "");
+}
+
 static void print_socket_info(const struct ckpt_image *img,
 			      const struct ckpt_fd_info *f)
 {
@@ -237,10 +256,16 @@ static void print_fds(const struct ckpt_image *img)
 			       (unsigned long long)f->data_size);
 		if (f->kind == CKPT_FD_PIPE || f->kind == CKPT_FD_FIFO)
 			printf(" (size %u)", f->pipe_size);
-		else if (f->kind == CKPT_FD_UNIX_STREAM)
+		else if (f->kind == CKPT_FD_UNIX_STREAM ||
+			 f->kind == CKPT_FD_UNIX_DGRAM ||
+			 f->kind == CKPT_FD_UNIX_SEQPACKET)
 			printf(" (peer socket:[%u])", f->peer_ino);
 		else if (f->kind == CKPT_FD_PTY_MASTER)
 			printf(" (master of /dev/pts/%u)", f->pty_index);
+		if (f->kind == CKPT_FD_UNIX_DGRAM ||
+		    f->kind == CKPT_FD_UNIX_SEQPACKET ||
+		    (f->fd_flags & CKPT_FDF_MESSAGES))
+			print_unix_queue(img, f);
 		else if (f->kind == CKPT_FD_EVENTFD)
 			printf("%s", f->event_info ? " (semaphore)" : "");
 		else if (f->kind == CKPT_FD_TIMERFD)
@@ -263,6 +288,8 @@ static void print_fds(const struct ckpt_image *img)
 		else if (f->share)
 			printf(" (shared with the parent's fd %u)",
 			       f->share - 1);
+		if (f->fd_flags & CKPT_FDF_IN_FLIGHT)
+			printf(" (in flight: carried by a queued message)");
 		if (f->data_size)
 			printf(", hash %016llx",
 			       (unsigned long long)f->data_hash);

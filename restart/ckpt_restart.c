@@ -228,6 +228,8 @@ static int has_pipes(const struct ckpt_image *img)
 	for (uint32_t i = 0; i < img->hdr.nfds; i++)
 		if (img->fds[i].kind == CKPT_FD_PIPE ||
 		    img->fds[i].kind == CKPT_FD_UNIX_STREAM ||
+		    img->fds[i].kind == CKPT_FD_UNIX_DGRAM ||
+		    img->fds[i].kind == CKPT_FD_UNIX_SEQPACKET ||
 		    img->fds[i].kind == CKPT_FD_SOCKET_LISTEN ||
 		    img->fds[i].kind == CKPT_FD_SOCKET_BOUND ||
 		    img->fds[i].kind == CKPT_FD_SOCKET_OUTSIDE ||

@@ -116,6 +116,8 @@ const char *fd_kind_name(uint32_t kind)
 		[CKPT_FD_SOCKET_BOUND] = "bound-socket",
 		[CKPT_FD_SOCKET_OUTSIDE] = "outside-socket",
 		[CKPT_FD_PTY_MASTER] = "pty-master",
+		[CKPT_FD_UNIX_DGRAM] = "unix-dgram",
+		[CKPT_FD_UNIX_SEQPACKET] = "unix-seqpacket",
 	};
 
 	if (kind < sizeof(names) / sizeof(*names) && names[kind])

@@ -376,7 +376,8 @@ static bool fd_kind_has_data(uint32_t kind)
 	return kind == CKPT_FD_FILE_DELETED || kind == CKPT_FD_PIPE ||
 	       kind == CKPT_FD_UNIX_STREAM || kind == CKPT_FD_FIFO ||
 	       kind == CKPT_FD_SOCKET_LISTEN || kind == CKPT_FD_SOCKET_BOUND ||
-	       kind == CKPT_FD_SOCKET_OUTSIDE || kind == CKPT_FD_PTY_MASTER;
+	       kind == CKPT_FD_SOCKET_OUTSIDE || kind == CKPT_FD_PTY_MASTER ||
+	       kind == CKPT_FD_UNIX_DGRAM || kind == CKPT_FD_UNIX_SEQPACKET;
 }
 
 static bool fd_kind_has_path(uint32_t kind)

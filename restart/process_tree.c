@@ -266,6 +266,11 @@ static void __attribute__((noreturn)) become(struct tree *t, int i)
 {
 	int r;
 
+	/* before its pid is known: no process goes on before this is done */
+	if (restart_unix_dgram_refill_as(t->plan, t->imgs[i].hdr.vpid) < 0) {
+		fail_plan(t);
+		_exit(1);
+	}
 	__atomic_store_n(&t->plan->procs[i].real_pid, getpid(),
 			 __ATOMIC_RELEASE);
 	make_session(t, i);
@@ -409,6 +414,8 @@ int restart_tree(struct ckpt_image *imgs, int n, const char *coord,
 		r = restart_shm_create(imgs, n, t.plan, &t.keep_fd_end);
 	if (r == 0)
 		r = restart_ptys_create(imgs, n, t.plan, &t.keep_fd_end);
+	if (r == 0)	/* last: a queued message may carry any of the above */
+		r = restart_unix_dgram_create(imgs, n, t.plan, &t.keep_fd_end);
 	if (r < 0 || check_kept_range(&t))
 		return 1;
 	single = count_roots(&t, &root) == 1;
@@ -416,6 +423,8 @@ int restart_tree(struct ckpt_image *imgs, int n, const char *coord,
 	/* a process group leader cannot make a session: fork the root then */
 	if (single && !(t.roots_get_terminal && getpgid(0) == getpid())) {
 		/* We become the root: our caller waits for the program. */
+		if (restart_unix_dgram_refill_as(t.plan, imgs[root].hdr.vpid))
+			return 1;
 		__atomic_store_n(&t.plan->procs[root].real_pid, getpid(),
 				 __ATOMIC_RELEASE);
 		make_session(&t, root);

@@ -46,6 +46,17 @@ int restart_fifos_create(struct ckpt_image *imgs, int n,
 int restart_sockets_create(struct ckpt_image *imgs, int n,
 			   struct ckpt_restart_plan *plan, int *keep_fd_end);
 
+/* Make every connected Unix datagram and seqpacket pair of the images
+ * once (restart_unix_dgram.c), as fds from *keep_fd_end up, with the
+ * messages queued for each end and the fds they carry. 0 or -errno after
+ * printing why. */
+int restart_unix_dgram_create(struct ckpt_image *imgs, int n,
+			      struct ckpt_restart_plan *plan, int *keep_fd_end);
+/* In the process that becomes vpid: queue again the messages that carried
+ * its credentials. 0 or -errno after printing why. */
+int restart_unix_dgram_refill_as(const struct ckpt_restart_plan *plan,
+				 int vpid);
+
 /* Make every listening and bound socket of the images again once
  * (restart_listeners.c), as fds from *keep_fd_end up, in the plan's
  * socket table. 0 or -errno after printing why. */
@@ -58,6 +69,8 @@ int restart_listeners_create(struct ckpt_image *imgs, int n,
 int restart_udp_refill(struct ckpt_image *imgs, int n,
 		       const struct ckpt_restart_plan *plan);
 int socket_same_address(const uint8_t *a, const uint8_t *b);
+int clear_stale_unix_path(const uint8_t *addr, uint32_t addr_len, int type,
+			  const char **why);
 int socket_record_info(const struct ckpt_image *img,
 		       const struct ckpt_fd_info *f,
 		       struct ckpt_socket_info *si, uint64_t *ino);

@@ -131,47 +131,58 @@ static int udp_peer(const struct ckpt_socket_info *si)
 	       si->peer_len > sizeof(sa_family_t);
 }
 
-/* The socket file a Unix path socket left behind: removed when it is a
- * socket of the caller's that nobody listens on (connect is refused);
- * 0, or -errno after saying why not. */
-static int clear_unix_path(const struct own_socket *o)
+/* The socket file a Unix path socket of `type` at addr left behind:
+ * removed when it is a socket of the caller's that nobody uses (connect
+ * is refused). 0 (also: abstract, nothing there); -EEXIST, *why: it is
+ * not that; -EADDRINUSE: in use; -errno. */
+int clear_stale_unix_path(const uint8_t *addr, uint32_t addr_len, int type,
+			  const char **why)
 {
-	const struct sockaddr_un *a = (const void *)o->si.addr;
+	const struct sockaddr_un *a = (const void *)addr;
 	struct stat st;
 	int probe, r;
 
-	if (o->si.addr_len <= offsetof(struct sockaddr_un, sun_path) ||
+	if (addr_len <= offsetof(struct sockaddr_un, sun_path) ||
 	    !a->sun_path[0] || lstat(a->sun_path, &st) < 0)
 		return 0;	/* abstract, or nothing there */
 	if (!S_ISSOCK(st.st_mode) || st.st_uid != geteuid()) {
+		*why = S_ISSOCK(st.st_mode) ? "another user's socket" :
+					      "not a socket";
+		return -EEXIST;
+	}
+	probe = socket(AF_UNIX, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (probe < 0)
+		return -errno;
+	r = connect(probe, (const void *)addr, addr_len) < 0 ? errno : 0;
+	close(probe);
+	if (r != ECONNREFUSED)
+		return -EADDRINUSE;
+	return unlink(a->sun_path) < 0 && errno != ENOENT ? -errno : 0;
+}
+
+/* The socket file a Unix path socket left behind (clear_stale_unix_path);
+ * 0, or -errno after saying why not. */
+static int clear_unix_path(const struct own_socket *o)
+{
+	const char *why = "";
+	int r = clear_stale_unix_path(o->si.addr, o->si.addr_len, o->si.type,
+				      &why);
+
+	if (r == -EEXIST) {
 		fprintf(stderr, "ckpt_restart: %s: %s (vpid %d), fd %d: "
 			"cannot bind to %s again: it exists and is %s; remove it "
 			"if it is stale\n", o->img->path, o->img->hdr.program,
-			o->img->hdr.vpid, o->f->fd, o->where,
-			S_ISSOCK(st.st_mode) ? "another user's socket" :
-					       "not a socket");
-		return -EEXIST;
-	}
-	probe = socket(AF_UNIX, o->si.type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (probe < 0)
-		return -errno;
-	r = connect(probe, (const void *)o->si.addr, o->si.addr_len) < 0 ?
-	    errno : 0;
-	close(probe);
-	if (r != ECONNREFUSED) {
+			o->img->hdr.vpid, o->f->fd, o->where, why);
+	} else if (r == -EADDRINUSE) {
 		fprintf(stderr, "ckpt_restart: %s: %s (vpid %d), fd %d: "
 			"cannot bind to %s again: a program is listening on it "
 			"(nothing was restarted)\n", o->img->path,
 			o->img->hdr.program, o->img->hdr.vpid, o->f->fd,
 			o->where);
-		return -EADDRINUSE;
-	}
-	if (unlink(a->sun_path) < 0 && errno != ENOENT) {
-		r = -errno;
+	} else if (r < 0) {
 		say(o, "removing the stale socket file", -r);
-		return r;
 	}
-	return 0;
+	return r;
 }
 
 static int make_socket(const struct own_socket *o)

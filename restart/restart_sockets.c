@@ -91,8 +91,8 @@ int send_image_bytes(const struct ckpt_image *img, uint64_t off,
  * from, by writing them into its peer's end `into`. */
 static int refill(const struct socket_end *e, int into)
 {
-	if (!e->data)
-		return 0;
+	if (!e->data || (e->data->fd_flags & CKPT_FDF_MESSAGES))
+		return 0;	/* messages with fds: restart_unix_dgram.c */
 	return send_image_bytes(e->img, e->data->data_offset,
 				e->data->data_size, into);
 }

@@ -250,6 +250,13 @@ enum ckpt_fd_kind {
 					   ckpt_pty_info. ckpt_restart makes a
 					   new pty; the CKPT_FD_TTY records of
 					   /dev/pts/N take its slave */
+	/* Connected AF_UNIX datagram and seqpacket sockets whose peer end
+	 * is in the computation (libckpt-preload/unix_dgram.c): remade as
+	 * a socketpair of this type by ckpt_restart, "socket:[ino]",
+	 * peer_ino; data_*, in the image of the one process that saved the
+	 * end: a struct ckpt_unix_queue and the messages queued for it. */
+	CKPT_FD_UNIX_DGRAM = 30,
+	CKPT_FD_UNIX_SEQPACKET = 31,
 };
 
 /* ckpt_socket_info.flags: options the program had set */
@@ -367,6 +374,51 @@ struct ckpt_pty_info {
 					   data_* is the file's content, to
 					   recreate it if it is gone */
 
+/* ckpt_fd_info.fd_flags: an fd the process did not have, received at
+ * the checkpoint from a queued SCM_RIGHTS message (a "fd in flight"):
+ * recorded so that ckpt_restart can make it again and send it; libckpt
+ * does not restore it at its number. */
+#define CKPT_FDF_IN_FLIGHT	0x200
+/* ckpt_fd_info.fd_flags of a CKPT_FD_UNIX_STREAM record whose queue held
+ * fds in flight, or whose socket had SO_PASSCRED: its data_* is a struct ckpt_unix_queue and messages, as
+ * for CKPT_FD_UNIX_DGRAM (each message: the bytes up to and including
+ * one write that carried fds), not plain bytes. */
+#define CKPT_FDF_MESSAGES	0x400
+
+/* ckpt_unix_queue.flags: the socket's options */
+#define CKPT_UNIXQ_F_PASSCRED	0x1	/* SO_PASSCRED */
+
+/* The content (data_*) of a CKPT_FD_UNIX_DGRAM or _SEQPACKET record:
+ * this struct, then nmsgs times a struct ckpt_unix_msg followed by its
+ * nfds int32 fd numbers and its len bytes, in queue order. */
+struct ckpt_unix_queue {
+	uint32_t flags;			/* CKPT_UNIXQ_F_* */
+	int32_t rcvbuf;			/* SO_RCVBUF, SO_SNDBUF as read */
+	int32_t sndbuf;
+	uint32_t nmsgs;			/* messages queued for reading */
+	uint32_t addr_len;		/* getsockname: the bound name (path,
+					   abstract), addr_len bytes of a
+					   struct sockaddr_un; <= 2: none */
+	uint32_t peer_len;		/* getpeername: the peer's name, as
+					   addr; a lone end connects to it */
+	uint8_t addr[112];
+	uint8_t peer[112];
+};
+
+/* One queued message (a datagram or record: its boundary is kept). */
+struct ckpt_unix_msg {
+	uint32_t len;			/* bytes of data */
+	uint32_t nfds;			/* SCM_RIGHTS fds it carries: each
+					   the number of a CKPT_FDF_IN_FLIGHT
+					   record of this image */
+	int32_t cred_pid;		/* SCM_CREDENTIALS (the receiver had
+					   SO_PASSCRED): the sender's virtual
+					   pid, uid, gid; 0 = none */
+	uint32_t cred_uid;
+	uint32_t cred_gid;
+	uint32_t reserved;
+};
+
 /* ckpt_fd_info.share for files, dirs and devices: the open file
  * description is shared with other processes of the checkpoint. */
 #define CKPT_FD_SHARE_GROUP	0x80000000u	/* | n: every record of the
@@ -389,7 +441,8 @@ struct ckpt_fd_info {
 					   the parent process (vppid) that
 					   shares this open file description
 					   (inherited across fork) */
-		uint32_t peer_ino;	/* CKPT_FD_UNIX_STREAM: the inode
+		uint32_t peer_ino;	/* CKPT_FD_UNIX_STREAM, _DGRAM,
+					   _SEQPACKET: the inode
 					   of the connected peer socket */
 		uint32_t event_info;	/* CKPT_FD_EVENTFD ... CKPT_FD_EPOLL,
 					   CKPT_FD_INOTIFY, CKPT_FD_PIDFD:
