@@ -439,3 +439,29 @@ def restart_to_end(s, images, progress, last, seen, before,
     first = assert_resumed(before, after, progress, last, seen, step)
     print("%s: resumed at %d, finished at %d" % (r.name, first, after[-1]))
     return r, first
+
+
+def checkpoint_silently(s, expect_images=None):
+    """ckpt_command --checkpoint must succeed and say nothing on stderr
+    (no fd or resource named as not restored). Returns the image paths."""
+    r = s.command("--checkpoint")
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.strip() == "", (
+        "the checkpoint says something is not restored:\n%s" % r.stderr)
+    images = r.stdout.split()
+    if expect_images is not None:
+        assert len(images) == expect_images, r.stdout
+    return images
+
+
+def restart_and_checkpoint_again(s, images, progress, minimum):
+    """Restart images, wait for progress >= minimum, checkpoint the
+    restarted computation (silently) and kill it. Returns (the restarted
+    Proc, the progress seen before the checkpoint, the new images)."""
+    r1 = s.restart(images)
+    r1.wait_line(progress, minimum=minimum)
+    seen = max(numbers(r1.lines(), progress))
+    images = checkpoint_silently(s)
+    s.kill_all()
+    r1.popen.wait(30)
+    return r1, seen, images

@@ -16,7 +16,8 @@ import time
 
 import pytest
 
-from ckpt_harness import app, assert_resumed, numbers
+from ckpt_harness import (app, assert_resumed, checkpoint_silently, numbers,
+                          restart_and_checkpoint_again)
 
 TICKS = 90
 PERIOD_MS = 50
@@ -50,11 +51,7 @@ def test_posix_timers_continue_after_restart(session):
     ids = p.wait_line(r"^ids (.*)$").group(1)
     p.wait_line(TICK, minimum=20)
     seen = max(numbers(p.lines(), TICK))
-    r = s.command("--checkpoint")
-    assert r.returncode == 0, r.stderr
-    assert r.stderr.strip() == "", (
-        "the checkpoint says something is not restored:\n%s" % r.stderr)
-    images = r.stdout.split()
+    images = checkpoint_silently(s)
     assert p.alive(), p.stderr_text()
     p.sigkill()
     p.popen.wait(30)
@@ -131,14 +128,7 @@ def test_restarted_timers_restart_again(session):
     images = s.checkpoint()
     p.sigkill()
     p.popen.wait(30)
-    r1 = s.restart(images)
-    r1.wait_line(TICK, minimum=40)
-    seen = max(numbers(r1.lines(), TICK))
-    cmd = s.command("--checkpoint")
-    assert cmd.returncode == 0 and cmd.stderr.strip() == "", cmd.stderr
-    images = cmd.stdout.split()
-    s.kill_all()
-    r1.popen.wait(30)
+    r1, seen, images = restart_and_checkpoint_again(s, images, TICK, 40)
     before = ticks_of(r1.lines())
     r2 = s.restart(images)
     rc = r2.wait_exit()

@@ -61,15 +61,17 @@ class MakeJ2(Program):
         return hash_tree(work)
 
 
-# A known bug, not yet fixed (about 1 run in 5): a cc1 that a checkpoint
-# stops while it starts can deadlock: its main thread is parked holding
-# ld.so's load lock (inside dlsym) and the manager thread waits for that
-# lock in dlsym itself, so it never answers DO_SUSPEND. Seen on the commit
-# before this mark too (30 s timeout then). It still runs and reports
-# (XPASS when it passes); remove the mark with the fix.
-@pytest.mark.xfail(strict=False, reason="known deadlock: manager thread "
-                   "in dlsym while the main thread is stopped holding "
-                   "ld.so's load lock")
+# Three bugs this test found are fixed (a cc stopped inside a constructor's
+# dlsym while its manager needed ld.so's lock; as hung in setlocale on a
+# lock naming its old tid; cc1 crashed in sysmalloc, its break left above
+# the heap), each with its own test. One remains, about 1 run in 25 here:
+# after the second restart an object file is assembled from an empty .s
+# (a cc1 saved with its 0-byte output file open, the file recreated
+# empty; cause not yet found). It still runs and reports (XPASS when it
+# passes); remove the mark with the fix.
+@pytest.mark.xfail(strict=False, reason="known: 1 in 25 runs an object "
+                   "is assembled from an empty .s after the second "
+                   "restart")
 @pytest.mark.time_limit(900)
 def test_make_j2_100_files(session):
     require("/usr/bin/make", "make")
