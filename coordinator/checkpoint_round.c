@@ -432,14 +432,16 @@ static void record_unrestored(struct coordinator *co, struct conn *c)
 	buf_free(&c->proc.unrestored);
 }
 
-/* One image of this round, and the host it was written on ("" for the
- * coordinator's: orphan images are only taken over from this host). */
+/* One image of this round, and the host it was written on with the
+ * address the process reached us from ("" for the coordinator's: orphan
+ * images are only taken over from this host). */
 static void record_path(struct coordinator *co, const char *path,
 			const struct conn *c)
 {
 	buf_printf(&co->round.paths, "%s\n", path);
-	buf_printf(&co->round.hosts, "%s\n",
-		   c ? c->proc.hello.hostname : "");
+	buf_printf(&co->round.hosts, "%s %s\n",
+		   c ? c->proc.hello.hostname : "",
+		   c && !c->local_peer ? c->peer_key : "");
 }
 
 /* The coordinator committed (or failed to commit) the image of a process

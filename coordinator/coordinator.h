@@ -189,7 +189,7 @@ struct round {
 	struct expected_proc expected[COORD_MAX_EXPECTED];
 	int nexpected;
 	struct buf paths;		/* one image path per line */
-	struct buf hosts;		/* the host of each path, per line
+	struct buf hosts;		/* "HOST IP" of each path, per line
 					   ("" for this host) */
 	struct buf failures;		/* one failure per line */
 	struct buf unrestored;		/* "process: what, why" per line, of

@@ -50,6 +50,7 @@ struct script_hosts {
 	const char *lines;		/* the host of each path, per line */
 	char self[65];			/* ours, for "" lines */
 	char name[MAX_HOSTS][65];	/* the distinct hosts */
+	char ip[MAX_HOSTS][64];		/* the address each came from */
 	int n;
 };
 
@@ -66,18 +67,34 @@ static bool next_line(const char **p, char *out, size_t len)
 	return true;
 }
 
+/* A line of sh->lines, "HOST IP", cut in two: the host (ours for "")
+ * and *ip (may be ""). */
+static const char *split_host(const struct script_hosts *sh, char *line,
+			      const char **ip)
+{
+	char *space = strchr(line, ' ');
+
+	*ip = "";
+	if (space) {
+		*space = '\0';
+		*ip = space + 1;
+	}
+	return line[0] ? line : sh->self;
+}
+
 /* The image arguments of the processes of host (all of them when host is
  * NULL), one per line. */
 static void put_images(FILE *f, const struct script_hosts *sh,
 		       const char *paths, const char *host)
 {
 	const char *p = paths, *h = sh->lines;
-	char one[4200], its[128];
+	char one[4200], its[160];
+	const char *ip;
 
 	while (next_line(&p, one, sizeof(one))) {
 		if (!next_line(&h, its, sizeof(its)))
 			its[0] = '\0';
-		if (!one[0] || (host && strcmp(its[0] ? its : sh->self, host)))
+		if (!one[0] || (host && strcmp(split_host(sh, its, &ip), host)))
 			continue;
 		fputs(" \\\n\t", f);
 		put_quoted(f, one);
@@ -105,6 +122,20 @@ static const char on_host[] =
 	"pids=\n"
 	"trap 'kill $pids 2>/dev/null; exit 143' HUP INT TERM\n";
 
+/* --peer-hosts: the addresses of the hosts other than host i, so that
+ * the TCP connections between hosts meet (restart/restart_tcp_hosts.c). */
+static void put_peer_hosts(FILE *f, const struct script_hosts *sh, int i)
+{
+	const char *sep = " --peer-hosts ";
+
+	for (int j = 0; j < sh->n; j++) {
+		if (j == i || !sh->ip[j][0])
+			continue;
+		fprintf(f, "%s%s", sep, sh->ip[j]);
+		sep = ",";
+	}
+}
+
 static void put_per_host(FILE *f, const char *restart_bin,
 			 const struct script_hosts *sh, const char *paths)
 {
@@ -112,7 +143,9 @@ static void put_per_host(FILE *f, const char *restart_bin,
 	for (int i = 0; i < sh->n; i++) {
 		fprintf(f, "on_host '%s' ", sh->name[i]);
 		put_quoted(f, restart_bin);
-		fputs(" --coord \"$coord\" \"$@\"", f);
+		fputs(" --coord \"$coord\"", f);
+		put_peer_hosts(f, sh, i);
+		fputs(" \"$@\"", f);
 		put_images(f, sh, paths, sh->name[i]);
 		fputs(" &\npids=\"$pids $!\"\n", f);
 	}
@@ -239,22 +272,23 @@ static bool host_name_ok(const char *h)
 static int collect_hosts(struct script_hosts *sh, const char *hosts)
 {
 	struct utsname u;
-	char its[128];
-	const char *h = hosts;
+	char its[160];
+	const char *h = hosts, *ip;
 
 	sh->lines = hosts;
 	sh->n = 0;
 	snprintf(sh->self, sizeof(sh->self), "%s",
 		 uname(&u) == 0 ? u.nodename : "localhost");
 	while (next_line(&h, its, sizeof(its))) {
-		const char *name = its[0] ? its : sh->self;
+		const char *name = split_host(sh, its, &ip);
 		int seen = 0;
 
 		for (int i = 0; i < sh->n; i++)
 			seen |= !strcmp(sh->name[i], name);
 		if (seen)
 			continue;
-		if (!host_name_ok(name) || sh->n == MAX_HOSTS) {
+		if (!host_name_ok(name) || sh->n == MAX_HOSTS ||
+		    strspn(ip, "0123456789abcdefABCDEF.:") != strlen(ip)) {
 			coord_log("not writing %s: %s", SCRIPT_NAME,
 				  sh->n == MAX_HOSTS ?
 				  "the images are on more than 64 hosts" :
@@ -262,6 +296,7 @@ static int collect_hosts(struct script_hosts *sh, const char *hosts)
 				  "letters, digits, '.', '-' and '_'");
 			return -EINVAL;
 		}
+		snprintf(sh->ip[sh->n], sizeof(sh->ip[0]), "%.63s", ip);
 		snprintf(sh->name[sh->n++], sizeof(sh->name[0]), "%s", name);
 	}
 	return 0;

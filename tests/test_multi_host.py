@@ -32,68 +32,109 @@ def hosts():
         h.close()
 
 
-def file_numbers(path):
+def file_numbers(path, progress):
     with open(path, "rb") as f:
         text = f.read().replace(b"\0", b"").decode()
-    return numbers(text.splitlines(), PROGRESS)
+    return numbers(text.splitlines(), progress)
 
 
-def wait_progress(path, minimum, proc, timeout=60):
+def wait_progress(path, progress, minimum, proc, timeout=60):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        got = file_numbers(path)
+        got = file_numbers(path, progress)
         if got and got[-1] >= minimum:
             return got[-1]
         assert proc.alive(), "%s exited: %s" % (proc.name,
                                                 proc.stderr_text())
         time.sleep(0.05)
     raise AssertionError("%s: no progress %d in %s within %ds: %r" % (
-        proc.name, minimum, path, timeout, file_numbers(path)[-3:]))
+        proc.name, minimum, path, timeout,
+        file_numbers(path, progress)[-3:]))
 
 
-@pytest.mark.time_limit(200)
-def test_two_hosts_checkpoint_together_and_restart_on_their_hosts(hosts):
-    h = hosts
+def checkpoint_kill_restart(h, argvs, progress, at):
+    """Launch argvs[host] on each host (stdout to a file there), wait for
+    progress >= at everywhere, checkpoint once, kill everything, empty the
+    output files (a restart from scratch would write at offset 0) and run
+    ckpt_restart_script.sh with CKPT_HOST_CMD. Returns (outs, seen,
+    before) per host."""
+    outs, procs, seen, before = {}, {}, {}, {}
     h.start_coordinator()
-    outs, procs = {}, {}
-    for name in h.names:
+    for name, argv in argvs.items():
         outs[name] = os.path.join(h.dir_of(name), "out")
         with open(outs[name], "wb") as f:
-            procs[name] = h.launch(name, ARGV, stdout=f)
-    seen = {n: wait_progress(outs[n], 30, procs[n]) for n in h.names}
+            procs[name] = h.launch(name, argv, stdout=f)
+    for name in argvs:
+        seen[name] = wait_progress(outs[name], progress[name], at,
+                                   procs[name])
     r = h.command("--checkpoint")
     images = r.stdout.split()
-    assert len(images) == 2, "expected 2 image paths: %r" % r.stdout
-    for name in h.names:
+    assert len(images) == len(argvs), "image paths: %r" % r.stdout
+    for name in argvs:
         mine = [i for i in images if i.startswith(h.dir_of(name) + "/")]
         assert len(mine) == 1, "host %s: not one image in %s: %r" % (
             name, h.dir_of(name), images)
-    before = {}
-    for name in h.names:
+    for name in argvs:
         assert procs[name].alive(), procs[name].stderr_text()
         procs[name].sigkill()
-        before[name] = file_numbers(outs[name])
-        # a restart from scratch would write at offset 0: it is emptied
+        before[name] = file_numbers(outs[name], progress[name])
         os.truncate(outs[name], 0)
 
     script = os.path.join(h.dir_of(h.names[0]), "ckpt_restart_script.sh")
     text = open(script).read()
-    for name in h.names:
+    for name in argvs:
         assert "on_host '%s' " % name in text, text
     env = dict(h.env, CKPT_HOST_CMD=h.host_cmd())
     del env["CKPT_COORD"]       # the script names the coordinator
     s = Proc([script], env, "ckpt_restart_script.sh", preexec_fn=os.setsid)
     h.procs.append(s)
-    assert s.wait_exit(120) == 0, s.stderr_text()
-
-    for name in h.names:
-        after = file_numbers(outs[name])
-        assert_resumed(before[name], after, PROGRESS, LAST, seen[name])
-        with open(outs[name], "rb") as f:
-            last = f.read().rstrip(b"\n").split(b"\n")[-1].decode()
-        assert last == reference_output(ARGV)[-1]
+    assert s.wait_exit(120) == 0, "%s\n%s" % (s.stderr_text(), text)
     log = h.coordinator.stderr_text()
     for name, addr in zip(h.names, h.addrs):
         assert re.search(r"host %s\) joined from %s:\d+, restarted" % (
             re.escape(name), re.escape(addr)), log), (
             "%s was not restarted on its host (%s):\n%s" % (name, addr, log))
+    return outs, seen, before, s
+
+
+def last_line(path):
+    with open(path, "rb") as f:
+        return f.read().replace(b"\0", b"").rstrip(b"\n").split(
+            b"\n")[-1].decode()
+
+
+@pytest.mark.time_limit(200)
+def test_two_hosts_checkpoint_together_and_restart_on_their_hosts(hosts):
+    h = hosts
+    argvs = {n: ARGV for n in h.names}
+    progress = {n: PROGRESS for n in h.names}
+    outs, seen, before, _ = checkpoint_kill_restart(h, argvs, progress, 30)
+    for name in h.names:
+        after = file_numbers(outs[name], PROGRESS)
+        assert_resumed(before[name], after, PROGRESS, LAST, seen[name])
+        assert last_line(outs[name]) == reference_output(ARGV)[-1]
+
+
+@pytest.mark.time_limit(200)
+def test_tcp_conversation_between_hosts_continues_exactly(hosts):
+    """A caller on host b keeps 4 requests in flight to a server on host
+    a; checkpointed mid-conversation, killed, restarted on the same hosts
+    by the script: every byte arrives exactly once, in order (each side
+    checks every number and hash it gets)."""
+    h = hosts
+    server, caller = h.names
+    n = 300
+    where = [h.addrs[0], "7000", str(n), "30"]
+    conv = app("tcp_conversation")
+    argvs = {server: [conv, "serve"] + where, caller: [conv, "call"] + where}
+    progress = {server: r"^served (\d+)$", caller: r"^reply (\d+) "}
+    outs, seen, before, s = checkpoint_kill_restart(h, argvs, progress, 40)
+    assert "its other end" not in s.stderr_text(), s.stderr_text()
+    for name in argvs:
+        after = file_numbers(outs[name], progress[name])
+        assert_resumed(before[name], after, progress[name], n, seen[name])
+    done_call = last_line(outs[caller])
+    done_serve = last_line(outs[server])
+    assert done_call.startswith("done call %d " % n), done_call
+    assert done_serve == done_call.replace("call", "serve"), (
+        done_serve, done_call)
