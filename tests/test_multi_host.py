@@ -12,7 +12,7 @@ import time
 import pytest
 
 from ckpt_harness import (app, assert_resumed, numbers, Proc,
-                          reference_output)
+                          reference_output, tool)
 from netns_hosts import Hosts
 
 PROGRESS = r"^count (\d+) "
@@ -52,12 +52,11 @@ def wait_progress(path, progress, minimum, proc, timeout=60):
         file_numbers(path, progress)[-3:]))
 
 
-def checkpoint_kill_restart(h, argvs, progress, at):
+def checkpoint_and_kill_hosts(h, argvs, progress, at):
     """Launch argvs[host] on each host (stdout to a file there), wait for
-    progress >= at everywhere, checkpoint once, kill everything, empty the
-    output files (a restart from scratch would write at offset 0) and run
-    ckpt_restart_script.sh with CKPT_HOST_CMD. Returns (outs, seen,
-    before) per host."""
+    progress >= at everywhere, checkpoint once, kill everything and empty
+    the output files (a restart from scratch would write at offset 0).
+    Returns (images, outs, seen, before), the last three per host."""
     outs, procs, seen, before = {}, {}, {}, {}
     h.start_coordinator()
     for name, argv in argvs.items():
@@ -79,7 +78,14 @@ def checkpoint_kill_restart(h, argvs, progress, at):
         procs[name].sigkill()
         before[name] = file_numbers(outs[name], progress[name])
         os.truncate(outs[name], 0)
+    return images, outs, seen, before
 
+
+def checkpoint_kill_restart(h, argvs, progress, at):
+    """checkpoint_and_kill_hosts, then ckpt_restart_script.sh with
+    CKPT_HOST_CMD; checks each host's images came back on that host.
+    Returns (outs, seen, before, the script's Proc)."""
+    _, outs, seen, before = checkpoint_and_kill_hosts(h, argvs, progress, at)
     script = os.path.join(h.dir_of(h.names[0]), "ckpt_restart_script.sh")
     text = open(script).read()
     for name in argvs:
@@ -115,6 +121,14 @@ def test_two_hosts_checkpoint_together_and_restart_on_their_hosts(hosts):
         assert last_line(outs[name]) == reference_output(ARGV)[-1]
 
 
+def conversation(h, n):
+    where = [h.addrs[0], "7000", str(n), "30"]
+    conv = app("tcp_conversation")
+    server, caller = h.names
+    return ({server: [conv, "serve"] + where, caller: [conv, "call"] + where},
+            {server: r"^served (\d+)$", caller: r"^reply (\d+) "})
+
+
 @pytest.mark.time_limit(200)
 def test_tcp_conversation_between_hosts_continues_exactly(hosts):
     """A caller on host b keeps 4 requests in flight to a server on host
@@ -124,10 +138,7 @@ def test_tcp_conversation_between_hosts_continues_exactly(hosts):
     h = hosts
     server, caller = h.names
     n = 300
-    where = [h.addrs[0], "7000", str(n), "30"]
-    conv = app("tcp_conversation")
-    argvs = {server: [conv, "serve"] + where, caller: [conv, "call"] + where}
-    progress = {server: r"^served (\d+)$", caller: r"^reply (\d+) "}
+    argvs, progress = conversation(h, n)
     outs, seen, before, s = checkpoint_kill_restart(h, argvs, progress, 40)
     assert "its other end" not in s.stderr_text(), s.stderr_text()
     for name in argvs:
@@ -138,3 +149,29 @@ def test_tcp_conversation_between_hosts_continues_exactly(hosts):
     assert done_call.startswith("done call %d " % n), done_call
     assert done_serve == done_call.replace("call", "serve"), (
         done_serve, done_call)
+
+
+@pytest.mark.time_limit(200)
+def test_partner_host_not_restarted_reads_as_closed(hosts):
+    """Only the server's host is restarted: its connection to the caller's
+    host waits for the caller's ckpt_restart (bounded), then reads as
+    closed, named on stderr; the restart does not hang."""
+    h = hosts
+    server, caller = h.names
+    argvs, progress = conversation(h, 300)
+    images, outs, _, _ = checkpoint_and_kill_hosts(h, argvs, progress, 20)
+    mine = [i for i in images if i.startswith(h.dir_of(server) + "/")]
+    t0 = time.monotonic()
+    r = h.start(server, [tool("ckpt_restart"), "--coord", h.coord,
+                         "--peer-hosts", h.addrs[1]] + mine,
+                "ckpt_restart on " + server)
+    rc = r.wait_exit(90)
+    took = time.monotonic() - t0
+    err = r.stderr_text()
+    assert rc != 0, "the server finished without its caller: %s" % err
+    assert re.search(r"the TCP connection %s:7000 to %s:\d+: .*its other "
+                     r"end failed: .*it reads as closed by the peer" % (
+                         re.escape(h.addrs[0]), re.escape(h.addrs[1])),
+                     err), err
+    assert "FAIL serve: EOF before request" in err, err
+    assert took < 80, "the restart took %.0f s" % took
