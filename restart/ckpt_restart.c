@@ -105,6 +105,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 			o->trust_image = 1;
 			break;
 		case 'P':
+			if (restart_peer_hosts_check(optarg))
+				return -EINVAL;
 			restart_peer_hosts = optarg;
 			break;
 		case 'h':

@@ -20,6 +20,8 @@ struct tcp_end {
 /* --peer-hosts: the addresses of the computation's other hosts, comma
  * separated, or NULL. */
 extern const char *restart_peer_hosts;
+/* 0 when list is IP[,IP...], numeric; else -EINVAL after saying why. */
+int restart_peer_hosts_check(const char *list);
 
 /* An IPv4 or IPv6 socket address as IPv6 bytes (IPv4 mapped) and port. */
 void socket_canonical(const uint8_t *addr, uint8_t out[18]);

@@ -101,6 +101,29 @@ static int on_peer_host(const uint8_t *peer)
 	return 0;
 }
 
+int restart_peer_hosts_check(const char *list)
+{
+	const char *p = list;
+
+	do {
+		const char *comma = strchrnul(p, ',');
+		char ip[INET6_ADDRSTRLEN];
+		uint8_t a[16];
+		size_t n = comma - p;
+
+		snprintf(ip, sizeof(ip), "%.*s", (int)n, p);
+		if (n >= sizeof(ip) || (inet_pton(AF_INET, ip, a) != 1 &&
+					inet_pton(AF_INET6, ip, a) != 1)) {
+			fprintf(stderr, "ckpt_restart: --peer-hosts %s: '%.*s' "
+				"is not a numeric IPv4 or IPv6 address\n",
+				list, (int)n, p);
+			return -EINVAL;
+		}
+		p = *comma ? comma + 1 : comma;
+	} while (*p);
+	return 0;
+}
+
 static int meet_cmp(const void *a, const void *b)
 {
 	const struct meet *x = a, *y = b;

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from ckpt_harness import (app, assert_resumed, numbers, Proc,
-                          reference_output, tool)
+                          reference_output, run, tool)
 from netns_hosts import Hosts
 
 PROGRESS = r"^count (\d+) "
@@ -175,3 +175,11 @@ def test_partner_host_not_restarted_reads_as_closed(hosts):
                      err), err
     assert "FAIL serve: EOF before request" in err, err
     assert took < 80, "the restart took %.0f s" % took
+
+
+@pytest.mark.parametrize("bad", ["foo", "", "10.0.0.1,,", "10.0.0.256"])
+def test_bad_peer_hosts_is_a_clear_error(bad):
+    r = run([tool("ckpt_restart"), "--peer-hosts", bad, "/nonexistent.img"],
+            30)
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert "is not a numeric IPv4 or IPv6 address" in r.stderr, r.stderr
