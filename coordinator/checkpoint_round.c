@@ -246,7 +246,8 @@ static void round_finish(struct coordinator *co)
 			  "(suspended after %lld ms)",
 			  (unsigned long long)r->generation, r->nprocs, ms,
 			  (long long)(r->suspended_ms - r->start_ms));
-		write_restart_scripts(co, buf_str(&r->paths), r->generation);
+		write_restart_scripts(co, buf_str(&r->paths),
+				      buf_str(&r->hosts), r->generation);
 		reply_requesters(co, 0, buf_str(&r->paths),
 				 buf_str(&r->unrestored));
 	} else {
@@ -351,6 +352,7 @@ static void round_start(struct coordinator *co)
 		return;
 	}
 	buf_free(&r->paths);
+	buf_free(&r->hosts);
 	buf_free(&r->failures);
 	buf_free(&r->unrestored);
 	*r = (struct round){
@@ -430,6 +432,18 @@ static void record_unrestored(struct coordinator *co, struct conn *c)
 	buf_free(&c->proc.unrestored);
 }
 
+/* One image of this round, and the host it was written on with the
+ * address the process reached us from ("" for the coordinator's: orphan
+ * images are only taken over from this host). */
+static void record_path(struct coordinator *co, const char *path,
+			const struct conn *c)
+{
+	buf_printf(&co->round.paths, "%s\n", path);
+	buf_printf(&co->round.hosts, "%s %s\n",
+		   c ? c->proc.hello.hostname : "",
+		   c && !c->local_peer ? c->peer_key : "");
+}
+
 /* The coordinator committed (or failed to commit) the image of a process
  * that had left after WRITTEN (orphan_images.c). */
 void round_orphan_committed(struct coordinator *co, const char *name,
@@ -442,21 +456,22 @@ void round_orphan_committed(struct coordinator *co, const char *name,
 		return;
 	}
 	record_unrestored_of(co, name, unrestored);
-	buf_printf(&co->round.paths, "%s\n", path);
+	record_path(co, path, NULL);
 }
 
 static void record_durable(struct coordinator *co, struct conn *c,
 			   const struct ckpt_msg_result *res)
 {
-	char name[256];
+	char name[256], none[300];
 
 	record_unrestored(co, c);
 	if (res->path[0]) {
-		buf_printf(&co->round.paths, "%s\n", res->path);
+		record_path(co, res->path, c);
 		return;
 	}
 	proc_name(c, name, sizeof(name));
-	buf_printf(&co->round.paths, "(%s reported no image path)\n", name);
+	snprintf(none, sizeof(none), "(%s reported no image path)", name);
+	record_path(co, none, c);
 }
 
 static void on_failed(struct coordinator *co, struct conn *c,
@@ -555,7 +570,7 @@ static void take_over_image(struct coordinator *co, struct conn *c)
 	} else {
 		if (r > 0) {	/* it renamed its image, then left */
 			record_unrestored(co, c);
-			buf_printf(&co->round.paths, "%s\n", why);
+			record_path(co, why, c);
 		}
 		c->proc.state = PROC_DURABLE;
 		if (co->round.committing)

@@ -189,6 +189,8 @@ struct round {
 	struct expected_proc expected[COORD_MAX_EXPECTED];
 	int nexpected;
 	struct buf paths;		/* one image path per line */
+	struct buf hosts;		/* "HOST IP" of each path, per line
+					   ("" for this host) */
 	struct buf failures;		/* one failure per line */
 	struct buf unrestored;		/* "process: what, why" per line, of
 					   the processes that are durable */
@@ -237,6 +239,7 @@ struct coordinator {
 
 /* restart_script.c */
 void write_restart_scripts(struct coordinator *co, const char *paths,
+			   const char *hosts,
 			   uint64_t generation);
 
 /* coordinator.c */

@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdbool.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 #include "ckpt/coord_client.h"
@@ -41,11 +43,121 @@ static const char self_check[] =
 	"\techo \"$0: refusing to run: not owned by $(id -un), or "
 	"writable by others\" >&2\n\texit 1\nfi\n";
 
+#define MAX_HOSTS 64
+
+/* The hosts the images of one checkpoint were written on. */
+struct script_hosts {
+	const char *lines;		/* the host of each path, per line */
+	char self[65];			/* ours, for "" lines */
+	char name[MAX_HOSTS][65];	/* the distinct hosts */
+	char ip[MAX_HOSTS][64];		/* the address each came from */
+	int n;
+};
+
+/* The next line of *p (without its newline) into out; false at the end. */
+static bool next_line(const char **p, char *out, size_t len)
+{
+	const char *nl;
+
+	if (!**p)
+		return false;
+	nl = strchrnul(*p, '\n');
+	snprintf(out, len, "%.*s", (int)(nl - *p), *p);
+	*p = *nl ? nl + 1 : nl;
+	return true;
+}
+
+/* A line of sh->lines, "HOST IP", cut in two: the host (ours for "")
+ * and *ip (may be ""). */
+static const char *split_host(const struct script_hosts *sh, char *line,
+			      const char **ip)
+{
+	char *space = strchr(line, ' ');
+
+	*ip = "";
+	if (space) {
+		*space = '\0';
+		*ip = space + 1;
+	}
+	return line[0] ? line : sh->self;
+}
+
+/* The image arguments of the processes of host (all of them when host is
+ * NULL), one per line. */
+static void put_images(FILE *f, const struct script_hosts *sh,
+		       const char *paths, const char *host)
+{
+	const char *p = paths, *h = sh->lines;
+	char one[4200], its[160];
+	const char *ip;
+
+	while (next_line(&p, one, sizeof(one))) {
+		if (!next_line(&h, its, sizeof(its)))
+			its[0] = '\0';
+		if (!one[0] || (host && strcmp(split_host(sh, its, &ip), host)))
+			continue;
+		fputs(" \\\n\t", f);
+		put_quoted(f, one);
+	}
+}
+
+/* One ckpt_restart per host, each started on its host by the command
+ * template $CKPT_HOST_CMD ({host} replaced by the host's name; default
+ * "ssh {host}"); the script waits for all of them (docs/multi-host.md). */
+static const char on_host[] =
+	"on_host() {\n"
+	"\tt=${CKPT_HOST_CMD-}\n"
+	"\t[ -n \"$t\" ] || t='ssh {host}'\n"
+	"\tc=\n"
+	"\twhile :; do\n"
+	"\t\tcase $t in\n"
+	"\t\t*'{host}'*) c=\"$c${t%%\"{host}\"*}$1\"; "
+	"t=${t#*\"{host}\"} ;;\n"
+	"\t\t*) break ;;\n"
+	"\t\tesac\n"
+	"\tdone\n"
+	"\tshift\n"
+	"\teval \"exec $c$t \\\"\\$@\\\"\"\n"
+	"}\n"
+	"pids=\n"
+	"trap 'kill $pids 2>/dev/null; exit 143' HUP INT TERM\n";
+
+/* --peer-hosts: the addresses of the hosts other than host i, so that
+ * the TCP connections between hosts meet (restart/restart_tcp_hosts.c). */
+static void put_peer_hosts(FILE *f, const struct script_hosts *sh, int i)
+{
+	const char *sep = " --peer-hosts ";
+
+	for (int j = 0; j < sh->n; j++) {
+		if (j == i || !sh->ip[j][0])
+			continue;
+		fprintf(f, "%s%s", sep, sh->ip[j]);
+		sep = ",";
+	}
+}
+
+static void put_per_host(FILE *f, const char *restart_bin,
+			 const struct script_hosts *sh, const char *paths)
+{
+	fputs(on_host, f);
+	for (int i = 0; i < sh->n; i++) {
+		fprintf(f, "on_host '%s' ", sh->name[i]);
+		put_quoted(f, restart_bin);
+		fputs(" --coord \"$coord\"", f);
+		put_peer_hosts(f, sh, i);
+		fputs(" \"$@\"", f);
+		put_images(f, sh, paths, sh->name[i]);
+		fputs(" &\npids=\"$pids $!\"\n", f);
+	}
+	fputs("st=0\nfor p in $pids; do wait \"$p\" || st=$?; done\n"
+	      "exit $st\n", f);
+}
+
 static void put_script(FILE *f, const char *restart_bin, const char *coord,
-		       const char *paths, uint64_t generation)
+		       const struct script_hosts *sh, const char *paths,
+		       uint64_t generation)
 {
 	char when[64];
-	const char *p, *nl;
 	time_t now = time(NULL);
 
 	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime(&now));
@@ -54,20 +166,24 @@ static void put_script(FILE *f, const char *restart_bin, const char *coord,
 		"ckpt_restart. CKPT_COORD, when set, names the coordinator\n"
 		"# to join instead of the one the computation used.\n",
 		(unsigned long long)generation, when);
+	if (sh->n > 1)
+		fprintf(f, "# Its processes ran on %d hosts: each host's images "
+			"are restarted on that host\n# by one ckpt_restart, "
+			"started with the command template CKPT_HOST_CMD\n"
+			"# (default 'ssh {host}'; {host} is replaced by the "
+			"host name), e.g.\n#   CKPT_HOST_CMD='ip netns exec "
+			"{host}' %s\n# (docs/multi-host.md).\n", sh->n,
+			SCRIPT_NAME);
 	fputs(self_check, f);
+	fprintf(f, "coord=\"${CKPT_COORD:-%s}\"\n", coord);
+	if (sh->n > 1) {
+		put_per_host(f, restart_bin, sh, paths);
+		return;
+	}
 	fputs("exec ", f);
 	put_quoted(f, restart_bin);
-	fprintf(f, " --coord \"${CKPT_COORD:-%s}\" \"$@\"", coord);
-	for (p = paths; *p; p = *nl ? nl + 1 : nl) {
-		char one[4200];
-
-		nl = strchrnul(p, '\n');
-		snprintf(one, sizeof(one), "%.*s", (int)(nl - p), p);
-		if (!one[0])
-			continue;
-		fputs(" \\\n\t", f);
-		put_quoted(f, one);
-	}
+	fputs(" --coord \"$coord\" \"$@\"", f);
+	put_images(f, sh, paths, NULL);
 	fputc('\n', f);
 }
 
@@ -102,8 +218,8 @@ static int create_tmp(const char *dir, int *dirfd)
 /* Written to the temporary file, then renamed over the script with the
  * same directory descriptor. */
 static int write_script(const char *dir, const char *restart_bin,
-			const char *coord, const char *paths,
-			uint64_t generation)
+			const char *coord, const struct script_hosts *sh,
+			const char *paths, uint64_t generation)
 {
 	int dirfd, fd = create_tmp(dir, &dirfd), r = 0;
 	FILE *f;
@@ -117,7 +233,7 @@ static int write_script(const char *dir, const char *restart_bin,
 		r = -errno;
 		close(fd);
 	} else {
-		put_script(f, restart_bin, coord, paths, generation);
+		put_script(f, restart_bin, coord, sh, paths, generation);
 		if (fflush(f) != 0 || fsync(fileno(f)) != 0)
 			r = -errno;
 		fclose(f);
@@ -142,26 +258,68 @@ static int shell_safe(const char *s)
 	return strpbrk(s, "\"'`$\\}\n") == NULL;
 }
 
+/* A host name goes into the script and into the user's command template:
+ * letters, digits, '.', '-' and '_' only. */
+static bool host_name_ok(const char *h)
+{
+	return h[0] && h[0] != '-' &&
+	       strspn(h, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			 "0123456789.-_") == strlen(h);
+}
+
+/* The distinct hosts of the images; -EINVAL (logged) for a host name the
+ * script cannot carry. */
+static int collect_hosts(struct script_hosts *sh, const char *hosts)
+{
+	struct utsname u;
+	char its[160];
+	const char *h = hosts, *ip;
+
+	sh->lines = hosts;
+	sh->n = 0;
+	snprintf(sh->self, sizeof(sh->self), "%s",
+		 uname(&u) == 0 ? u.nodename : "localhost");
+	while (next_line(&h, its, sizeof(its))) {
+		const char *name = split_host(sh, its, &ip);
+		int seen = 0;
+
+		for (int i = 0; i < sh->n; i++)
+			seen |= !strcmp(sh->name[i], name);
+		if (seen)
+			continue;
+		if (!host_name_ok(name) || sh->n == MAX_HOSTS ||
+		    strspn(ip, "0123456789abcdefABCDEF.:") != strlen(ip)) {
+			coord_log("not writing %s: %s", SCRIPT_NAME,
+				  sh->n == MAX_HOSTS ?
+				  "the images are on more than 64 hosts" :
+				  "a process reported a host name other than "
+				  "letters, digits, '.', '-' and '_'");
+			return -EINVAL;
+		}
+		snprintf(sh->ip[sh->n], sizeof(sh->ip[0]), "%.63s", ip);
+		snprintf(sh->name[sh->n++], sizeof(sh->name[0]), "%s", name);
+	}
+	return 0;
+}
+
 void write_restart_scripts(struct coordinator *co, const char *paths,
-			   uint64_t generation)
+			   const char *hosts, uint64_t generation)
 {
 	char restart_bin[4096], dir[4096], done[8][4096];
+	static struct script_hosts sh;
 	int ndone = 0;
-	const char *p, *nl;
+	const char *p = paths;
 
 	if (ckpt_install_path("ckpt_restart", restart_bin,
 			      sizeof(restart_bin)) < 0)
 		snprintf(restart_bin, sizeof(restart_bin), "ckpt_restart");
-	if (!shell_safe(co->addr))
+	if (!shell_safe(co->addr) || collect_hosts(&sh, hosts) < 0)
 		return;
 	/* One script per directory that holds images of this checkpoint. */
-	for (p = paths; *p; p = *nl ? nl + 1 : nl) {
-		char *slash;
+	while (next_line(&p, dir, sizeof(dir))) {
+		char *slash = strrchr(dir, '/');
 		int seen = 0, r;
 
-		nl = strchrnul(p, '\n');
-		snprintf(dir, sizeof(dir), "%.*s", (int)(nl - p), p);
-		slash = strrchr(dir, '/');
 		if (!slash || slash == dir)
 			continue;
 		*slash = 0;
@@ -170,7 +328,8 @@ void write_restart_scripts(struct coordinator *co, const char *paths,
 		if (seen || ndone == 8)
 			continue;
 		snprintf(done[ndone++], sizeof(done[0]), "%s", dir);
-		r = write_script(dir, restart_bin, co->addr, paths, generation);
+		r = write_script(dir, restart_bin, co->addr, &sh, paths,
+				 generation);
 		if (r < 0)
 			coord_log("cannot write %s/%s: %s", dir, SCRIPT_NAME,
 				  strerror(-r));

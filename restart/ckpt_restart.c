@@ -24,6 +24,7 @@
 #include "image_trust.h"
 #include "loader_exec.h"
 #include "process_tree.h"
+#include "restart_tcp.h"
 
 #define COORD_TIMEOUT_MS	10000
 
@@ -40,7 +41,8 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"Usage: ckpt_restart [--coord ADDR] [--ckptdir DIR] "
-		"[--cpu-compat] [--trust-image] IMAGE...\n"
+		"[--cpu-compat] [--trust-image]\n"
+		"                    [--peer-hosts IP,...] IMAGE...\n"
 		"Restart checkpointed processes from their images.\n\n"
 		"  --coord ADDR    coordinator to join (/path or HOST:PORT);\n"
 		"                  default $CKPT_COORD or the per-user socket;\n"
@@ -54,6 +56,12 @@ static void usage(FILE *out)
 		"                  with GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX512F,\n"
 		"                  -AVX512VL,-AVX512BW,-AVX512DQ,-AVX512CD,\n"
 		"                  -AVX512ER,-AVX512PF)\n"
+		"  --peer-hosts IP,...\n"
+		"                  the addresses of the computation's other\n"
+		"                  hosts: a TCP connection to one of them whose\n"
+		"                  other end is not among IMAGEs is reconnected\n"
+		"                  with the ckpt_restart started there at the\n"
+		"                  same time (docs/multi-host.md)\n"
 		"  --trust-image   restart an image that is not your own file,\n"
 		"                  or that its group or other users may write:\n"
 		"                  an image is code, and it runs as you (restart\n"
@@ -75,6 +83,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{ "ckptdir", required_argument, NULL, 'd' },
 		{ "cpu-compat", no_argument, NULL, 'C' },
 		{ "trust-image", no_argument, NULL, 'T' },
+		{ "peer-hosts", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -94,6 +103,11 @@ static int parse_options(int argc, char **argv, struct options *o)
 			break;
 		case 'T':
 			o->trust_image = 1;
+			break;
+		case 'P':
+			if (restart_peer_hosts_check(optarg))
+				return -EINVAL;
+			restart_peer_hosts = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -353,7 +367,7 @@ int main(int argc, char **argv)
 		return 1;
 	if (ensure_coordinator(o.coord, coord, sizeof(coord)))
 		return 1;
-	if (o.nimages == 1 && !has_pipes(&imgs[0]) &&
+	if (o.nimages == 1 && !has_pipes(&imgs[0]) && !restart_peer_hosts &&
 	    !root_wants_terminal(&imgs[0])) {
 		exec_loader(&imgs[0], coord, ckpt_dir, 0, 0);
 		return 1;

@@ -7,8 +7,9 @@
  * other's peer), connected again over loopback, each end's saved bytes
  * sent from the other end so they wait in the right queue, and both ends
  * handed to every restored process through the plan's socket table. An
- * end without its partner is left to libckpt, which restores it as closed
- * by the peer.
+ * end whose partner is restarted on another host meets it there
+ * (restart_tcp_hosts.c); any other end without its partner is left to
+ * libckpt, which restores it as closed by the peer.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -17,18 +18,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include "ckpt/sockaddr_text.h"
-#include "process_tree.h"
+#include "restart_tcp.h"
 
-struct tcp_end {
-	uint64_t ino;
-	struct ckpt_socket_info si;
-	const struct ckpt_image *img;	/* the record with the queue */
-	const struct ckpt_fd_info *f;
-	int done;
-};
-
-/* An IPv4 or IPv6 address as the IPv6 bytes (IPv4 mapped) and port. */
-static void canonical(const uint8_t *addr, uint8_t out[18])
+void socket_canonical(const uint8_t *addr, uint8_t out[18])
 {
 	const struct sockaddr_in *in = (const void *)addr;
 	const struct sockaddr_in6 *in6 = (const void *)addr;
@@ -48,8 +40,8 @@ int socket_same_address(const uint8_t *a, const uint8_t *b)
 {
 	uint8_t ca[18], cb[18];
 
-	canonical(a, ca);
-	canonical(b, cb);
+	socket_canonical(a, ca);
+	socket_canonical(b, cb);
 	return !memcmp(ca, cb, sizeof(ca));
 }
 
@@ -131,8 +123,8 @@ static int loopback_pair(int family, int fds[2])
 	return r;
 }
 
-static int hand(struct ckpt_restart_plan *plan, uint64_t ino, int fd,
-		int *keep_fd_end)
+int restart_tcp_hand(struct ckpt_restart_plan *plan, uint64_t ino, int fd,
+		     int *keep_fd_end)
 {
 	int placed = place_handed(fd, keep_fd_end);
 
@@ -159,12 +151,12 @@ static int reconnect(struct tcp_end *a, struct tcp_end *b,
 		return r;
 	make_room(fds[0], fds[1], qa);
 	make_room(fds[1], fds[0], qb);
-	fds[0] = hand(plan, a->ino, fds[0], keep_fd_end);
+	fds[0] = restart_tcp_hand(plan, a->ino, fds[0], keep_fd_end);
 	if (fds[0] < 0) {
 		close(fds[1]);
 		return -EBUSY;
 	}
-	fds[1] = hand(plan, b->ino, fds[1], keep_fd_end);
+	fds[1] = restart_tcp_hand(plan, b->ino, fds[1], keep_fd_end);
 	if (fds[1] < 0)
 		return -EBUSY;
 	a->done = b->done = 1;
@@ -205,5 +197,5 @@ int restart_tcp_create(struct ckpt_image *imgs, int n,
 			}
 		}
 	}
-	return 0;
+	return restart_tcp_meet(ends, nends, plan, keep_fd_end);
 }

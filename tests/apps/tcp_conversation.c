@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * tcp_conversation serve IP PORT N DELAY_MS
+ * tcp_conversation call IP PORT N DELAY_MS
+ *
+ * Two programs talking over one TCP connection, for the multi-host tests:
+ * the caller keeps 4 numbered requests in flight ("K\n", one every
+ * DELAY_MS); the server checks each is the previous one plus 1 and answers
+ * "K SUM\n" with a running hash of the numbers; the caller checks each
+ * answer against its own hash. A byte lost, doubled or reordered across a
+ * restart ends either side with FAIL. Output:
+ *   server: "served K" per request, then "done serve N SUM"
+ *   caller: "reply K SUM" per answer, then "done call N SUM"
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include "app_util.h"
+
+#define PROG "tcp_conversation"
+#define IN_FLIGHT 4
+
+static int connected(const char *mode, const char *ip, unsigned long port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_port = htons(port) };
+	int one = 1, l, fd = -1;
+
+	if (inet_pton(AF_INET, ip, &a.sin_addr) != 1)
+		die(PROG, "%s: not an IPv4 address", ip);
+	if (!strcmp(mode, "call")) {
+		for (int i = 0; i < 500; i++) {	/* the server may be late */
+			fd = socket(AF_INET, SOCK_STREAM, 0);
+			if (connect(fd, (void *)&a, sizeof(a)) == 0)
+				return fd;
+			close(fd);
+			sleep_ms(20);
+		}
+		die(PROG, "connect %s:%lu: %s", ip, port, strerror(errno));
+	}
+	l = socket(AF_INET, SOCK_STREAM, 0);
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(l, (void *)&a, sizeof(a)) < 0 || listen(l, 1) < 0)
+		die(PROG, "listen on %s:%lu: %s", ip, port, strerror(errno));
+	fd = accept(l, NULL, NULL);
+	if (fd < 0)
+		die(PROG, "accept: %s", strerror(errno));
+	close(l);
+	return fd;
+}
+
+static void serve(FILE *in, int fd, unsigned long n, unsigned long delay)
+{
+	uint64_t sum = 0;
+	unsigned long k;
+	char line[64];
+
+	for (unsigned long want = 1; want <= n; want++) {
+		if (!fgets(line, sizeof(line), in))
+			die(PROG, "FAIL serve: EOF before request %lu", want);
+		k = strtoul(line, NULL, 10);
+		if (k != want)
+			die(PROG, "FAIL serve: request %lu, expected %lu", k,
+			    want);
+		sum = mix64(sum + k);
+		dprintf(fd, "%lu %016" PRIx64 "\n", k, sum);
+		say("served %lu", k);
+		sleep_ms(delay / 2);
+	}
+	say("done serve %lu %016" PRIx64, n, sum);
+}
+
+static void call(FILE *in, int fd, unsigned long n, unsigned long delay)
+{
+	unsigned long sent = 0, k;
+	uint64_t sum = 0, got;
+	char line[64];
+
+	for (unsigned long want = 1; want <= n; want++) {
+		while (sent < n && sent < want + IN_FLIGHT - 1)
+			dprintf(fd, "%lu\n", ++sent);
+		if (!fgets(line, sizeof(line), in) ||
+		    sscanf(line, "%lu %" SCNx64, &k, &got) != 2)
+			die(PROG, "FAIL call: no answer %lu", want);
+		sum = mix64(sum + want);
+		if (k != want || got != sum)
+			die(PROG, "FAIL call: answer %lu %016" PRIx64 ", expected "
+			    "%lu %016" PRIx64, k, got, want, sum);
+		say("reply %lu %016" PRIx64, k, sum);
+		sleep_ms(delay);
+	}
+	say("done call %lu %016" PRIx64, n, sum);
+}
+
+int main(int argc, char **argv)
+{
+	unsigned long port, n, delay;
+	FILE *in;
+	int fd;
+
+	if (argc != 6 || (strcmp(argv[1], "serve") && strcmp(argv[1], "call")))
+		die(PROG, "usage: tcp_conversation serve|call IP PORT N DELAY_MS");
+	port = parse_ulong(PROG, "PORT", argv[3], 1, 65535);
+	n = parse_ulong(PROG, "N", argv[4], 1, 1UL << 30);
+	delay = parse_ulong(PROG, "DELAY_MS", argv[5], 0, 10000);
+	fd = connected(argv[1], argv[2], port);
+	in = fdopen(dup(fd), "r");
+	if (!in)
+		die(PROG, "fdopen: %s", strerror(errno));
+	if (!strcmp(argv[1], "serve"))
+		serve(in, fd, n, delay);
+	else
+		call(in, fd, n, delay);
+	return 0;
+}
