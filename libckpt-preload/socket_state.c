@@ -159,18 +159,6 @@ static void absolute_unix_path(struct ckpt_socket_info *si)
 	si->addr_len = off + c + n + 2;
 }
 
-static int is_bound(const struct ckpt_socket_info *si)
-{
-	const struct sockaddr_in *in = (const void *)si->addr;
-	const struct sockaddr_in6 *in6 = (const void *)si->addr;
-
-	if (si->family == AF_INET)
-		return in->sin_port != 0;
-	if (si->family == AF_INET6)
-		return in6->sin6_port != 0;
-	return si->addr_len > offsetof(struct sockaddr_un, sun_path);
-}
-
 /* The kind files.c records for socket fd (inode ino) and *si, or 0 when
  * it is none of those restored here. */
 int socket_state_save(int fd, uint64_t ino, struct ckpt_socket_info *si)
@@ -216,7 +204,8 @@ int socket_state_save(int fd, uint64_t ino, struct ckpt_socket_info *si)
 		return CKPT_FD_SOCKET_BOUND;
 	if (si->peer_len)
 		return CKPT_FD_SOCKET_OUTSIDE;
-	if (si->type == SOCK_DGRAM && is_bound(si))
+	if (si->type == SOCK_DGRAM &&
+	    ckpt_sockaddr_is_bound(si->addr, si->addr_len))
 		return CKPT_FD_SOCKET_BOUND;
 	return 0;
 }

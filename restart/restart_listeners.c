@@ -109,19 +109,6 @@ static int set_options(const struct own_socket *o, int s)
 	return 0;
 }
 
-/* An IPv4 or IPv6 socket that was never bound (port 0) is not bound. */
-static int has_address(const struct ckpt_socket_info *si)
-{
-	const struct sockaddr_in *in = (const void *)si->addr;
-	const struct sockaddr_in6 *in6 = (const void *)si->addr;
-
-	if (si->family == AF_INET)
-		return in->sin_port != 0;
-	if (si->family == AF_INET6)
-		return in6->sin6_port != 0;
-	return 1;
-}
-
 /* A UDP socket connected at checkpoint is connected again: UDP has no
  * connection state the peer could miss. */
 static int udp_peer(const struct ckpt_socket_info *si)
@@ -202,7 +189,7 @@ static int make_socket(const struct own_socket *o)
 		    -r);
 	} else if (si->family == AF_UNIX && (r = clear_unix_path(o)) < 0) {
 		/* said */
-	} else if (has_address(si) &&
+	} else if (ckpt_sockaddr_is_bound(si->addr, si->addr_len) &&
 		   bind(s, (const void *)si->addr, si->addr_len) < 0) {
 		r = -errno;
 		say(o, NULL, -r);

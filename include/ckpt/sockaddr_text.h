@@ -61,4 +61,19 @@ static inline socklen_t ckpt_loopback_addr(int family,
 	return sizeof(struct sockaddr_in);
 }
 
+/* The address getsockname gave (len bytes) names something: an IPv4 or
+ * IPv6 port, a Unix path or abstract name (not an unbound socket). */
+static inline int ckpt_sockaddr_is_bound(const void *addr, size_t len)
+{
+	const struct sockaddr *sa = addr;
+
+	if (len < sizeof(sa_family_t))
+		return 0;
+	if (sa->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)addr)->sin_port != 0;
+	if (sa->sa_family == AF_INET6)
+		return ((const struct sockaddr_in6 *)addr)->sin6_port != 0;
+	return len > offsetof(struct sockaddr_un, sun_path);
+}
+
 #endif /* CKPT_SOCKADDR_TEXT_H */
