@@ -29,8 +29,10 @@ LDSO=$D/lib/$(basename "$(ldd "$COUNTER" | grep -o '/[^ ]*ld-linux[^ ]*' | head 
 # ckpt_restart --cpu-compat. Keep it off XSAVEC too: QEMU 7.2's TCG lacks
 # that instruction, and glibc's lazy-binding trampoline
 # (_dl_runtime_resolve_xsavec) uses it when the CPU has it (SIGILL in
-# ld.so after the restart otherwise).
-export GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ,-AVX512CD,-AVX512ER,-AVX512PF,-XSAVEC
+# ld.so after the restart otherwise). And off RTM (TSX): on a host that
+# has it glibc picks the *_rtm string functions (xtest), an invalid opcode
+# under TCG (seen as SIGILL in __memmove_avx_unaligned_erms_rtm).
+export GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ,-AVX512CD,-AVX512ER,-AVX512PF,-XSAVEC,-RTM
 export CKPT_DIR=$D/images CKPT_COORD=$W/coord.sock
 mkdir -p "$CKPT_DIR"
 LOG=$D/log
