@@ -319,9 +319,26 @@ class Bench:
             self.kill_computation(restarted)
             raise
         self.clear_images()
+        self.wait_rejoined(len(images))
         return {"checkpoint_s": t_ckpt, "stopped_ms": stopped,
                 "image_bytes": size,
                 "restart_s": t_restart}, restarted
+
+    def wait_rejoined(self, nprocs, timeout=60):
+        """Wait until the coordinator lists nprocs restarted processes: a
+        restored process may answer before its child rejoined, and a
+        checkpoint then would save only part of the computation."""
+        deadline = time.monotonic() + timeout
+        while True:
+            r = run([tool("ckpt_command"), "--list"], self.env, timeout=30)
+            if r.stdout.decode().count("restarted=yes") >= nprocs:
+                return
+            if time.monotonic() > deadline:
+                raise BenchError("%d restarted processes did not all rejoin "
+                                 "the coordinator within %ds: %s" % (
+                                     nprocs, timeout,
+                                     r.stdout.decode().strip()))
+            time.sleep(0.01)
 
     def cycles(self, app, answered, verify, repeat, pings=True):
         """repeat checkpoint/kill/restart cycles, each of the computation
@@ -516,14 +533,11 @@ def ms(s):
     return "%8.1f ms" % (s * 1000)
 
 
-def ms_or_dash(v):
-    return "-" if v is None else "%d ms" % v
-
-
 def report_cycles(label, r):
     print("%-22s %12s %9s %9.1f %12s" % (
         label, ms(r["checkpoint_s"]),
-        "<20 ms" if not r["stopped_ms"] else ms_or_dash(r["stopped_ms"]),
+        "-" if r["stopped_ms"] is None else
+        "<20 ms" if not r["stopped_ms"] else "%d ms" % r["stopped_ms"],
         r["image_bytes"] / 2**20,
         ms(r["restart_s"])))
 
