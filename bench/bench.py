@@ -16,7 +16,15 @@ and prints checkpoint/dd and restart/cat, each figure the best of
 --repeat runs (3). Then the end-to-end latency of
 checkpointing a small (4 MiB) process, best and median of 10.
 
+Then (docs/performance.md): build/bench/tcp_conns with --sockets (1000)
+TCP connections between its two processes against none, checked after
+every restart (checkpoint and restart added); and redis-server holding
+--redis (1024) MiB of random values against fill_idle of its resident
+size, DBSIZE checked after every restart (the ratios).
+
 Usage: bench/bench.py [--sizes 16,256,1024] [--dir DIR] [--json FILE]
+                      [--only sizes,small,sockets,redis] [--sockets N]
+                      [--redis MIB]
 Every wait is bounded; a failure prints the tool's stderr and exits 1.
 """
 
