@@ -16,7 +16,15 @@ and prints checkpoint/dd and restart/cat, each figure the best of
 --repeat runs (3). Then the end-to-end latency of
 checkpointing a small (4 MiB) process, best and median of 10.
 
+Then (docs/performance.md): build/bench/tcp_conns with --sockets (1000)
+TCP connections between its two processes against none, checked after
+every restart (checkpoint and restart added); and redis-server holding
+--redis (1024) MiB of random values against fill_idle of its resident
+size, DBSIZE checked after every restart (the ratios).
+
 Usage: bench/bench.py [--sizes 16,256,1024] [--dir DIR] [--json FILE]
+                      [--only sizes,small,sockets,redis] [--sockets N]
+                      [--redis MIB]
 Every wait is bounded; a failure prints the tool's stderr and exits 1.
 """
 
@@ -25,6 +33,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -35,6 +44,12 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "build", "bin")
 FILL_IDLE = os.path.join(ROOT, "build", "bench", "fill_idle")
+TCP_CONNS = os.path.join(ROOT, "build", "bench", "tcp_conns")
+REDIS_SERVER = "/usr/bin/redis-server"
+REDIS_CLI = "/usr/bin/redis-cli"
+# A redis value fills jemalloc's 4 KiB size class exactly (sds header and
+# terminating NUL included), so the resident size is mostly the data.
+REDIS_VALUE_BYTES = 4080
 TIMEOUT = 300
 
 
@@ -169,9 +184,9 @@ class Bench:
                     self.coordinator.kill()
                     self.coordinator.wait(10)
 
-    def launch(self, mib):
-        app = App([tool("ckpt_launch"), "--", FILL_IDLE, str(mib)],
-                  self.env)
+    def launch(self, mib, argv=None):
+        app = App([tool("ckpt_launch"), "--"] +
+                  (argv or [FILL_IDLE, str(mib)]), self.env)
         try:
             app.wait_line(("ready",))
             n = len(app.lines)
@@ -281,16 +296,302 @@ class Bench:
         return {"mib": mib, "runs": runs, "best_s": min(times),
                 "median_s": statistics.median(times)}
 
+    def kill_computation(self, app):
+        """Kill every process of the computation (tcp_conns' child too),
+        then the one we started."""
+        try:
+            run([tool("ckpt_command"), "--kill"], self.env, timeout=30)
+        except BenchError:
+            pass
+        app.kill()
+
+    def clear_images(self):
+        for img in os.listdir(self.ckptdir):
+            path = os.path.join(self.ckptdir, img)
+            if os.path.isfile(path):
+                os.unlink(path)
+
+    def cycle(self, app, answered, pings):
+        """Checkpoint app, kill it, restart it; answered(restarted) returns
+        the time the restarted computation answered. pings: app answers
+        "ping" and reports its stops (fill_idle, tcp_conns). Returns
+        (figures, the restarted App)."""
+        t_ckpt, images, stopped = self.checkpoint(app if pings else None)
+        size = sum(os.path.getsize(i) for i in images)
+        self.kill_computation(app)
+        t0 = time.monotonic()
+        restarted = App([tool("ckpt_restart")] + images, self.env)
+        try:
+            t_restart = answered(restarted) - t0
+        except BenchError:
+            self.kill_computation(restarted)
+            raise
+        self.clear_images()
+        self.wait_rejoined(len(images))
+        return {"checkpoint_s": t_ckpt, "stopped_ms": stopped,
+                "image_bytes": size,
+                "restart_s": t_restart}, restarted
+
+    def wait_rejoined(self, nprocs, timeout=60):
+        """Wait until the coordinator lists nprocs restarted processes: a
+        restored process may answer before its child rejoined, and a
+        checkpoint then would save only part of the computation."""
+        deadline = time.monotonic() + timeout
+        while True:
+            r = run([tool("ckpt_command"), "--list"], self.env, timeout=30)
+            if r.stdout.decode().count("restarted=yes") >= nprocs:
+                return
+            if time.monotonic() > deadline:
+                raise BenchError("%d restarted processes did not all rejoin "
+                                 "the coordinator within %ds: %s" % (
+                                     nprocs, timeout,
+                                     r.stdout.decode().strip()))
+            time.sleep(0.01)
+
+    def cycles(self, app, answered, verify, repeat, pings=True):
+        """repeat checkpoint/kill/restart cycles, each of the computation
+        the last one restarted; verify(app) after each restart. Each
+        figure is the best of the runs."""
+        runs = []
+        try:
+            for _ in range(repeat):
+                fig, app = self.cycle(app, answered, pings)
+                runs.append(fig)
+                verify(app)
+        finally:
+            self.kill_computation(app)
+        best = {k: min(r[k] for r in runs if r[k] is not None)
+                if any(r[k] is not None for r in runs) else None
+                for k in runs[0]}
+        best.update({"repeat": repeat, "runs": runs})
+        return best
+
+    @staticmethod
+    def first_answer(app):
+        app.ping()
+        return app.wait_line(("pong", "resumed"))
+
+    @staticmethod
+    def check_connections(app):
+        """tcp_conns exchanges a byte both ways on every connection, after
+        the bytes it left in flight: any loss or duplicate is an error."""
+        n = len(app.lines)
+        app.popen.stdin.write(b"check\n")
+        app.popen.stdin.flush()
+        app.wait_line(("checked", "error"), after=n, timeout=120)
+        with app.cond:
+            bad = [l for _, l in app.lines[n:] if l and
+                   l.startswith("error")]
+        if bad:
+            raise BenchError("tcp_conns after restart: %s" % bad[0])
+
+    def measure_sockets(self, nconns, mib, repeat):
+        """tcp_conns with nconns connections and with none, same memory."""
+        out = {"connections": nconns, "mib": mib}
+        for n in (0, nconns):
+            app = self.launch(mib, [TCP_CONNS, str(n), str(mib)])
+            try:
+                self.check_connections(app)
+            except BenchError:
+                self.kill_computation(app)
+                raise
+            out[n] = self.cycles(app, self.first_answer,
+                                 self.check_connections, repeat)
+        for k in ("checkpoint_s", "restart_s"):
+            out[k + "_added"] = out[nconns][k] - out[0][k]
+            out[k + "_ratio"] = out[nconns][k] / out[0][k]
+        return out
+
+    def measure_redis(self, mib, repeat):
+        """redis-server holding about mib MiB of random values, then
+        fill_idle of redis's resident size."""
+        port = free_port()
+        app = App([tool("ckpt_launch"), "--", REDIS_SERVER, "--port",
+                   str(port), "--bind", "127.0.0.1", "--save", "",
+                   "--appendonly", "no", "--dir", self.dir], self.env)
+        try:
+            redis_answers(port, app, timeout=60)
+            keys = redis_fill(port, mib)
+            dbsize = redis_dbsize(port)
+            if dbsize != keys:
+                raise BenchError("redis holds %d keys after loading %d"
+                                 % (dbsize, keys))
+            rss = resident_mib(app.popen.pid)
+        except BenchError:
+            self.kill_computation(app)
+            raise
+
+        def answered(restarted):
+            return redis_answers(port, restarted)
+
+        def verify(restarted):
+            got = redis_dbsize(port)
+            if got != dbsize:
+                raise BenchError("redis holds %d keys after the restart, "
+                                 "%d before" % (got, dbsize))
+
+        out = {"mib": mib, "keys": dbsize, "resident_mib": rss,
+               "value_bytes": REDIS_VALUE_BYTES}
+        out["redis"] = self.cycles(app, answered, verify, repeat,
+                                   pings=False)
+        plain = self.launch(rss)
+        out["fill_idle"] = self.cycles(plain, self.first_answer,
+                                       lambda a: None, repeat)
+        for k in ("checkpoint_s", "restart_s"):
+            out[k + "_ratio"] = out["redis"][k] / out["fill_idle"][k]
+        return out
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def redis_cli(port, *args):
+    r = run([REDIS_CLI, "-h", "127.0.0.1", "-p", str(port)] + list(args),
+            None, timeout=60)
+    return r.stdout.decode().strip()
+
+
+def redis_dbsize(port):
+    out = redis_cli(port, "DBSIZE")
+    try:
+        return int(out.split()[-1])
+    except (ValueError, IndexError):
+        raise BenchError("redis DBSIZE answered %r" % out)
+
+
+def redis_fill(port, mib):
+    """SET key:N <REDIS_VALUE_BYTES random bytes> through redis-cli --pipe
+    until about mib MiB of values; returns the number of keys."""
+    keys = (mib << 20) // REDIS_VALUE_BYTES
+    cli = subprocess.Popen([REDIS_CLI, "-h", "127.0.0.1", "-p", str(port),
+                            "--pipe"], stdin=subprocess.PIPE,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    head = b"$%d\r\n" % REDIS_VALUE_BYTES
+
+    def feed():
+        try:
+            for start in range(0, keys, 1024):
+                chunk = []
+                for i in range(start, min(keys, start + 1024)):
+                    key = b"key:%d" % i
+                    chunk.append(b"*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n"
+                                 % (len(key), key))
+                    chunk.append(head + os.urandom(REDIS_VALUE_BYTES)
+                                 + b"\r\n")
+                cli.stdin.write(b"".join(chunk))
+            cli.stdin.close()
+        except OSError:
+            pass
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    try:
+        # redis-cli --pipe prints a few lines only: read them at the end
+        cli.wait(TIMEOUT)
+        out = cli.stdout.read()
+    except subprocess.TimeoutExpired:
+        cli.kill()
+        cli.wait(10)
+        raise BenchError("redis-cli --pipe: not done within %ds" % TIMEOUT)
+    writer.join(10)
+    if cli.returncode != 0 or b"errors: 0," not in out:
+        raise BenchError("redis-cli --pipe: exit %d: %s" % (
+            cli.returncode, out.decode(errors="replace").strip()))
+    return keys
+
+
+def redis_answers(port, app, timeout=TIMEOUT):
+    """Time at which redis first answers PING on port (polled each 2 ms)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if app.popen.poll() is not None:
+            raise BenchError("%s exited (%s): %s" % (
+                os.path.basename(app.popen.args[0]), app.popen.returncode,
+                app.err.decode(errors="replace").strip()))
+        try:
+            with socket.create_connection(("127.0.0.1", port),
+                                          timeout=5) as s:
+                s.sendall(b"PING\r\n")
+                if s.recv(16).startswith(b"+PONG"):
+                    return time.monotonic()
+        except OSError:
+            pass
+        time.sleep(0.002)
+    raise BenchError("redis (%s) did not answer PING on port %d within %ds"
+                     % (os.path.basename(app.popen.args[0]), port, timeout))
+
+
+def resident_mib(pid):
+    """VmRSS of pid (ckpt_launch execs the program) in MiB."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) // 1024
+    except OSError as e:
+        raise BenchError("reading the resident size of pid %d: %s"
+                         % (pid, e))
+    raise BenchError("pid %d has no VmRSS line" % pid)
+
 
 def ms(s):
     return "%8.1f ms" % (s * 1000)
 
 
-def report(results, small):
+def report_cycles(label, r):
+    print("%-22s %12s %9s %9.1f %12s" % (
+        label, ms(r["checkpoint_s"]),
+        "-" if r["stopped_ms"] is None else
+        "<20 ms" if not r["stopped_ms"] else "%d ms" % r["stopped_ms"],
+        r["image_bytes"] / 2**20,
+        ms(r["restart_s"])))
+
+
+def report_header():
+    print("%-22s %12s %9s %9s %12s" % (
+        "", "checkpoint", "stopped", "image MiB", "restart"))
+
+
+def report_sockets(sk):
+    n = sk["connections"]
     print()
-    print("%-8s %12s %9s %9s %12s %12s %12s %12s %8s %8s" % (
-        "size", "checkpoint", "stopped", "image MiB", "dd", "dd+fsync",
-        "restart", "cat", "ckpt/dd", "rst/cat"))
+    print("tcp_conns (%d MiB, best of %d): %d TCP connections between two "
+          "processes against none" % (sk["mib"], sk[0]["repeat"], n))
+    report_header()
+    report_cycles("0 connections", sk[0])
+    report_cycles("%d connections" % n, sk[n])
+    print("added by %d connections: checkpoint %+.1f ms (%.2fx), restart "
+          "%+.1f ms (%.2fx); goal <= 50 ms added" % (
+              n, sk["checkpoint_s_added"] * 1000, sk["checkpoint_s_ratio"],
+              sk["restart_s_added"] * 1000, sk["restart_s_ratio"]))
+
+
+def report_redis(rd):
+    print()
+    if rd.get("skipped"):
+        print("redis: skipped: %s" % rd["skipped"])
+        return
+    print("redis-server, %d keys of %d random bytes (resident %d MiB, "
+          "best of %d), against fill_idle %d MiB" % (
+              rd["keys"], rd["value_bytes"], rd["resident_mib"],
+              rd["redis"]["repeat"], rd["resident_mib"]))
+    report_header()
+    report_cycles("redis-server", rd["redis"])
+    report_cycles("fill_idle", rd["fill_idle"])
+    print("redis / fill_idle: checkpoint %.2fx, restart %.2fx; goal "
+          "within 1.2x (restart: until redis answers PING)" % (
+              rd["checkpoint_s_ratio"], rd["restart_s_ratio"]))
+
+
+def report(results, small, sockets=None, redis=None):
+    print()
+    if results:
+        print("%-8s %12s %9s %9s %12s %12s %12s %12s %8s %8s" % (
+            "size", "checkpoint", "stopped", "image MiB", "dd", "dd+fsync",
+            "restart", "cat", "ckpt/dd", "rst/cat"))
     for r in results:
         print("%-8s %12s %9s %9.1f %12s %12s %12s %12s %8.2f %8.2f" % (
             "%d MiB" % r["mib"], ms(r["checkpoint_s"]),
@@ -304,6 +605,10 @@ def report(results, small):
               "median %s" % (small["mib"], small["runs"],
                              ms(small["best_s"]).strip(),
                              ms(small["median_s"]).strip()))
+    if sockets:
+        report_sockets(sockets)
+    if redis:
+        report_redis(redis)
     print()
     if results:
         print()
@@ -316,6 +621,9 @@ def report(results, small):
           " the image from the page cache.")
 
 
+PARTS = ("sizes", "small", "sockets", "redis")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="16,256,1024",
@@ -326,39 +634,69 @@ def main():
     ap.add_argument("--small-runs", type=int, default=10)
     ap.add_argument("--repeat", type=int, default=3,
                     help="runs per size; each figure is the best (3)")
+    ap.add_argument("--only", default=",".join(PARTS),
+                    help="comma-separated parts to run among %s (default: "
+                    "all)" % ",".join(PARTS))
+    ap.add_argument("--sockets", type=int, default=1000, metavar="N",
+                    help="TCP connections of the sockets part (1000)")
+    ap.add_argument("--redis", type=int, default=1024, metavar="MIB",
+                    help="MiB of values redis holds in the redis part "
+                    "(1024)")
     args = ap.parse_args()
     sizes = [int(x) for x in args.sizes.split(",") if x]
+    parts = [x for x in args.only.split(",") if x]
+    unknown = [x for x in parts if x not in PARTS]
+    if unknown:
+        print("bench: --only: unknown part %s (known: %s)" % (
+            unknown[0], ",".join(PARTS)), file=sys.stderr)
+        return 2
 
     missing = [p for p in [tool(t) for t in (
         "ckpt_launch", "ckpt_command", "ckpt_restart", "ckpt_coordinator")]
-        + [FILL_IDLE] if not os.path.exists(p)]
+        + [FILL_IDLE, TCP_CONNS] if not os.path.exists(p)]
     if missing:
         print("bench: not built (run make): " + ", ".join(missing),
               file=sys.stderr)
         return 1
     workdir = tempfile.mkdtemp(prefix="ckb-", dir=args.dir or "/tmp")
     bench = Bench(workdir)
-    results, small = [], None
+    results, small, sockets, redis = [], None, None, None
     try:
         bench.start_coordinator()
-        for mib in sizes:
-            print("measuring %d MiB..." % mib, flush=True)
-            results.append(bench.measure_size(mib, args.repeat))
-        print("measuring small-process latency...", flush=True)
-        small = bench.small_latency(runs=args.small_runs)
+        if "sizes" in parts:
+            for mib in sizes:
+                print("measuring %d MiB..." % mib, flush=True)
+                results.append(bench.measure_size(mib, args.repeat))
+        if "small" in parts:
+            print("measuring small-process latency...", flush=True)
+            small = bench.small_latency(runs=args.small_runs)
+        if "sockets" in parts:
+            print("measuring %d TCP connections..." % args.sockets,
+                  flush=True)
+            sockets = bench.measure_sockets(args.sockets, 16, args.repeat)
+        if "redis" in parts:
+            if not (os.access(REDIS_SERVER, os.X_OK) and
+                    os.access(REDIS_CLI, os.X_OK)):
+                redis = {"skipped": "%s or %s is not installed (Debian "
+                         "packages redis-server, redis-tools)" % (
+                             REDIS_SERVER, REDIS_CLI)}
+            else:
+                print("measuring redis with %d MiB..." % args.redis,
+                      flush=True)
+                redis = bench.measure_redis(args.redis, args.repeat)
     except (BenchError, OSError, subprocess.SubprocessError) as e:
         print("bench: %s" % e, file=sys.stderr)
-        report(results, small)
+        report(results, small, sockets, redis)
         return 1
     finally:
         bench.stop()
         shutil.rmtree(workdir, ignore_errors=True)
-    report(results, small)
+    report(results, small, sockets, redis)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"sizes": results, "small": small}, f, indent=2)
+            json.dump({"sizes": results, "small": small,
+                       "sockets": sockets, "redis": redis}, f, indent=2)
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,6 +1,7 @@
 # The benchmark: `make bench` (not part of `make test`).
 
-BENCH_APPS := $(BUILD)/bench/fill_idle $(BUILD)/bench/lock_cost
+BENCH_APPS := $(BUILD)/bench/fill_idle $(BUILD)/bench/lock_cost \
+	      $(BUILD)/bench/tcp_conns
 
 .PHONY: bench-apps
 all: bench-apps
@@ -13,6 +14,10 @@ $(BUILD)/bench/fill_idle: bench/fill_idle.c
 $(BUILD)/bench/lock_cost: bench/lock_cost.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CKPT_CFLAGS) -pthread $< -o $@
+
+$(BUILD)/bench/tcp_conns: bench/tcp_conns.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CKPT_CFLAGS) $< -o $@
 
 bench: all
 	/usr/bin/python3 bench/bench.py

@@ -137,9 +137,11 @@ int pipes_is_outside(uint64_t ino)
 static char drain_buf[65536];
 static uint64_t round_generation;
 static char round_dir[4096];
-static int drained_memfds[CKPT_PLAN_MAX_PIPES];
+/* one per saved pipe, FIFO or socket record with content: per fd */
+static int drained_memfds[CKPT_MAX_FDS];
 static int ndrained;
-static struct round_key claimed[CKPT_PLAN_MAX_PIPES];	/* this round */
+/* one claim per pipe, FIFO or socket saved this round: as many as fds */
+static struct round_key claimed[CKPT_MAX_FDS];	/* this round */
 static uint64_t claimed_generation;
 static int nclaimed;
 
@@ -236,7 +238,7 @@ int round_claim(const struct round_key *key)
 		if (claimed[i].ino == key->ino && claimed[i].dev == key->dev &&
 		    !strcmp(claimed[i].kind, key->kind))
 			return 0;
-	if (nclaimed == CKPT_PLAN_MAX_PIPES)
+	if (nclaimed == CKPT_MAX_FDS)
 		return -E2BIG;
 	claim_name(name, sizeof(name), key, round_generation);
 	r = make_claim(name);
@@ -248,7 +250,7 @@ int round_claim(const struct round_key *key)
 /* A memfd of saved bytes, closed once the image is written. */
 int round_keep_memfd(int fd)
 {
-	if (ndrained == CKPT_PLAN_MAX_PIPES)
+	if (ndrained == CKPT_MAX_FDS)
 		return -E2BIG;
 	drained_memfds[ndrained++] = fd;
 	return 0;
@@ -315,7 +317,7 @@ int pipes_drain(int fd, const struct round_key *key, int *memfd,
 	r = round_claim(key);
 	if (r <= 0)
 		return r;
-	if (ndrained == CKPT_PLAN_MAX_PIPES)
+	if (ndrained == CKPT_MAX_FDS)
 		return -E2BIG;
 	limit = fcntl(fd, F_GETPIPE_SZ);
 	if (limit <= 0 || (unsigned)limit > DRAIN_MAX)

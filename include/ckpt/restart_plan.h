@@ -21,7 +21,7 @@
 #define CKPT_PLAN_MAX_PROCS		1024
 #define CKPT_PLAN_MAX_PIPES		256
 #define CKPT_PLAN_MAX_FILES		1024
-#define CKPT_PLAN_MAX_SOCKETS		512
+#define CKPT_PLAN_MAX_SOCKETS		4096
 #define CKPT_PLAN_MAX_SHM		256
 
 /* One restored process (or zombie). real_pid is written by the process
