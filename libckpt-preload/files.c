@@ -582,13 +582,34 @@ static int is_saved_fd(int fd)
 	return 0;
 }
 
-/* A descriptor number no saved descriptor will need. */
+/* The lowest number above every saved descriptor (at least 3). */
+static int above_saved_fds(void)
+{
+	int highest = 2;
+
+	for (int i = 0; i < nsaved; i++)
+		if (saved[i].fd > highest)
+			highest = saved[i].fd;
+	return highest + 1;
+}
+
+/* A descriptor number no saved descriptor will need: above them all
+ * (one call; searching up from 3 cost a fcntl and a close per number
+ * tried, for each of thousands of sockets handed over), else the lowest
+ * free one between them (RLIMIT_NOFILE reached). */
 static int move_out_of_the_way(int fd)
 {
-	int n = 3;
+	int n;
 
 	if (fd < 0)
 		return fd;
+	n = fcntl(fd, F_DUPFD_CLOEXEC, above_saved_fds());
+	if (n >= 0) {
+		close(fd);
+		ckpt_mark_own_fd(n, 1);
+		return n;
+	}
+	n = 3;
 	for (;;) {
 		n = fcntl(fd, F_DUPFD_CLOEXEC, n);
 		if (n < 0)
