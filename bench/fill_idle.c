@@ -16,19 +16,12 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "idle_loop.h"
 
 static void say(const char *line)
 {
 	printf("%s\n", line);
 	fflush(stdout);
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 static void fill(uint64_t *w, size_t words)
@@ -45,11 +38,13 @@ static void fill(uint64_t *w, size_t words)
 }
 
 /* Answer pings; returns 0 when stdin is gone (EOF or error). */
-static int answer_pings(unsigned long *pongs)
+static int answer_pings(void *unused, unsigned long *pongs)
 {
 	char buf[256];
 	ssize_t n = read(0, buf, sizeof(buf));
 	ssize_t i;
+
+	(void)unused;
 
 	if (n < 0 && errno == EINTR)
 		return 1;
@@ -66,9 +61,8 @@ static int answer_pings(unsigned long *pongs)
 
 int main(int argc, char **argv)
 {
-	unsigned long mib, pongs = 0;
-	uint64_t *mem, last;
-	int stdin_open = 1;
+	unsigned long mib;
+	uint64_t *mem;
 	char *end;
 
 	if (argc != 2) {
@@ -88,18 +82,5 @@ int main(int argc, char **argv)
 	}
 	fill(mem, (mib << 20) / sizeof(*mem));
 	say("ready");
-	last = now_ms();
-	for (;;) {
-		struct pollfd pfd = { .fd = 0, .events = POLLIN };
-		int r = poll(&pfd, stdin_open ? 1 : 0, 1);
-		uint64_t t = now_ms();
-
-		if (t - last > 20) {
-			printf("resumed after %" PRIu64 " ms\n", t - last);
-			fflush(stdout);
-		}
-		last = t;
-		if (r > 0 && stdin_open)
-			stdin_open = answer_pings(&pongs);
-	}
+	idle_answering(answer_pings, NULL);
 }

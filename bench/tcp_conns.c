@@ -29,6 +29,7 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+#include "idle_loop.h"
 
 #define IO_TIMEOUT_MS 20000
 #define PARENT_QUEUED "abc"	/* to the child, read at the next check */
@@ -36,14 +37,6 @@
 
 static int *conns;
 static unsigned long nconns;
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static int carries_queue(unsigned long i)
 {
@@ -289,8 +282,9 @@ static void fill(uint64_t *w, size_t words)
 }
 
 /* stdin: "ping" -> "pong N", "check" -> check; 0 when stdin is gone. */
-static int answer_stdin(int ctl, unsigned long *pongs)
+static int answer_stdin(void *ctl_fd, unsigned long *pongs)
 {
+	int ctl = *(int *)ctl_fd;
 	char line[64];
 
 	if (!fgets(line, sizeof(line), stdin))
@@ -316,29 +310,10 @@ static void raise_fd_limit(void)
 
 static void parent_idle(int ctl)
 {
-	unsigned long pongs = 0;
-	int stdin_open = 1;
-	uint64_t last;
-
 	setvbuf(stdin, NULL, _IOLBF, 0);
 	printf("ready\n");
 	fflush(stdout);
-	last = now_ms();
-	for (;;) {
-		struct pollfd pfd = { .fd = 0, .events = POLLIN };
-		int r = poll(&pfd, stdin_open ? 1 : 0, 1);
-		uint64_t t = now_ms();
-
-		if (t - last > 20) {
-			printf("resumed after %" PRIu64 " ms\n", t - last);
-			fflush(stdout);
-		}
-		last = t;
-		if (r > 0 && stdin_open)
-			stdin_open = answer_stdin(ctl, &pongs);
-		if (r > 0)
-			last = now_ms();
-	}
+	idle_answering(answer_stdin, &ctl);
 }
 
 int main(int argc, char **argv)
