@@ -62,10 +62,11 @@ void orphans_discard(struct coordinator *co)
 }
 
 void write_restart_scripts(struct coordinator *co, const char *paths,
-			   uint64_t generation)
+			   const char *hosts, uint64_t generation)
 {
 	(void)co;
 	(void)paths;
+	(void)hosts;
 	(void)generation;
 }
 
