@@ -81,8 +81,10 @@ static void take_turns(const char *who, struct shared_file *f, int parity,
 		wait_turn(who, f, n);
 		check_slots(who, f, n);
 		f->slot[n] = mix64(n);
-		__atomic_store_n(&f->done, n, __ATOMIC_RELEASE);
+		/* Printed before the other process may take its turn: the
+		 * lines of the two processes come out in step order. */
 		say("step %llu", (unsigned long long)n);
+		__atomic_store_n(&f->done, n, __ATOMIC_RELEASE);
 		if (n == unlink_at && unlink(path) < 0)
 			die(PROG, "unlink %s: %s", path, strerror(errno));
 		sleep_ms(pause_ms);
