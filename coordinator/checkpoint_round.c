@@ -210,6 +210,20 @@ static bool have_queued_requests(struct coordinator *co)
 
 static void round_start(struct coordinator *co);
 
+/* A failure of the whole round (not of one process): in the reply and
+ * the log; the first one sets the round's error. */
+void round_note_failure(struct coordinator *co, int err, const char *what)
+{
+	struct round *r = &co->round;
+
+	buf_printf(&r->failures, "checkpoint %llu failed: %s\n",
+		   (unsigned long long)r->generation, what);
+	coord_log("checkpoint %llu: %s", (unsigned long long)r->generation,
+		  what);
+	if (!r->first_error)
+		r->first_error = err;
+}
+
 /* Every participant left while suspending (exited, or exec'd and never
  * came back) and none was waited for: nothing of the computation was
  * saved, which is no success. */
@@ -220,10 +234,7 @@ static void fail_without_members(struct coordinator *co)
 			   "was being suspended (exited, or exec'd and did "
 			   "not join again); no image was written";
 
-	buf_printf(&r->failures, "checkpoint %llu failed: %s\n",
-		   (unsigned long long)r->generation, what);
-	coord_log("checkpoint %llu: %s", (unsigned long long)r->generation,
-		  what);
+	round_note_failure(co, ESRCH, what);
 	r->first_error = ESRCH;
 	r->failed = true;
 }

@@ -122,11 +122,14 @@ static void accept_process(struct coordinator *co, struct conn *c,
 	w.phase_timeout_ms = (uint32_t)co->phase_timeout_ms;
 	w.write_timeout_ms = (uint32_t)co->write_timeout_ms;
 	conn_send(c, CKPT_MSG_WELCOME, &w, sizeof(w));
-	coord_log("process %s joined from %s%s%s%s",
+	coord_log("process %s joined from %s%s%s%s%s",
 		  proc_name(c, name, sizeof(name)), c->peer,
 		  h->flags & CKPT_HELLO_F_RESTARTED ? ", restarted" : "",
+		  h->flags & CKPT_HELLO_F_RESTART_GROUP ?
+			" with others" : "",
 		  h->flags & CKPT_HELLO_F_REJOIN ? ", again" : "",
 		  h->flags & CKPT_HELLO_F_ACCEL ? ", accel" : "");
+	restart_groups_on_join(co, c);
 	members_on_join(co, c);
 }
 

@@ -30,6 +30,9 @@
 #define COORD_JOIN_TIMEOUT_MS		3000	/* a forked/exec'd member */
 #define COORD_JOIN_CHECK_MS		20	/* look again for it */
 #define COORD_MAX_EXPECTED		64
+#define COORD_RESTART_JOIN_TIMEOUT_MS	10000	/* a restart's last process */
+#define COORD_MAX_RESTART_GROUPS	64	/* restarts joining at once */
+#define COORD_MAX_RESTART_GROUP_SIZE	4096
 #define COORD_IDLE_EXIT_MS		60000	/* nobody ever came */
 #define COORD_LINGER_MS			2000	/* after the last process left */
 #define COORD_EXIT_FLUSH_MS		2000	/* last replies on exit */
@@ -161,6 +164,14 @@ struct expected_proc {
 	int64_t since_ms;
 };
 
+/* A restart whose processes are still joining (restart_groups.c). */
+struct restart_group {
+	uint64_t id;			/* its restart plan's inode */
+	char host[64];
+	uint32_t size, joined;
+	int64_t first_ms;		/* its first process joined */
+};
+
 /* The image of a process that left after WRITTEN, which the coordinator
  * synced and commits itself (orphan_images.c). */
 struct orphan_image {
@@ -233,6 +244,8 @@ struct coordinator {
 	size_t nconns;
 	size_t conns_cap;
 	struct round round;
+	struct restart_group groups[COORD_MAX_RESTART_GROUPS];
+	int ngroups;
 	struct last_round last;
 	struct last_round last_ok;
 };
@@ -324,6 +337,7 @@ void round_on_unrestored(struct coordinator *co, struct conn *c,
 const char *proc_state_name(enum proc_state s);
 bool round_in(struct coordinator *co, struct conn *c);
 bool round_state_is_final(enum proc_state s);
+void round_note_failure(struct coordinator *co, int err, const char *what);
 void round_fail_process(struct coordinator *co, struct conn *c, int err,
 			const char *what);
 void round_advance(struct coordinator *co);
@@ -352,6 +366,10 @@ void members_on_join(struct coordinator *co, struct conn *c);
 bool members_on_left_while_suspending(struct coordinator *co,
 				      struct conn *c);
 int members_complete(struct coordinator *co);
+
+/* restart_groups.c */
+void restart_groups_on_join(struct coordinator *co, const struct conn *c);
+int restart_groups_complete(struct coordinator *co, int64_t *next_check_ms);
 
 /* commands.c */
 void command_handle(struct coordinator *co, struct conn *c,

@@ -19,6 +19,8 @@
  * is a zombie its parent's image records. One that does neither fails
  * the round with its pid and parent named: the images would not hold the
  * whole computation. Processes on other hosts cannot be looked at.
+ * Processes a restart is still bringing back are waited for too
+ * (restart_groups.c).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -192,20 +194,14 @@ bool members_on_left_while_suspending(struct coordinator *co,
 
 static void fail_missing(struct coordinator *co, const struct expected_proc *e)
 {
-	struct round *r = &co->round;
 	char what[512];
 
 	snprintf(what, sizeof(what), "process %d%s%.0d did not join the "
 		 "computation within %d s (a static or set-ID program, or one "
-		 "started without libckpt?); the images would miss it\n",
+		 "started without libckpt?); the images would miss it",
 		 (int)e->pid, e->parent ? ", a child of pid " : "",
 		 (int)e->parent, COORD_JOIN_TIMEOUT_MS / 1000);
-	buf_printf(&r->failures, "checkpoint %llu failed: %s",
-		   (unsigned long long)r->generation, what);
-	coord_log("checkpoint %llu: %s", (unsigned long long)r->generation,
-		  what);
-	if (!r->first_error)
-		r->first_error = ESRCH;
+	round_note_failure(co, ESRCH, what);
 }
 
 /* Every member is suspended: 1 when nobody else is to be waited for, 0
@@ -215,7 +211,7 @@ int members_complete(struct coordinator *co)
 {
 	struct round *r = &co->round;
 	int64_t now = now_ms();
-	int kept = 0, missing = 0;
+	int kept = 0, missing = 0, restarts;
 
 	for (size_t i = 0; i < co->nconns; i++) {
 		struct conn *c = co->conns[i];
@@ -240,5 +236,8 @@ int members_complete(struct coordinator *co)
 	r->nexpected = missing ? 0 : kept;
 	r->next_member_check_ms = kept && !missing ?
 				  now + COORD_JOIN_CHECK_MS : 0;
-	return missing ? -1 : kept == 0;
+	if (missing)
+		return -1;
+	restarts = restart_groups_complete(co, &r->next_member_check_ms);
+	return restarts < 0 ? -1 : kept == 0 && restarts > 0;
 }

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <stddef.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "ckpt/restart_plan.h"
 #include "internal.h"
@@ -19,6 +20,8 @@ static struct ckpt_plan_file files[CKPT_PLAN_MAX_FILES];
 static struct ckpt_plan_socket sockets[CKPT_PLAN_MAX_SOCKETS];
 static struct ckpt_plan_shm shm[CKPT_PLAN_MAX_SHM];
 static int npipes, nfiles, nsockets, nshm;
+static uint64_t restart_group;
+static uint32_t restart_group_size;
 
 static int read_table(int plan_fd, void *dst, size_t elem, uint32_t n,
 		      size_t off)
@@ -44,6 +47,26 @@ static int read_plan_head(int plan_fd, struct ckpt_restart_plan *head)
 	return 0;
 }
 
+/* The processes of one restart share its plan (a memfd): its inode
+ * names that restart on this host, for the coordinator
+ * (coordinator/restart_groups.c). */
+static void note_restart_group(int plan_fd, uint32_t nprocs)
+{
+	struct stat st;
+
+	if (fstat(plan_fd, &st) == 0 && nprocs <= CKPT_PLAN_MAX_PROCS) {
+		restart_group = (uint64_t)st.st_ino;
+		restart_group_size = nprocs;
+	}
+}
+
+/* The restart this process came back from: 0 when not known. */
+uint64_t handover_restart_group(uint32_t *nprocs)
+{
+	*nprocs = restart_group_size;
+	return restart_group;
+}
+
 /* Read the plan's tables, move every handed fd with move_fd (files.c's:
  * a number no saved fd needs). 0 or -errno. */
 int handover_take_plan(int plan_fd, int (*move_fd)(int))
@@ -52,11 +75,14 @@ int handover_take_plan(int plan_fd, int (*move_fd)(int))
 	int r;
 
 	npipes = nfiles = nsockets = nshm = 0;
+	restart_group = 0;
+	restart_group_size = 0;
 	if (plan_fd < 0)
 		return 0;
 	r = read_plan_head(plan_fd, &head);
 	if (r < 0)
 		return r;
+	note_restart_group(plan_fd, head.nprocs);
 	r = read_table(plan_fd, pipes, sizeof(pipes[0]), head.npipes,
 		       offsetof(struct ckpt_restart_plan, pipes));
 	if (r == 0)
@@ -171,6 +197,7 @@ int handover_read_shm(int plan_fd, struct ckpt_plan_shm *out, int max)
 	r = read_plan_head(plan_fd, &head);
 	if (r < 0)
 		return r;
+	note_restart_group(plan_fd, head.nprocs);
 	if (head.nshm > (uint32_t)max)
 		return -EPROTO;
 	if (read_table(plan_fd, out, sizeof(out[0]), head.nshm,

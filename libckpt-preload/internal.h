@@ -422,6 +422,7 @@ int64_t shared_group_of(int fd);
 
 /* handover.c */
 int handover_take_plan(int plan_fd, int (*move_fd)(int));
+uint64_t handover_restart_group(uint32_t *nprocs);
 int handover_pipe_end(uint64_t ino, int write_end);
 int handover_shared_file(pid_t vpid, int fd);
 int handover_socket_end(uint64_t ino);

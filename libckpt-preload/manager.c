@@ -202,6 +202,11 @@ static int join_coordinator(uint32_t flags)
 		      (ckpt_accel_available() ? CKPT_HELLO_F_ACCEL : 0);
 	hello.generation = ckpt.generation;
 	hello.computation_id = ckpt.computation_id;
+	if (flags & CKPT_HELLO_F_RESTARTED)
+		hello.restart_group =
+			handover_restart_group(&hello.restart_group_size);
+	if (hello.restart_group)
+		hello.flags |= CKPT_HELLO_F_RESTART_GROUP;
 	ckpt_fmt(hello.program, sizeof(hello.program), "%s", ckpt.program);
 	ckpt_fmt(hello.unique_id, sizeof(hello.unique_id), "%s",
 		 ckpt.unique_id);

@@ -101,6 +101,8 @@ struct ckpt_msg_header {
 					   coordinator: generation and
 					   computation_id are its
 					   computation's */
+#define CKPT_HELLO_F_RESTART_GROUP 0x20 /* restarted: restart_group and
+					   restart_group_size are set */
 
 struct ckpt_msg_hello {
 	int32_t real_pid;
@@ -116,6 +118,10 @@ struct ckpt_msg_hello {
 	char reserved[7];
 	uint64_t computation_id;	/* the computation it belonged to
 					   (restarted: its image's); 0 none */
+	/* CKPT_HELLO_F_RESTART_GROUP: the restart that brought it back */
+	uint64_t restart_group;		/* that restart's id on its host */
+	uint32_t restart_group_size;	/* processes that restart brings */
+	uint32_t reserved2;
 };
 
 /* ckpt_msg_welcome.flags (0 from an older coordinator) */
