@@ -932,7 +932,8 @@ def test_suspend_timeout(env, coord, fakes):
         "stalled in the suspend phase: did not answer DO_SUSPEND within "
         "5.0 s (ckpt_coordinator --phase-timeout)" % os.getpid()]
     assert 4.9 < took < 20  # the default phase timeout, 5 s
-    assert MSG_DO_ABORT in good.received
+    # the reply may come before the fake reads its DO_ABORT
+    assert wait_for(lambda: MSG_DO_ABORT in good.received)
     assert "round: idle" in run([COMMAND, "-s"], env=env).stdout
 
 
@@ -970,7 +971,7 @@ def test_failed_round_commits_no_image(env, coord, fakes):
     assert r.returncode != 0 and "injected" in r.stderr, r.stderr
     # only the process that failed is reported; the discarded one is not
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr
-    assert good.received.count(MSG_DO_ABORT) == 1
+    assert wait_for(lambda: good.received.count(MSG_DO_ABORT) == 1)
     assert MSG_DO_COMMIT not in good.received
     bad.behaviour = "two_phase"
     r = checkpoint(env)
@@ -1006,7 +1007,7 @@ def test_resume_waits_for_every_image(env, coord, fakes):
     assert r.returncode != 0 and "injected" in r.stderr, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert fast.received.count(MSG_DO_RESUME) == 1
-    assert fast.received.count(MSG_DO_ABORT) == 1
+    assert wait_for(lambda: fast.received.count(MSG_DO_ABORT) == 1)
     assert fast.written is None
 
 
