@@ -49,6 +49,10 @@ enum loader_arg {
 	LOADER_ARG_RANGE_END,		/* end of the loader's free range */
 	LOADER_ARG_PLAN_FD,		/* restart plan memfd, "0" = none */
 	LOADER_ARG_KEEP_FD_END,		/* fds [plan fd, this) stay open */
+	LOADER_ARG_MAP_IMAGE,		/* "1": map extents straight from
+					   the image where they may be
+					   (restart/memory_mode.c); "0": copy
+					   every one */
 	LOADER_ARGC
 };
 

@@ -23,6 +23,7 @@
 #include "ckpt/coord_client.h"
 #include "loader_abi.h"
 #include "loader_exec.h"
+#include "memory_mode.h"
 
 #define BLOB_MAX	(16 << 20)
 #ifndef MFD_EXEC
@@ -379,6 +380,7 @@ int loader_exec(const struct ckpt_image *img, const char *image_path,
 		[LOADER_ARG_RANGE_END] = end_arg,
 		[LOADER_ARG_PLAN_FD] = plan_arg,
 		[LOADER_ARG_KEEP_FD_END] = keep_arg,
+		[LOADER_ARG_MAP_IMAGE] = image_memory_mapped(img) ? "1" : "0",
 	};
 
 	fd = make_loader_elf(&b, base, anchor, params, err, errlen);
