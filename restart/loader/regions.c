@@ -158,7 +158,7 @@ static void map_region(const struct loader *l, const struct ckpt_region *r)
 
 /* One extent's data into dst (its saved address or a buffer), hash
  * checked. */
-static void read_extent(const struct loader *l, const struct ckpt_extent *e,
+void read_extent(const struct loader *l, const struct ckpt_extent *e,
 			unsigned char *dst)
 {
 	uint64_t done = 0, n;
