@@ -21,6 +21,7 @@ CHILD_PROGRESS = r"^child round (\d+)/"
 ARGV = [app("mapped_memory"), str(MIB), str(ROUNDS)]
 TREE_ARGV = ARGV + ["tree"]
 EXTENT = "<QQQQ"
+MAPPABLE = 0x8                  # CKPT_IMG_F_MAPPABLE
 
 
 def checkpoint(s):
@@ -80,16 +81,23 @@ def restart(s, images, copy=False):
                    + list(images), "restart" + (" --copy" if copy else ""))
 
 
+def checkpointed_run(s, argv=ARGV, progress=PROGRESS, minimum=3):
+    """Launch argv, checkpoint once progress reaches minimum, kill it.
+    Returns (reference output, the killed Proc, the images)."""
+    ref = reference_output(argv)
+    p = s.launch(argv)
+    p.wait_line(progress, minimum=minimum)
+    images = checkpoint(s)
+    kill_computation(s, [p])
+    return ref, p, images
+
+
 def test_checkpoint_of_a_mapped_restart_continues_exactly(session):
     """checkpoint, kill, mapped restart, checkpoint over the same path,
     kill, restart: the exact continuation, with madvise, mremap, fork and
     threads checked every round by the program itself."""
     s = session
-    ref = reference_output(ARGV)
-    p = s.launch(ARGV)
-    p.wait_line(PROGRESS, minimum=4)
-    images = checkpoint(s)
-    kill_computation(s, [p])
+    ref, p, images = checkpointed_run(s, minimum=4)
 
     r1 = restart(s, images)
     r1.wait_line(PROGRESS, minimum=last_round(p) + 2)
@@ -117,11 +125,7 @@ def test_checkpoint_of_a_mapped_restart_continues_exactly(session):
 
 def test_copy_restart_maps_nothing(session):
     s = session
-    ref = reference_output(ARGV)
-    p = s.launch(ARGV)
-    p.wait_line(PROGRESS, minimum=3)
-    images = checkpoint(s)
-    kill_computation(s, [p])
+    ref, p, images = checkpointed_run(s)
     r = restart(s, images, copy=True)
     r.wait_line(PROGRESS, minimum=last_round(p) + 2)
     assert not image_mapping_lines(images), (
@@ -136,12 +140,8 @@ def test_process_tree_runs_on_after_its_images_are_deleted(session):
     images; both go on, and a checkpoint then restart from new images
     continues exactly."""
     s = session
-    ref = reference_output(TREE_ARGV)
-    p = s.launch(TREE_ARGV)
-    p.wait_line(CHILD_PROGRESS, minimum=3)
-    images = checkpoint(s)
+    ref, p, images = checkpointed_run(s, TREE_ARGV, CHILD_PROGRESS)
     assert len(images) >= 2, images
-    kill_computation(s, [p])
 
     r1 = restart(s, images)
     r1.wait_line(CHILD_PROGRESS, minimum=last_round(p, CHILD_PROGRESS) + 1)
@@ -166,10 +166,7 @@ def test_corrupt_mapped_extent_is_refused(session):
     the restart fails naming the memory, mapped or copied, before any of
     the program runs."""
     s = session
-    p = s.launch(ARGV)
-    p.wait_line(PROGRESS, minimum=2)
-    images = checkpoint(s)
-    kill_computation(s, [p])
+    _, _, images = checkpointed_run(s, minimum=2)
     main = max(images, key=os.path.getsize)
     im = Image(main)
     addr, length, off, _ = max(im.table(EXTENT, "extents_offset",
@@ -184,3 +181,22 @@ def test_corrupt_mapped_extent_is_refused(session):
         assert r.returncode != 0, "the corrupt image restarted"
         assert re.search(want, r.stderr), r.stderr
         assert not re.search(PROGRESS, r.stdout), r.stdout
+
+
+def test_image_of_an_older_libckpt_is_copied(session):
+    """Without CKPT_IMG_F_MAPPABLE (a libckpt that would save mapped
+    memory by reference) the restart copies, and the program goes on."""
+    s = session
+    ref, p, images = checkpointed_run(s)
+    for img in images:
+        im = Image(img)
+        assert im.header()["flags"] & MAPPABLE, "the flag is not written"
+        im.set_header(flags=im.header()["flags"] & ~MAPPABLE)
+        im.rehash()
+        im.write(img)
+    r = restart(s, images)
+    r.wait_line(PROGRESS, minimum=last_round(p) + 2)
+    assert not image_mapping_lines(images), (
+        "an image without CKPT_IMG_F_MAPPABLE was mapped")
+    assert r.wait_exit() == 0, r.stderr_text()
+    assert_rounds_match(r, ref)
