@@ -16,6 +16,12 @@ and prints checkpoint/dd and restart/cat, each figure the best of
 --repeat runs (3). Then the end-to-end latency of
 checkpointing a small (4 MiB) process, best and median of 10.
 
+Then the restart part (--restart-mib, 1024): restart-to-running of a
+fill_idle process mapped from its image (the default) and with --copy,
+next to `cat` of the image; and the restarted program's first full read
+pass and first full write pass over its memory against the same passes
+in the original process (fill_idle's "read"/"write" commands).
+
 Then (docs/performance.md): build/bench/tcp_conns with --sockets (1000)
 TCP connections between its two processes against none, checked after
 every restart (checkpoint and restart added); and redis-server holding
@@ -23,8 +29,8 @@ every restart (checkpoint and restart added); and redis-server holding
 size, DBSIZE checked after every restart (the ratios).
 
 Usage: bench/bench.py [--sizes 16,256,1024] [--dir DIR] [--json FILE]
-                      [--only sizes,small,sockets,redis] [--sockets N]
-                      [--redis MIB]
+                      [--only sizes,small,restart,sockets,redis]
+                      [--restart-mib MIB] [--sockets N] [--redis MIB]
 Every wait is bounded; a failure prints the tool's stderr and exits 1.
 """
 
@@ -215,9 +221,9 @@ class Bench:
             stopped = max(stops) if stops else 0
         return t, images, stopped
 
-    def restart(self, images):
+    def restart(self, images, options=()):
         t0 = time.monotonic()
-        app = App([tool("ckpt_restart")] + images, self.env)
+        app = App([tool("ckpt_restart")] + list(options) + images, self.env)
         app.ping()
         try:
             t1 = app.wait_line(("pong", "resumed"))
@@ -281,6 +287,53 @@ class Bench:
                          best["checkpoint_s"] / best["dd_fsync_s"],
                      "restart_over_cat": best["restart_s"] / best["cat_s"]})
         return best
+
+    @staticmethod
+    def timed_pass(app, kind):
+        """fill_idle's timed pass over its memory: seconds."""
+        n = len(app.lines)
+        app.popen.stdin.write(kind.encode() + b"\n")
+        app.popen.stdin.flush()
+        app.wait_line((kind + " ",), after=n)
+        with app.cond:
+            line = [l for _, l in app.lines[n:] if l and
+                    l.startswith(kind + " ")][0]
+        return int(line.split()[1]) / 1e6
+
+    def passes(self, app):
+        return {"read_s": self.timed_pass(app, "read"),
+                "write_s": self.timed_pass(app, "write")}
+
+    def measure_restart_modes(self, mib, repeat):
+        """Mapped and --copy restart of one image, each the best of
+        repeat, with the restarted program's first read and write pass;
+        the original's passes and cat of the image, best of repeat."""
+        app = self.launch(mib)
+        try:
+            orig = [self.passes(app) for _ in range(repeat)]
+            _, images, _ = self.checkpoint(app)
+        finally:
+            app.kill()
+        res = {"mib": mib, "repeat": repeat,
+               "cat_s": min(self.floor_cat(images) for _ in range(3)),
+               "original": {k: min(o[k] for o in orig) for k in orig[0]}}
+        for mode, options in (("mapped", ()), ("copy", ("--copy",))):
+            runs = []
+            for _ in range(repeat):
+                t, restarted = self.restart(images, options)
+                try:
+                    runs.append(dict(restart_s=t, **self.passes(restarted)))
+                finally:
+                    restarted.kill()
+            res[mode] = {k: min(r[k] for r in runs) for k in runs[0]}
+            res[mode]["restart_over_cat"] = (res[mode]["restart_s"] /
+                                             res["cat_s"])
+            for k in ("read_s", "write_s"):
+                res[mode][k + "_ratio"] = (res[mode][k] /
+                                           res["original"][k])
+        for img in images:
+            os.unlink(img)
+        return res
 
     def small_latency(self, mib=4, runs=10):
         app = self.launch(mib)
@@ -586,7 +639,27 @@ def report_redis(rd):
               rd["checkpoint_s_ratio"], rd["restart_s_ratio"]))
 
 
-def report(results, small, sockets=None, redis=None):
+def report_restart_modes(rm):
+    print()
+    print("restart of fill_idle %d MiB, mapped from the image and --copy "
+          "(best of %d)" % (rm["mib"], rm["repeat"]))
+    print("%-10s %12s %8s %12s %8s %12s %8s" % (
+        "", "restart", "rst/cat", "1st read", "ratio", "1st write",
+        "ratio"))
+    o = rm["original"]
+    print("%-10s %12s %8s %12s %8s %12s %8s" % (
+        "original", "", "", ms(o["read_s"]), "", ms(o["write_s"]), ""))
+    for mode in ("mapped", "copy"):
+        m = rm[mode]
+        print("%-10s %12s %8.2f %12s %8.2f %12s %8.2f" % (
+            mode, ms(m["restart_s"]), m["restart_over_cat"],
+            ms(m["read_s"]), m["read_s_ratio"], ms(m["write_s"]),
+            m["write_s_ratio"]))
+    print("cat of the image %s; goals: restart <= 1.5x cat, first pass "
+          "<= 1.2x the original's" % ms(rm["cat_s"]).strip())
+
+
+def report(results, small, sockets=None, redis=None, restart_modes=None):
     print()
     if results:
         print("%-8s %12s %9s %9s %12s %12s %12s %12s %8s %8s" % (
@@ -605,6 +678,8 @@ def report(results, small, sockets=None, redis=None):
               "median %s" % (small["mib"], small["runs"],
                              ms(small["best_s"]).strip(),
                              ms(small["median_s"]).strip()))
+    if restart_modes:
+        report_restart_modes(restart_modes)
     if sockets:
         report_sockets(sockets)
     if redis:
@@ -621,7 +696,7 @@ def report(results, small, sockets=None, redis=None):
           " the image from the page cache.")
 
 
-PARTS = ("sizes", "small", "sockets", "redis")
+PARTS = ("sizes", "small", "restart", "sockets", "redis")
 
 
 def main():
@@ -637,6 +712,8 @@ def main():
     ap.add_argument("--only", default=",".join(PARTS),
                     help="comma-separated parts to run among %s (default: "
                     "all)" % ",".join(PARTS))
+    ap.add_argument("--restart-mib", type=int, default=1024, metavar="MIB",
+                    help="MiB of the restart part's process (1024)")
     ap.add_argument("--sockets", type=int, default=1000, metavar="N",
                     help="TCP connections of the sockets part (1000)")
     ap.add_argument("--redis", type=int, default=1024, metavar="MIB",
@@ -661,6 +738,7 @@ def main():
     workdir = tempfile.mkdtemp(prefix="ckb-", dir=args.dir or "/tmp")
     bench = Bench(workdir)
     results, small, sockets, redis = [], None, None, None
+    restart_modes = None
     try:
         bench.start_coordinator()
         if "sizes" in parts:
@@ -670,6 +748,11 @@ def main():
         if "small" in parts:
             print("measuring small-process latency...", flush=True)
             small = bench.small_latency(runs=args.small_runs)
+        if "restart" in parts:
+            print("measuring mapped and copied restart of %d MiB..." %
+                  args.restart_mib, flush=True)
+            restart_modes = bench.measure_restart_modes(args.restart_mib,
+                                                        args.repeat)
         if "sockets" in parts:
             print("measuring %d TCP connections..." % args.sockets,
                   flush=True)
@@ -686,15 +769,16 @@ def main():
                 redis = bench.measure_redis(args.redis, args.repeat)
     except (BenchError, OSError, subprocess.SubprocessError) as e:
         print("bench: %s" % e, file=sys.stderr)
-        report(results, small, sockets, redis)
+        report(results, small, sockets, redis, restart_modes)
         return 1
     finally:
         bench.stop()
         shutil.rmtree(workdir, ignore_errors=True)
-    report(results, small, sockets, redis)
+    report(results, small, sockets, redis, restart_modes)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"sizes": results, "small": small,
+                       "restart_modes": restart_modes,
                        "sockets": sockets, "redis": redis}, f, indent=2)
     return 0
 

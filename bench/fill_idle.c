@@ -4,6 +4,10 @@
  * print "ready", then idle: answer every line read on stdin with
  * "pong N", and print "resumed after N ms" whenever a 1 ms sleep took
  * longer than 20 ms (the process was stopped: a checkpoint, or a restart).
+ * The lines "read" and "write" are answered instead with one timed pass
+ * over all the memory, "read N us" (summing every word) or "write N us"
+ * (adding 1 to every word): the first pass after a restart against the
+ * same pass in the original process.
  * The benchmark times a restart until the first "pong" or "resumed" line,
  * and reads how long a checkpoint kept the process stopped.
  */
@@ -37,14 +41,58 @@ static void fill(uint64_t *w, size_t words)
 	}
 }
 
-/* Answer pings; returns 0 when stdin is gone (EOF or error). */
-static int answer_pings(void *unused, unsigned long *pongs)
+struct memory {
+	uint64_t *w;
+	size_t words;
+	char line[16];
+	size_t len;
+};
+
+static uint64_t now_us(void)
 {
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/* One pass over all the memory, timed: "read N us" or "write N us". */
+static void timed_pass(struct memory *m, int write)
+{
+	volatile uint64_t sink;
+	uint64_t t0 = now_us(), sum = 0;
+	size_t i;
+
+	if (write)
+		for (i = 0; i < m->words; i++)
+			m->w[i] += 1;
+	else
+		for (i = 0; i < m->words; i++)
+			sum += m->w[i];
+	sink = sum;
+	(void)sink;
+	printf("%s %" PRIu64 " us\n", write ? "write" : "read",
+	       now_us() - t0);
+	fflush(stdout);
+}
+
+static void answer_line(struct memory *m, unsigned long *pongs)
+{
+	if (!strcmp(m->line, "read") || !strcmp(m->line, "write")) {
+		timed_pass(m, m->line[0] == 'w');
+		return;
+	}
+	printf("pong %lu\n", ++*pongs);
+	fflush(stdout);
+}
+
+/* Answer pings and passes; returns 0 when stdin is gone (EOF, error). */
+static int answer_pings(void *arg, unsigned long *pongs)
+{
+	struct memory *m = arg;
 	char buf[256];
 	ssize_t n = read(0, buf, sizeof(buf));
 	ssize_t i;
-
-	(void)unused;
 
 	if (n < 0 && errno == EINTR)
 		return 1;
@@ -52,8 +100,11 @@ static int answer_pings(void *unused, unsigned long *pongs)
 		return 0;
 	for (i = 0; i < n; i++) {
 		if (buf[i] == '\n') {
-			printf("pong %lu\n", ++*pongs);
-			fflush(stdout);
+			m->line[m->len] = 0;
+			answer_line(m, pongs);
+			m->len = 0;
+		} else if (m->len < sizeof(m->line) - 1) {
+			m->line[m->len++] = buf[i];
 		}
 	}
 	return 1;
@@ -61,6 +112,7 @@ static int answer_pings(void *unused, unsigned long *pongs)
 
 int main(int argc, char **argv)
 {
+	static struct memory m;
 	unsigned long mib;
 	uint64_t *mem;
 	char *end;
@@ -81,6 +133,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	fill(mem, (mib << 20) / sizeof(*mem));
+	m.w = mem;
+	m.words = (mib << 20) / sizeof(*mem);
 	say("ready");
-	idle_answering(answer_pings, NULL);
+	idle_answering(answer_pings, &m);
 }

@@ -534,6 +534,8 @@ static void fill_header(struct ckpt_image_header *h, struct image_writer *w,
 		h->brk_end = w->brk_end;
 	}
 	h->flags |= session_image_flags();
+	/* memory.c saves image-backed memory as anonymous memory */
+	h->flags |= CKPT_IMG_F_MAPPABLE;
 	h->vpid = ckpt.vpid;
 	h->vppid = ckpt.vppid;
 	h->generation = generation;

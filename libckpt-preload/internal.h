@@ -319,6 +319,22 @@ void memory_reprotect(void);
  * (CKPT_RESTART_F_ARGS_KEPT): later checkpoints leave it out. */
 void memory_note_args_area_kept(void);
 
+/* restart_image.c: memory mapped from the image of the last restart */
+struct maps_vma {
+	uint64_t start, end, ino;
+	unsigned major, minor;
+	uint32_t prot;
+	int shared;
+};
+int maps_vma_parse(const char *line, struct maps_vma *v);
+void restart_image_note_mapped(uint64_t mapped_at, int image_fd);
+/* Is v a mapping of that image (the program's anonymous memory)? */
+int restart_image_backs(const struct maps_vma *v);
+/* 0: [addr, addr + len) holds no such memory (a quick test). */
+int restart_image_may_back(const void *addr, size_t len);
+void restart_image_moved_to(const void *addr, size_t len);
+int restart_image_make_anonymous(void *addr, size_t len, int keep);
+
 /* memory.c: the shared memory objects the process maps */
 struct shared_region {
 	uint64_t start, end, offset, ino;

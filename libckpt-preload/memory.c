@@ -30,6 +30,7 @@
 
 struct map_line {
 	uint64_t start, end, offset, ino;
+	unsigned dev_major, dev_minor;
 	uint32_t prot;
 	int shared;
 	const char *name;	/* "" when anonymous */
@@ -131,6 +132,8 @@ static int parse_map_line(char *line, struct map_line *m)
 	m->end = end;
 	m->offset = off;
 	m->ino = ino;
+	m->dev_major = dev_major;
+	m->dev_minor = dev_minor;
 	m->prot = (perms[0] == 'r' ? PROT_READ : 0) |
 		  (perms[1] == 'w' ? PROT_WRITE : 0) |
 		  (perms[2] == 'x' ? PROT_EXEC : 0);
@@ -175,6 +178,20 @@ static int region_kind(const struct map_line *m, struct stat *st)
 		return m->shared ? CKPT_REGION_ANON_SHARED :
 				   CKPT_REGION_DELETED_PRIVATE;
 	return m->shared ? CKPT_REGION_FILE_SHARED : CKPT_REGION_FILE_PRIVATE;
+}
+
+/* Memory the restart mapped from its image (restart_image.c): the
+ * program's private anonymous memory, every page of it data, whatever
+ * the path shows, even after the image was replaced or deleted. */
+static int restart_image_mapping(const struct map_line *m)
+{
+	struct maps_vma v = {
+		.start = m->start, .end = m->end, .ino = m->ino,
+		.major = m->dev_major, .minor = m->dev_minor,
+		.prot = m->prot, .shared = m->shared,
+	};
+
+	return restart_image_backs(&v);
 }
 
 static int page_has_data(int kind, uint64_t pm, unsigned char mc)
@@ -297,13 +314,14 @@ static uint64_t stack_reserve_start(const struct map_line *m, uint64_t floor)
 static int save_region(struct scan *s, const struct map_line *m,
 		       char *err, size_t errlen)
 {
+	int image_backed = restart_image_mapping(m);
 	struct ckpt_region r;
 	struct stat st;
 	uint64_t saved = 0;
 	int kind, rc;
 
 	memset(&st, 0, sizeof(st));
-	kind = region_kind(m, &st);
+	kind = image_backed ? CKPT_REGION_ANON : region_kind(m, &st);
 	if (!kind)
 		return 0;
 	/* the program break's heap is the first [heap]; a part apart from
@@ -343,7 +361,12 @@ static int save_region(struct scan *s, const struct map_line *m,
 	 * them on to the new ones. */
 	if (kind == CKPT_REGION_VDSO)
 		return writer_add_extent(s->w, m->start, m->end - m->start);
-	rc = add_populated_extents(s, kind, m->start, m->end, &saved);
+	if (image_backed) {
+		rc = writer_add_extent(s->w, m->start, m->end - m->start);
+		saved = m->end - m->start;
+	} else {
+		rc = add_populated_extents(s, kind, m->start, m->end, &saved);
+	}
 	if (rc < 0)
 		goto fail;
 	/* Unreadable pages can still hold data (guard pages do not): make

@@ -91,6 +91,20 @@ static void follow_kernel_break_if_above(void)
 		__curbrk = (void *)brk;
 }
 
+/* The fields of args' version; the others as a loader without them. */
+static void copy_restart_args(const struct ckpt_restart_args *args)
+{
+	size_t n = sizeof(restart_args);
+
+	if (args->version < 2)
+		n = offsetof(struct ckpt_restart_args, plan_fd);
+	else if (args->version < 3)
+		n = offsetof(struct ckpt_restart_args, image_mapped_at);
+	memset(&restart_args, 0, sizeof(restart_args));
+	restart_args.plan_fd = -1;
+	memcpy(&restart_args, args, n);
+}
+
 void ckpt_restore_entry(struct ckpt_restart_args *args)
 {
 	char err[512];
@@ -103,15 +117,10 @@ void ckpt_restore_entry(struct ckpt_restart_args *args)
 		write(STDERR_FILENO, msg, sizeof(msg) - 1);
 		syscall(SYS_exit_group, 70);
 	}
-	if (args->version >= 2) {
-		memcpy(&restart_args, args, sizeof(restart_args));
-	} else {
-		memcpy(&restart_args, args,
-		       offsetof(struct ckpt_restart_args, plan_fd));
-		restart_args.plan_fd = -1;
-		restart_args.keep_fd_end = 0;
-	}
+	copy_restart_args(args);
 	ckpt_forget_own_fds();
+	restart_image_note_mapped(restart_args.image_mapped_at,
+				  restart_args.image_fd);
 	if (restart_args.flags & CKPT_RESTART_F_ARGS_KEPT)
 		memory_note_args_area_kept();
 	log_to_restart_stderr();

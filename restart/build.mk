@@ -52,6 +52,7 @@ RESTART_CLIENT_OBJS ?= $(patsubst %,$(OBJ)/app/%.o,$(CLIENT_SRCS))
 
 RESTART_OBJS := $(OBJ)/app/restart/ckpt_restart.c.o \
 	$(OBJ)/app/restart/loader_exec.c.o \
+	$(OBJ)/app/restart/memory_mode.c.o \
 	$(OBJ)/app/restart/process_tree.c.o \
 	$(OBJ)/app/restart/restart_pipes.c.o \
 	$(OBJ)/app/restart/restart_files.c.o \

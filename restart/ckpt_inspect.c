@@ -71,6 +71,8 @@ static void print_header(const struct ckpt_image *img)
 							     "member",
 		       h->flags & CKPT_IMG_F_CTTY ?
 		       ", with a controlling terminal" : "");
+	printf("restart     memory %s\n", h->flags & CKPT_IMG_F_MAPPABLE ?
+	       "may be mapped from the image" : "is copied (older libckpt)");
 	if (h->flags & CKPT_IMG_F_HAS_BRK)
 		printf("brk         %#llx-%#llx\n",
 		       (unsigned long long)h->brk_start,

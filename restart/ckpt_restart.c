@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * ckpt_restart [--coord ADDR] [--ckptdir DIR] [--cpu-compat] [--trust-image]
- *              IMAGE...
+ *              [--copy] IMAGE...
  *
  * Validate every image completely (and that it is the caller's own:
  * image_trust.c), make sure a coordinator runs, then exec
@@ -23,6 +23,7 @@
 #include "image_check.h"
 #include "image_trust.h"
 #include "loader_exec.h"
+#include "memory_mode.h"
 #include "process_tree.h"
 #include "restart_tcp.h"
 
@@ -42,7 +43,7 @@ static void usage(FILE *out)
 	fprintf(out,
 		"Usage: ckpt_restart [--coord ADDR] [--ckptdir DIR] "
 		"[--cpu-compat] [--trust-image]\n"
-		"                    [--peer-hosts IP,...] IMAGE...\n"
+		"                    [--copy] [--peer-hosts IP,...] IMAGE...\n"
 		"Restart checkpointed processes from their images.\n\n"
 		"  --coord ADDR    coordinator to join (/path or HOST:PORT);\n"
 		"                  default $CKPT_COORD or the per-user socket;\n"
@@ -56,6 +57,10 @@ static void usage(FILE *out)
 		"                  with GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX512F,\n"
 		"                  -AVX512VL,-AVX512BW,-AVX512DQ,-AVX512CD,\n"
 		"                  -AVX512ER,-AVX512PF)\n"
+		"  --copy          copy the memory into the process instead\n"
+		"                  of mapping it from the image (the default\n"
+		"                  maps it: the program runs after reading\n"
+		"                  only its metadata; docs/restart.md)\n"
 		"  --peer-hosts IP,...\n"
 		"                  the addresses of the computation's other\n"
 		"                  hosts: a TCP connection to one of them whose\n"
@@ -84,6 +89,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{ "cpu-compat", no_argument, NULL, 'C' },
 		{ "trust-image", no_argument, NULL, 'T' },
 		{ "peer-hosts", required_argument, NULL, 'P' },
+		{ "copy", no_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -103,6 +109,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 			break;
 		case 'T':
 			o->trust_image = 1;
+			break;
+		case 'M':
+			restart_copy_memory = 1;
 			break;
 		case 'P':
 			if (restart_peer_hosts_check(optarg))

@@ -49,6 +49,10 @@ enum loader_arg {
 	LOADER_ARG_RANGE_END,		/* end of the loader's free range */
 	LOADER_ARG_PLAN_FD,		/* restart plan memfd, "0" = none */
 	LOADER_ARG_KEEP_FD_END,		/* fds [plan fd, this) stay open */
+	LOADER_ARG_MAP_IMAGE,		/* "1": map extents straight from
+					   the image where they may be
+					   (restart/memory_mode.c); "0": copy
+					   every one */
 	LOADER_ARGC
 };
 
@@ -68,7 +72,13 @@ enum loader_arg {
 	((((uint64_t)(work_bytes) + LOADER_PAGE - 1) & ~(LOADER_PAGE - 1)) + \
 	 LOADER_PAGE)
 
-/* work_bytes: metadata block + saved vdso code (page multiple). */
+/* A restart that maps extents reads each one into this buffer of the
+ * work area to verify it (restart/loader/extent_map.c); libckpt writes
+ * extents of at most 4 MiB. */
+#define LOADER_VERIFY_BUF	(4ULL << 20)
+
+/* work_bytes: metadata block + saved vdso code (page multiple) + the
+ * verify buffer when extents are mapped. */
 static inline uint64_t loader_range_size(uint64_t rw_end, uint64_t work_bytes)
 {
 	return rw_end + LOADER_PARAMS_SIZE + LOADER_PAGE + LOADER_STAGE_SIZE +

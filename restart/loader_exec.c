@@ -23,6 +23,7 @@
 #include "ckpt/coord_client.h"
 #include "loader_abi.h"
 #include "loader_exec.h"
+#include "memory_mode.h"
 
 #define BLOB_MAX	(16 << 20)
 #ifndef MFD_EXEC
@@ -353,7 +354,9 @@ int loader_exec(const struct ckpt_image *img, const char *image_path,
 	if (ret)
 		return ret;
 	size = loader_range_size(b.h.rw_end, img->hdr.meta_size +
-				 image_vdso_code_size(img));
+				 image_vdso_code_size(img) +
+				 (image_memory_mapped(img) ? LOADER_VERIFY_BUF +
+				  LOADER_PAGE : 0));
 	if (loader_choose_base(img, size, &base)) {
 		free(b.data);
 		return fail(err, errlen, ENOMEM, "no free address range of %llu "
@@ -379,6 +382,7 @@ int loader_exec(const struct ckpt_image *img, const char *image_path,
 		[LOADER_ARG_RANGE_END] = end_arg,
 		[LOADER_ARG_PLAN_FD] = plan_arg,
 		[LOADER_ARG_KEEP_FD_END] = keep_arg,
+		[LOADER_ARG_MAP_IMAGE] = image_memory_mapped(img) ? "1" : "0",
 	};
 
 	fd = make_loader_elf(&b, base, anchor, params, err, errlen);

@@ -44,6 +44,11 @@
 #define CKPT_IMG_F_HAS_BRK	0x1	/* brk_start/brk_end are meaningful */
 #define CKPT_IMG_F_SESSION_LEADER 0x2	/* the process led its session */
 #define CKPT_IMG_F_CTTY		0x4	/* it had a controlling terminal */
+#define CKPT_IMG_F_MAPPABLE	0x8	/* written by a libckpt that saves
+					   memory mapped from its restart
+					   image as anonymous memory: a
+					   restart may map this image's
+					   extents (docs/restart.md) */
 
 struct ckpt_image_header {
 	char magic[8];			/* CKPT_IMAGE_MAGIC */

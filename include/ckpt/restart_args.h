@@ -14,7 +14,9 @@
 /* Version 2 appends plan_fd/keep_fd_end (a restart of several processes
  * or with pipes); a loader passes 1 when it has no plan, so libckpt of
  * older images still accepts it. libckpt accepts both. */
-#define CKPT_RESTART_ARGS_VERSION	2
+/* Version 3 appends image_mapped_at (a restart that mapped memory
+ * straight from the image). */
+#define CKPT_RESTART_ARGS_VERSION	3
 #define CKPT_LOADER_MAX_MAPPINGS	8
 
 /* ckpt_restart_args.flags */
@@ -48,6 +50,11 @@ struct ckpt_restart_args {
 	 * for libckpt (the pipes of the plan). -1/0 when there is none. */
 	int32_t plan_fd;
 	int32_t keep_fd_end;
+	/* Version 3. An address inside memory the loader mapped from the
+	 * image (MAP_PRIVATE of image_fd); 0: none, everything copied.
+	 * libckpt reads that mapping's device and inode from
+	 * /proc/self/maps to know such memory later (restart_image.c). */
+	uint64_t image_mapped_at;
 };
 
 #endif /* CKPT_RESTART_ARGS_H */

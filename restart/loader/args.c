@@ -100,6 +100,7 @@ void parse_kernel_stack(struct loader *l, const uint64_t *sp)
 				    "header hash");
 	l->work_end = number_arg(param[LOADER_ARG_RANGE_END], 16, "range end");
 	fd = number_arg(param[LOADER_ARG_PLAN_FD], 10, "plan fd");
+	l->map_image = str_eq(param[LOADER_ARG_MAP_IMAGE], "1");
 	l->keep_fd_end = number_arg(param[LOADER_ARG_KEEP_FD_END], 10,
 				    "kept fds");
 	if (fd > 65535 || l->keep_fd_end > 65536 ||

@@ -18,8 +18,10 @@ static void fill_args(const struct loader *l, struct ckpt_restart_args *a)
 	unsigned i;
 
 	a->magic = CKPT_RESTART_ARGS_MAGIC;
-	/* Without a plan, version 1: libckpt of older images accepts it. */
-	a->version = l->plan_fd ? CKPT_RESTART_ARGS_VERSION : 1;
+	/* The lowest version that carries what we pass, so that libckpt of
+	 * older images accepts it (mapped memory only with a libckpt that
+	 * knows it: CKPT_IMG_F_MAPPABLE). */
+	a->version = l->image_mapped_at ? 3 : l->plan_fd ? 2 : 1;
 	a->plan_fd = l->plan_fd ? l->plan_fd : -1;
 	a->keep_fd_end = l->plan_fd ? (int32_t)l->keep_fd_end : 0;
 	a->image_fd = l->image_fd;
@@ -33,6 +35,7 @@ static void fill_args(const struct loader *l, struct ckpt_restart_args *a)
 	/* Always, not only for --cpu-compat: libckpt fits the saved
 	 * register state to this CPU. */
 	a->current_xcr0 = arch_current_xcr0();
+	a->image_mapped_at = l->image_mapped_at;
 }
 
 struct fd_span {

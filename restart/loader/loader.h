@@ -62,6 +62,10 @@ struct loader {
 	int image_fd;
 	int plan_fd;			/* 0: none */
 	uint64_t keep_fd_end;		/* fds [plan_fd, keep_fd_end) kept */
+	int map_image;			/* extents may be mapped from the
+					   image (extent_map.c) */
+	uint64_t image_mapped_at;	/* inside the first one mapped; 0 */
+	unsigned char *verify_buf;	/* LOADER_VERIFY_BUF bytes or 0 */
 	char image_path[4096];
 	char coord_addr[512];
 	char ckpt_dir[4096];
@@ -121,6 +125,14 @@ void clear_address_space(struct loader *l);
 void map_regions(struct loader *l);
 void region_read_data(const struct loader *l, const struct ckpt_region *r,
 		      unsigned char *dst);
+void read_extent(const struct loader *l, const struct ckpt_extent *e,
+		 unsigned char *dst);
+
+/* extent_map.c */
+int extent_can_be_mapped(const struct loader *l, const struct ckpt_region *r,
+			 const struct ckpt_extent *e);
+void map_extent(struct loader *l, const struct ckpt_extent *e);
+void extent_map_prepare(struct loader *l);
 
 /* vdso.c */
 void specials_collect(struct loader *l);

@@ -106,16 +106,22 @@ static int map_heap_by_brk(const struct loader *l, const struct ckpt_region *r)
 	return 1;
 }
 
-static uint64_t saved_bytes(const struct loader *l,
-			    const struct ckpt_region *r)
+/* The bytes of r that will be copied in (the rest of its saved data is
+ * mapped from the image, extent_map.c). */
+static uint64_t copied_bytes(const struct loader *l,
+			     const struct ckpt_region *r)
 {
+	const struct ckpt_extent *e;
 	uint64_t n = 0;
 
 	if (r->first_extent > l->hdr.nextents ||
 	    r->nextents > l->hdr.nextents - r->first_extent)
 		return 0;
-	for (uint64_t i = 0; i < r->nextents; i++)
-		n += l->extents[r->first_extent + i].len;
+	for (uint64_t i = 0; i < r->nextents; i++) {
+		e = &l->extents[r->first_extent + i];
+		if (!extent_can_be_mapped(l, r, e))
+			n += e->len;
+	}
 	return n;
 }
 
@@ -130,10 +136,10 @@ static void map_region(const struct loader *l, const struct ckpt_region *r)
 
 	if (map_heap_by_brk(l, r))
 		return;
-	/* Mostly saved anonymous memory: fault it all in with one call
+	/* Mostly copied anonymous memory: fault it all in with one call
 	 * rather than one fault per page while the data is read in. */
 	if ((flags & MAP_ANONYMOUS) && !(flags & MAP_SHARED) &&
-	    saved_bytes(l, r) * 2 >= len)
+	    copied_bytes(l, r) * 2 >= len)
 		flags |= MAP_POPULATE;
 
 	if (!(flags & MAP_ANONYMOUS))
@@ -152,7 +158,7 @@ static void map_region(const struct loader *l, const struct ckpt_region *r)
 
 /* One extent's data into dst (its saved address or a buffer), hash
  * checked. */
-static void read_extent(const struct loader *l, const struct ckpt_extent *e,
+void read_extent(const struct loader *l, const struct ckpt_extent *e,
 			unsigned char *dst)
 {
 	uint64_t done = 0, n;
@@ -176,10 +182,10 @@ static void read_extent(const struct loader *l, const struct ckpt_extent *e,
 			    "is corrupt", e->addr, e->addr + e->len);
 }
 
-/* The region's saved pages into dst, which stands for r->start: the
- * region itself, or a buffer of its size (the old vdso, vdso.c). */
-void region_read_data(const struct loader *l, const struct ckpt_region *r,
-		      unsigned char *dst)
+/* The extents of r, checked to lie inside it; NULL if the table is out
+ * of bounds. */
+static const struct ckpt_extent *region_extents(const struct loader *l,
+						const struct ckpt_region *r)
 {
 	const struct ckpt_extent *e;
 	uint64_t i;
@@ -194,7 +200,32 @@ void region_read_data(const struct loader *l, const struct ckpt_region *r,
 			loader_fail("memory %lx-%lx lies outside its region "
 				    "%lx-%lx", e->addr, e->addr + e->len,
 				    r->start, r->end);
-		read_extent(l, e, dst + (e->addr - r->start));
+	}
+	return &l->extents[r->first_extent];
+}
+
+/* The region's saved pages into dst, which stands for r->start: the
+ * region itself, or a buffer of its size (the old vdso, vdso.c). */
+void region_read_data(const struct loader *l, const struct ckpt_region *r,
+		      unsigned char *dst)
+{
+	const struct ckpt_extent *e = region_extents(l, r);
+
+	for (uint64_t i = 0; i < r->nextents; i++)
+		read_extent(l, &e[i], dst + (e[i].addr - r->start));
+}
+
+/* The region's saved pages at their addresses: mapped from the image
+ * where the rule allows (extent_map.c), else read in. */
+static void region_fill(struct loader *l, const struct ckpt_region *r)
+{
+	const struct ckpt_extent *e = region_extents(l, r);
+
+	for (uint64_t i = 0; i < r->nextents; i++) {
+		if (extent_can_be_mapped(l, r, &e[i]))
+			map_extent(l, &e[i]);
+		else
+			read_extent(l, &e[i], (unsigned char *)e[i].addr);
 	}
 }
 
@@ -211,7 +242,7 @@ void map_regions(struct loader *l)
 		map_region(l, r);
 		if (!r->nextents)
 			continue;
-		region_read_data(l, r, (unsigned char *)r->start);
+		region_fill(l, r);
 		err = sys_mprotect(r->start, r->end - r->start, r->prot);
 		if (err)
 			fail_region(l, r, "setting its protection failed", err);
