@@ -122,6 +122,12 @@ void map_regions(struct loader *l);
 void region_read_data(const struct loader *l, const struct ckpt_region *r,
 		      unsigned char *dst);
 
+/* extent_decode.c */
+void extent_decode_prepare(struct loader *l);
+void extent_decode_queue(const struct loader *l, const struct ckpt_extent *e,
+			 unsigned char *dst);
+void extent_decode_wait(const struct loader *l);
+
 /* vdso.c */
 void specials_collect(struct loader *l);
 void specials_plan(struct loader *l);

@@ -66,6 +66,7 @@ void loader_main(const uint64_t *kernel_sp)
 	parse_kernel_stack(&l, kernel_sp);
 	locate_self(&l);
 	image_read(&l);
+	extent_decode_prepare(&l);
 	maps_read(&l);
 	specials_collect(&l);
 	specials_plan(&l);

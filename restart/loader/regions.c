@@ -194,8 +194,12 @@ void region_read_data(const struct loader *l, const struct ckpt_region *r,
 			loader_fail("memory %lx-%lx lies outside its region "
 				    "%lx-%lx", e->addr, e->addr + e->len,
 				    r->start, r->end);
-		read_extent(l, e, dst + (e->addr - r->start));
+		if (e->encoding != CKPT_EXTENT_RAW)
+			extent_decode_queue(l, e, dst + (e->addr - r->start));
+		else
+			read_extent(l, e, dst + (e->addr - r->start));
 	}
+	extent_decode_wait(l);	/* the compressed ones, in parallel */
 }
 
 void map_regions(struct loader *l)
