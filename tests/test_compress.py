@@ -16,7 +16,7 @@ from ckpt_harness import (app, checkpoint_and_kill, numbers,
                           tail_after_progress)
 from ckpt_image import EXTENT_FMT, EXTENT_RAW, EXTENT_ZSTD, Image
 
-MIB = 16
+MIB = 8
 ROUNDS = 60
 PROGRESS = r"^round (\d+)/"
 MIX = [app("memory_mix"), str(MIB), str(ROUNDS)]
