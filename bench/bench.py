@@ -589,6 +589,21 @@ def best_checkpoints(bench, compress, repeat):
     return best, storage
 
 
+def restart_times(bench, app, repeat):
+    """Restart of the app's plain and compressed images, alternating, best
+    of repeat each: {False: s, True: s}, and the app running at the end."""
+    best = {}
+    for _ in range(repeat):
+        for compress in (False, True):
+            _, images = checkpoint_timed(bench, compress)
+            bench.kill_computation(app)
+            t, app = bench.restart(images)
+            bench.clear_images()
+            bench.wait_rejoined(len(images))
+            best[compress] = min(best.get(compress, t), t)
+    return best, app
+
+
 def measure_compress(bench, random_mib, heap_mib, repeat):
     """Random fill: plain against compressed checkpoints, alternating;
     python3 heap: the compressed checkpoint's ratio and speed."""
@@ -611,6 +626,9 @@ def measure_compress(bench, random_mib, heap_mib, repeat):
         out["heap_plain_s"], _ = best_checkpoints(bench, False, repeat)
         out["heap_compress_s"], out["heap_stored"] = best_checkpoints(
             bench, True, repeat)
+        restarts, app = restart_times(bench, app, repeat)
+        out["heap_restart_plain_s"] = restarts[False]
+        out["heap_restart_compress_s"] = restarts[True]
     finally:
         bench.kill_computation(app)
     out["random_ratio"] = out["random_compress_s"] / out["random_plain_s"]
@@ -639,6 +657,10 @@ def report_compress(c):
               c["heap_mib"], saved / 2**20, stored / 2**20, c["heap_ratio"],
               ms(c["heap_compress_s"]).strip(),
               ms(c["heap_plain_s"]).strip(), c["heap_gb_per_s"]))
+    print("python3 heap restart: plain image %s, compressed %s: %.2fx" % (
+        ms(c["heap_restart_plain_s"]).strip(),
+        ms(c["heap_restart_compress_s"]).strip(),
+        c["heap_restart_compress_s"] / c["heap_restart_plain_s"]))
     print("zero-page test on %d MiB of random data: %s, %.2fx the hash "
           "of the same memory (%s)" % (
               c["random_mib"], ms(c["zero_scan_s"]).strip(),
