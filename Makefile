@@ -39,10 +39,15 @@ $(OBJ)/app/%.c.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CKPT_CFLAGS) -MMD -MP -c $< -o $@
 
+# zstd (Debian's libzstd-dev) is linked in statically and kept private
+# (--exclude-libs): no libzstd.so for every launched program to load, no
+# clash with a program's own zstd.
+LIBZSTD_A ?= $(shell $(CC) -print-file-name=libzstd.a)
+
 $(LIBDIR)/libckpt.so: $(PRELOAD_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) -shared -pthread -Wl,-z,defs -Wl,-z,now -Wl,-soname,libckpt.so \
-		-o $@ $(PRELOAD_OBJS) -ldl
+		-Wl,--exclude-libs,ALL -o $@ $(PRELOAD_OBJS) $(LIBZSTD_A) -ldl
 
 -include $(sort $(wildcard */build.mk))
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -29,8 +29,15 @@ every restart (checkpoint and restart added); and redis-server holding
 size, DBSIZE checked after every restart (the ratios).
 
 Usage: bench/bench.py [--sizes 16,256,1024] [--dir DIR] [--json FILE]
-                      [--only sizes,small,restart,sockets,redis]
+                      [--only sizes,small,restart,sockets,redis,compress]
                       [--restart-mib MIB] [--sockets N] [--redis MIB]
+
+--only compress (docs/performance.md, "Compression"): a 1 GiB random fill
+checkpointed with and without `ckpt_command --checkpoint --compress`
+(the ratio: goal <= 1.2x), python3 holding a typical heap (bench/py_heap.py:
+small objects and a text buffer) compressed: the ratio (goal >= 3x) and
+the memory saved per second of checkpoint (goal >= 1 GB/s), and the cost
+of the zero-page test against the hash (build/bench/zero_scan).
 Every wait is bounded; a failure prints the tool's stderr and exits 1.
 """
 
@@ -51,6 +58,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "build", "bin")
 FILL_IDLE = os.path.join(ROOT, "build", "bench", "fill_idle")
 TCP_CONNS = os.path.join(ROOT, "build", "bench", "tcp_conns")
+ZERO_SCAN = os.path.join(ROOT, "build", "bench", "zero_scan")
+PY_HEAP = os.path.join(ROOT, "bench", "py_heap.py")
 REDIS_SERVER = "/usr/bin/redis-server"
 REDIS_CLI = "/usr/bin/redis-cli"
 # A redis value fills jemalloc's 4 KiB size class exactly (sds header and
@@ -594,6 +603,123 @@ def ms(s):
     return "%8.1f ms" % (s * 1000)
 
 
+# --- compression (--only compress) -------------------------------------
+
+def checkpoint_timed(bench, compress):
+    """One checkpoint of the computation: (seconds, image paths)."""
+    argv = [tool("ckpt_command"), "--checkpoint"]
+    if compress:
+        argv.append("--compress")
+    t, r = timed(argv, bench.env)
+    images = r.stdout.decode().split()
+    if not images:
+        raise BenchError("ckpt_command --checkpoint printed no image")
+    return t, images
+
+
+def image_storage(images):
+    """(memory bytes saved, bytes they take in the images), by
+    ckpt_inspect."""
+    saved = stored = 0
+    for img in images:
+        out = run([tool("ckpt_inspect"), img], os.environ).stdout.decode()
+        for line in out.splitlines():
+            words = line.split()
+            if line.endswith("bytes of memory saved"):
+                saved += int(words[2])
+            elif line.startswith("stored in "):
+                stored += int(words[2])
+    return saved, stored
+
+
+def best_checkpoints(bench, compress, repeat):
+    best, storage = None, None
+    for _ in range(repeat):
+        t, images = checkpoint_timed(bench, compress)
+        if best is None or t < best:
+            best, storage = t, image_storage(images)
+        bench.clear_images()
+    return best, storage
+
+
+def restart_times(bench, app, repeat):
+    """Restart of the app's plain and compressed images, alternating, best
+    of repeat each: {False: s, True: s}, and the app running at the end."""
+    best = {}
+    for _ in range(repeat):
+        for compress in (False, True):
+            _, images = checkpoint_timed(bench, compress)
+            bench.kill_computation(app)
+            t, app = bench.restart(images)
+            bench.clear_images()
+            bench.wait_rejoined(len(images))
+            best[compress] = min(best.get(compress, t), t)
+    return best, app
+
+
+def measure_compress(bench, random_mib, heap_mib, repeat):
+    """Random fill: plain against compressed checkpoints, alternating;
+    python3 heap: the compressed checkpoint's ratio and speed."""
+    out = {"random_mib": random_mib, "heap_mib": heap_mib,
+           "repeat": repeat}
+    app = bench.launch(random_mib)
+    try:
+        plain, comp = [], []
+        for _ in range(repeat):
+            plain.append(best_checkpoints(bench, False, 1))
+            comp.append(best_checkpoints(bench, True, 1))
+        out["random_plain_s"] = min(p[0] for p in plain)
+        out["random_compress_s"] = min(c[0] for c in comp)
+        out["random_stored"] = min(comp)[1]
+    finally:
+        bench.kill_computation(app)
+    app = bench.launch(heap_mib, ["/usr/bin/python3", PY_HEAP,
+                                  str(heap_mib)])
+    try:
+        out["heap_plain_s"], _ = best_checkpoints(bench, False, repeat)
+        out["heap_compress_s"], out["heap_stored"] = best_checkpoints(
+            bench, True, repeat)
+        restarts, app = restart_times(bench, app, repeat)
+        out["heap_restart_plain_s"] = restarts[False]
+        out["heap_restart_compress_s"] = restarts[True]
+    finally:
+        bench.kill_computation(app)
+    out["random_ratio"] = out["random_compress_s"] / out["random_plain_s"]
+    saved, stored = out["heap_stored"]
+    out["heap_ratio"] = saved / stored if stored else 0
+    out["heap_gb_per_s"] = saved / out["heap_compress_s"] / 1e9
+    zs = run([ZERO_SCAN, str(random_mib)], os.environ).stdout.decode()
+    words = zs.split()
+    out["zero_scan_s"], out["hash_s"] = float(words[1]), float(words[3])
+    return out
+
+
+def report_compress(c):
+    print()
+    print("compression (best of %d, ckpt_command --checkpoint [--compress]"
+          ")" % c["repeat"])
+    print("random %d MiB: checkpoint %s, compressed %s: %.2fx (goal <= "
+          "1.2x); stored %.1f of %.1f MiB" % (
+              c["random_mib"], ms(c["random_plain_s"]).strip(),
+              ms(c["random_compress_s"]).strip(), c["random_ratio"],
+              c["random_stored"][1] / 2**20, c["random_stored"][0] / 2**20))
+    saved, stored = c["heap_stored"]
+    print("python3 heap (%d MiB of objects and text): %.1f MiB saved "
+          "stored in %.1f MiB: %.2fx (goal >= 3x); compressed checkpoint "
+          "%s (plain %s): %.2f GB/s saved (goal >= 1 GB/s)" % (
+              c["heap_mib"], saved / 2**20, stored / 2**20, c["heap_ratio"],
+              ms(c["heap_compress_s"]).strip(),
+              ms(c["heap_plain_s"]).strip(), c["heap_gb_per_s"]))
+    print("python3 heap restart: plain image %s, compressed %s: %.2fx" % (
+        ms(c["heap_restart_plain_s"]).strip(),
+        ms(c["heap_restart_compress_s"]).strip(),
+        c["heap_restart_compress_s"] / c["heap_restart_plain_s"]))
+    print("zero-page test on %d MiB of random data: %s, %.2fx the hash "
+          "of the same memory (%s)" % (
+              c["random_mib"], ms(c["zero_scan_s"]).strip(),
+              c["zero_scan_s"] / c["hash_s"], ms(c["hash_s"]).strip()))
+
+
 def report_cycles(label, r):
     print("%-22s %12s %9s %9.1f %12s" % (
         label, ms(r["checkpoint_s"]),
@@ -659,7 +785,8 @@ def report_restart_modes(rm):
           "<= 1.2x the original's" % ms(rm["cat_s"]).strip())
 
 
-def report(results, small, sockets=None, redis=None, restart_modes=None):
+def report(results, small, sockets=None, redis=None, restart_modes=None,
+           compress=None):
     print()
     if results:
         print("%-8s %12s %9s %9s %12s %12s %12s %12s %8s %8s" % (
@@ -684,6 +811,8 @@ def report(results, small, sockets=None, redis=None, restart_modes=None):
         report_sockets(sockets)
     if redis:
         report_redis(redis)
+    if compress:
+        report_compress(compress)
     print()
     if results:
         print()
@@ -696,7 +825,7 @@ def report(results, small, sockets=None, redis=None, restart_modes=None):
           " the image from the page cache.")
 
 
-PARTS = ("sizes", "small", "restart", "sockets", "redis")
+PARTS = ("sizes", "small", "restart", "sockets", "redis", "compress")
 
 
 def main():
@@ -716,6 +845,12 @@ def main():
                     help="MiB of the restart part's process (1024)")
     ap.add_argument("--sockets", type=int, default=1000, metavar="N",
                     help="TCP connections of the sockets part (1000)")
+    ap.add_argument("--compress-mib", type=int, default=1024, metavar="MIB",
+                    help="MiB of the random fill of the compress part "
+                    "(1024)")
+    ap.add_argument("--heap-mib", type=int, default=256, metavar="MIB",
+                    help="MiB of the python3 heap of the compress part "
+                    "(256)")
     ap.add_argument("--redis", type=int, default=1024, metavar="MIB",
                     help="MiB of values redis holds in the redis part "
                     "(1024)")
@@ -730,14 +865,14 @@ def main():
 
     missing = [p for p in [tool(t) for t in (
         "ckpt_launch", "ckpt_command", "ckpt_restart", "ckpt_coordinator")]
-        + [FILL_IDLE, TCP_CONNS] if not os.path.exists(p)]
+        + [FILL_IDLE, TCP_CONNS, ZERO_SCAN] if not os.path.exists(p)]
     if missing:
         print("bench: not built (run make): " + ", ".join(missing),
               file=sys.stderr)
         return 1
     workdir = tempfile.mkdtemp(prefix="ckb-", dir=args.dir or "/tmp")
     bench = Bench(workdir)
-    results, small, sockets, redis = [], None, None, None
+    results, small, sockets, redis, compress = [], None, None, None, None
     restart_modes = None
     try:
         bench.start_coordinator()
@@ -767,19 +902,24 @@ def main():
                 print("measuring redis with %d MiB..." % args.redis,
                       flush=True)
                 redis = bench.measure_redis(args.redis, args.repeat)
+        if "compress" in parts:
+            print("measuring compression...", flush=True)
+            compress = measure_compress(bench, args.compress_mib,
+                                        args.heap_mib, args.repeat)
     except (BenchError, OSError, subprocess.SubprocessError) as e:
         print("bench: %s" % e, file=sys.stderr)
-        report(results, small, sockets, redis, restart_modes)
+        report(results, small, sockets, redis, restart_modes, compress)
         return 1
     finally:
         bench.stop()
         shutil.rmtree(workdir, ignore_errors=True)
-    report(results, small, sockets, redis, restart_modes)
+    report(results, small, sockets, redis, restart_modes, compress)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"sizes": results, "small": small,
                        "restart_modes": restart_modes,
-                       "sockets": sockets, "redis": redis}, f, indent=2)
+                       "sockets": sockets, "redis": redis,
+                       "compress": compress}, f, indent=2)
     return 0
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 # The benchmark: `make bench` (not part of `make test`).
 
 BENCH_APPS := $(BUILD)/bench/fill_idle $(BUILD)/bench/lock_cost \
-	      $(BUILD)/bench/tcp_conns
+	      $(BUILD)/bench/tcp_conns $(BUILD)/bench/zero_scan
 
 .PHONY: bench-apps
 all: bench-apps
@@ -16,6 +16,10 @@ $(BUILD)/bench/lock_cost: bench/lock_cost.c
 	$(CC) $(CKPT_CFLAGS) -pthread $< -o $@
 
 $(BUILD)/bench/tcp_conns: bench/tcp_conns.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CKPT_CFLAGS) $< -o $@
+
+$(BUILD)/bench/zero_scan: bench/zero_scan.c include/ckpt/hash.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CKPT_CFLAGS) $< -o $@
 

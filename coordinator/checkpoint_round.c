@@ -57,12 +57,14 @@ bool round_state_is_final(enum proc_state s)
 	       s == PROC_IDLE;
 }
 
-static void send_do(struct conn *c, uint16_t type, uint64_t generation)
+static void send_do(struct conn *c, uint16_t type, uint64_t generation,
+		    uint32_t flags)
 {
 	struct ckpt_msg_do_checkpoint m;
 
 	memset(&m, 0, sizeof(m));
 	m.generation = generation;	/* ckpt_dir "": the process's own */
+	m.flags = flags;
 	conn_send(c, type, &m, sizeof(m));
 }
 
@@ -208,7 +210,7 @@ static bool have_queued_requests(struct coordinator *co)
 	return false;
 }
 
-static void round_start(struct coordinator *co);
+static void round_start(struct coordinator *co, uint32_t flags);
 
 /* A failure of the whole round (not of one process): in the reply and
  * the log; the first one sets the round's error. */
@@ -275,7 +277,8 @@ static void round_finish(struct coordinator *co)
 	if (co->interval_s)
 		co->next_interval_ms = end + (int64_t)co->interval_s * 1000;
 	if (have_queued_requests(co))
-		round_start(co);
+		round_start(co, co->queued_flags);
+	co->queued_flags = 0;
 }
 
 static void start_writing(struct coordinator *co)
@@ -288,7 +291,7 @@ static void start_writing(struct coordinator *co)
 		struct conn *c = co->conns[i];
 
 		if (round_in(co, c)) {
-			send_do(c, CKPT_MSG_DO_WRITE, r->generation);
+			send_do(c, CKPT_MSG_DO_WRITE, r->generation, r->flags);
 			c->proc.state = PROC_WRITING;
 			c->proc.image_tmp[0] = 0;
 		}
@@ -344,7 +347,7 @@ void round_advance(struct coordinator *co)
 		round_finish(co);
 }
 
-static void round_start(struct coordinator *co)
+static void round_start(struct coordinator *co, uint32_t flags)
 {
 	struct round *r = &co->round;
 	int64_t now = now_ms();
@@ -369,6 +372,7 @@ static void round_start(struct coordinator *co)
 	*r = (struct round){
 		.active = true,
 		.generation = ++co->generation,
+		.flags = flags,
 		.nprocs = n,
 		.start_ms = now,
 		.next_stop_check_ms = now + COORD_STOP_CHECK_MS,
@@ -383,20 +387,27 @@ static void round_start(struct coordinator *co)
 		c->proc.round_generation = r->generation;
 		c->proc.state = PROC_SUSPENDING;
 		buf_free(&c->proc.unrestored);
-		send_do(c, CKPT_MSG_DO_SUSPEND, r->generation);
+		send_do(c, CKPT_MSG_DO_SUSPEND, r->generation, r->flags);
 	}
 	round_timeouts_start_phase(co, co->phase_timeout_ms);
 	/* a send may have failed: the reaper reports it as a disconnect */
 }
 
-void round_request(struct coordinator *co, struct conn *requester)
+/* flags: CKPT_CHECKPOINT_F_*; a request that joins a round whose
+ * images are not written yet adds its flags to it. */
+void round_request(struct coordinator *co, struct conn *requester,
+		   uint32_t flags)
 {
 	if (requester) {
 		requester->pending = PENDING_CHECKPOINT;
 		requester->pending_generation = 0;
 	}
 	if (!co->round.active)
-		round_start(co);
+		round_start(co, flags);
+	else if (!co->round.writing)
+		co->round.flags |= flags;
+	else
+		co->queued_flags |= flags;
 }
 
 /* What the process said a restart will not restore, one line each,

@@ -30,6 +30,9 @@ static void usage(FILE *f)
 "Commands (exactly one):\n"
 "  -c, --checkpoint     checkpoint every process now; prints image paths,\n"
 "                       and on stderr what a restart will not restore\n"
+"     --compress        with --checkpoint: compress this checkpoint's\n"
+"                       images (zstd; a process launched with\n"
+"                       ckpt_launch --compress compresses all of its)\n"
 "  -s, --status         coordinator address, processes, interval, last\n"
 "                       checkpoint, running round, accelerator use\n"
 "  -l, --list           one line per process\n"
@@ -48,6 +51,7 @@ struct request {
 	const char *coord;
 	uint32_t cmd;
 	uint32_t arg;
+	int compress;			/* --compress */
 	int timeout_ms;
 };
 
@@ -82,6 +86,7 @@ static void parse_args(int argc, char **argv, struct request *q)
 	static const struct option longopts[] = {
 		{ "coord", required_argument, NULL, 'C' },
 		{ "checkpoint", no_argument, NULL, 'c' },
+		{ "compress", no_argument, NULL, 'z' },
 		{ "status", no_argument, NULL, 's' },
 		{ "list", no_argument, NULL, 'l' },
 		{ "interval", required_argument, NULL, 'i' },
@@ -101,6 +106,9 @@ static void parse_args(int argc, char **argv, struct request *q)
 			break;
 		case 'c':
 			set_cmd(q, CKPT_CMD_CHECKPOINT, CHECKPOINT_TIMEOUT_MS);
+			break;
+		case 'z':
+			q->compress = 1;
 			break;
 		case 's':
 			set_cmd(q, CKPT_CMD_STATUS, QUICK_TIMEOUT_MS);
@@ -140,6 +148,13 @@ static void parse_args(int argc, char **argv, struct request *q)
 			"--help)\n");
 		exit(2);
 	}
+	if (q->compress && q->cmd != CKPT_CMD_CHECKPOINT) {
+		fprintf(stderr, "ckpt_command: --compress goes with "
+			"--checkpoint only\n");
+		exit(2);
+	}
+	if (q->compress)
+		q->arg = CKPT_CHECKPOINT_F_COMPRESS;
 }
 
 /* The reply carries text from the processes (failure messages, names):

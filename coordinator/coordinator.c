@@ -275,7 +275,7 @@ static void run_interval(struct coordinator *co, int64_t now)
 	co->next_interval_ms = now + (int64_t)co->interval_s * 1000;
 	if (count_processes(co) > 0) {
 		coord_log("interval checkpoint (every %u s)", co->interval_s);
-		round_request(co, NULL);
+		round_request(co, NULL, 0);
 	}
 }
 

@@ -190,6 +190,7 @@ struct round {
 	bool committing;		/* DO_COMMIT sent: no way back */
 	bool resumed;		/* DO_RESUME sent: every image written */
 	uint64_t generation;
+	uint32_t flags;			/* CKPT_CHECKPOINT_F_* of its DO_WRITE */
 	int nprocs;
 	int first_error;
 	int64_t start_ms;
@@ -230,6 +231,8 @@ struct coordinator {
 	uint32_t interval_s;
 	int64_t next_interval_ms;	/* 0: none */
 	uint64_t generation;		/* last one handed out */
+	uint32_t queued_flags;		/* CKPT_CHECKPOINT_F_* asked for by
+					   requests queued for the next round */
 	int64_t phase_timeout_ms;	/* suspend; stall = 2x while writing */
 	int64_t write_timeout_ms;	/* write, sync and commit, each */
 	uint64_t next_serial;
@@ -328,7 +331,8 @@ void listener_accept(struct coordinator *co);
 void listener_close(struct coordinator *co);
 
 /* checkpoint_round.c */
-void round_request(struct coordinator *co, struct conn *requester);
+void round_request(struct coordinator *co, struct conn *requester,
+		   uint32_t flags);
 void round_on_result(struct coordinator *co, struct conn *c, uint16_t type,
 		     const struct ckpt_msg_result *res);
 void round_on_gone(struct coordinator *co, struct conn *c);

@@ -84,9 +84,9 @@ static int drain_resources(char *err, size_t errlen)
 /* Returns 0 once the image is written, with the threads still stopped
  * (the caller resumes them once every process has written its image),
  * CKPT_RESTARTED in a restarted process, or -errno (threads resumed). */
-int checkpoint_write(uint64_t generation, const char *dir, char *path,
-		     size_t pathlen, char *tmp, size_t tmplen, char *err,
-		     size_t errlen)
+int checkpoint_write(uint64_t generation, int compress, const char *dir,
+		     char *path, size_t pathlen, char *tmp, size_t tmplen,
+		     char *err, size_t errlen)
 {
 	struct ckpt_thread *self = threads_manager_slot();
 	int r;
@@ -99,8 +99,8 @@ int checkpoint_write(uint64_t generation, const char *dir, char *path,
 	pipes_begin_round(generation, dir && dir[0] ? dir : ckpt.ckpt_dir);
 	r = drain_resources(err, errlen);
 	if (r == 0)
-		r = image_write(generation, dir, path, pathlen, tmp, tmplen,
-				err, errlen);
+		r = image_write(generation, compress, dir, path, pathlen, tmp,
+				tmplen, err, errlen);
 	pipes_end_round();
 	if (r < 0)
 		threads_resume_all();

@@ -3,7 +3,8 @@
  * Writing an image (format: include/ckpt/image.h). The tables are built in
  * mmap'd arrays (no malloc while threads are stopped), the data is written
  * sequentially in extents of at most CKPT_EXTENT_MAX bytes, each hashed
- * just before it is written, and the metadata and header last. The file
+ * (and with compression made a zstd frame, extent_encode.c) just before
+ * it is written, and the metadata and header last. The file
  * is a temporary one; image_sync() fsyncs it after the application has
  * resumed and image_commit() (image_temporaries.c) renames it over the
  * previous image once every process of the checkpoint is synced
@@ -24,7 +25,6 @@
 #include "ckpt/hash.h"
 #include "internal.h"
 
-#define CKPT_EXTENT_MAX (4UL << 20)
 #define PAGE 4096UL
 
 struct table {
@@ -173,8 +173,18 @@ int writer_add_region(struct image_writer *w, const struct ckpt_region *r,
 	return add_string(w, name, &slot->name);
 }
 
+/* Whether a region's extents may be compressed: those the restart
+ * loader restores. ckpt_restart copies shared memory objects and reads
+ * the old vdso itself (restart_shm.c, image_check.c): raw. */
+static int region_compressible(const struct ckpt_region *r)
+{
+	return r->kind != CKPT_REGION_ANON_SHARED &&
+	       r->kind != CKPT_REGION_VDSO;
+}
+
 /* Extents belong to the last region added; long runs are split so each
- * is hashed while it is still in the cache. */
+ * is hashed while it is still in the cache. Until written, encoding says
+ * whether the extent may be compressed (extent_encode.c). */
 int writer_add_extent(struct image_writer *w, uint64_t addr, uint64_t len)
 {
 	struct ckpt_region *r;
@@ -188,10 +198,11 @@ int writer_add_extent(struct image_writer *w, uint64_t addr, uint64_t len)
 
 		if (!e)
 			return -ENOMEM;
+		memset(e, 0, sizeof(*e));
 		e->addr = addr;
 		e->len = chunk;
-		e->file_offset = 0;
-		e->hash = 0;
+		e->encoding = region_compressible(r) ? CKPT_EXTENT_ZSTD :
+						       CKPT_EXTENT_RAW;
 		r->nextents++;
 		addr += chunk;
 		len -= chunk;
@@ -305,14 +316,10 @@ static uint64_t page_align(uint64_t x)
 	return (x + PAGE - 1) & ~(PAGE - 1);
 }
 
-/* Give every extent and blob its page-aligned place in the file. */
-static uint64_t lay_out(struct image_writer *w, struct ckpt_image_header *h)
+/* The metadata block's place; the data follows it, page-aligned. */
+static void lay_out_meta(struct image_writer *w, struct ckpt_image_header *h)
 {
 	uint64_t off = CKPT_HEADER_SIZE;
-	struct ckpt_extent *e = (struct ckpt_extent *)w->extents.base;
-	struct blob *b = (struct blob *)w->blobs.base;
-	struct ckpt_fd_info *fi = (struct ckpt_fd_info *)w->fds.base;
-	struct ckpt_file_record *fr = (struct ckpt_file_record *)w->files.base;
 
 	h->meta_offset = off;
 	h->regions_offset = off;
@@ -329,12 +336,18 @@ static uint64_t lay_out(struct image_writer *w, struct ckpt_image_header *h)
 	h->strings_size = w->strings.n;
 	off += w->strings.n;
 	h->meta_size = off - h->meta_offset;
+	h->data_offset = page_align(off);
+}
+
+/* Every blob's page-aligned place after the extents (which end at off);
+ * returns the end of the image. */
+static uint64_t lay_out_blobs(struct image_writer *w, uint64_t off)
+{
+	struct blob *b = (struct blob *)w->blobs.base;
+	struct ckpt_fd_info *fi = (struct ckpt_fd_info *)w->fds.base;
+	struct ckpt_file_record *fr = (struct ckpt_file_record *)w->files.base;
+
 	off = page_align(off);
-	h->data_offset = off;
-	for (size_t i = 0; i < w->extents.n; i++) {
-		e[i].file_offset = off;
-		off += e[i].len;
-	}
 	for (size_t i = 0; i < w->blobs.n; i++) {
 		if (b[i].is_file) {
 			fr[b[i].index].data_offset = off;
@@ -347,37 +360,29 @@ static uint64_t lay_out(struct image_writer *w, struct ckpt_image_header *h)
 	return off;
 }
 
-/* The manager's own stack changes while it writes, and so may the dead
- * stack just below a parked thread's handler (threads.c,
- * threads_park_area_overlaps): such pages are copied first so the hash
- * matches what lands in the file. */
-static int write_extent(int fd, const struct ckpt_extent *e, char *bounce)
-{
-	const void *src = (const void *)(uintptr_t)e->addr;
-
-	if (bounce && (manager_stack_overlaps(e->addr, e->len) ||
-		       threads_park_area_overlaps(e->addr, e->len))) {
-		memcpy(bounce, src, e->len);
-		src = bounce;
-	}
-	((struct ckpt_extent *)e)->hash = ckpt_hash64(src, e->len, 0);
-	return write_all(fd, src, e->len, e->file_offset);
-}
-
-static int write_extents(struct image_writer *w, int fd, char *err,
-			 size_t errlen)
+/*
+ * The extents in table order from data_offset on, each in the form the
+ * encoder gives (raw: page-aligned, so a loader may map it; compressed:
+ * packed after the previous one). Only into the page cache while the
+ * application is stopped: the disk write (fsync) happens after it runs
+ * again. *end: the first byte after the last extent.
+ */
+static int write_extents(struct image_writer *w, int fd, uint64_t off,
+			 int compress, uint64_t *end, char *err, size_t errlen)
 {
 	struct ckpt_extent *e = (struct ckpt_extent *)w->extents.base;
-	char *bounce = mmap(NULL, CKPT_EXTENT_MAX, PROT_READ | PROT_WRITE,
-			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	int r = 0;
+	struct extent_encoder *x;
+	const void *data;
+	int r = extent_encoder_start(&x, e, w->extents.n, compress);
 
-	if (bounce == MAP_FAILED)
-		return -ENOMEM;
-	/* Only into the page cache while the application is stopped: the
-	 * disk write (fsync) happens after it runs again. */
 	for (size_t i = 0; i < w->extents.n && r == 0; i++) {
-		r = write_extent(fd, &e[i], bounce);
+		r = extent_encoder_next(x, i, &e[i], &data);
+		if (e[i].encoding == CKPT_EXTENT_RAW)
+			off = page_align(off);
+		e[i].file_offset = off;
+		if (r == 0)
+			r = write_all(fd, data, e[i].stored_len, off);
+		off += e[i].stored_len;
 		if (r < 0)
 			ckpt_fmt(err, errlen,
 				 "writing memory %#lx-%#lx: %s",
@@ -385,7 +390,11 @@ static int write_extents(struct image_writer *w, int fd, char *err,
 				 (unsigned long)(e[i].addr + e[i].len),
 				 strerror(-r));
 	}
-	munmap(bounce, CKPT_EXTENT_MAX);
+	if (r < 0 && !err[0])
+		ckpt_fmt(err, errlen, "preparing to write memory: %s",
+			 strerror(-r));
+	extent_encoder_stop(x);
+	*end = off;
 	return r;
 }
 
@@ -606,10 +615,11 @@ static int build_tables(struct image_writer *w, char *err, size_t errlen)
 /* Write the whole image into tmp_path (a new file beside final_path).
  * Called with every other thread stopped. */
 static int write_image_file(struct image_writer *w, uint64_t generation,
-			    const char *dir, const char *tmp_path, char *err,
-			    size_t errlen)
+			    int compress, const char *dir,
+			    const char *tmp_path, char *err, size_t errlen)
 {
 	struct ckpt_image_header h;
+	uint64_t data_end = 0;
 	int fd, r;
 
 	memset(&h, 0, sizeof(h));
@@ -618,8 +628,10 @@ static int write_image_file(struct image_writer *w, uint64_t generation,
 		return fd;
 	fchmod(fd, 0600);	/* whatever the program's umask */
 	fill_header(&h, w, generation);
-	h.image_size = lay_out(w, &h);
-	r = write_extents(w, fd, err, errlen);
+	lay_out_meta(w, &h);
+	r = write_extents(w, fd, h.data_offset, compress, &data_end, err,
+			  errlen);
+	h.image_size = lay_out_blobs(w, data_end);
 	if (r == 0)
 		r = write_blobs(w, fd, err, errlen);
 	if (r == 0 && (r = write_meta(w, fd, &h)) < 0)
@@ -657,9 +669,9 @@ static void image_paths(const char *dir, char *final_path, size_t pathlen,
 	ckpt_fmt(tmp_path, tmplen, "%s/%s", dir, tmp_name);
 }
 
-int image_write(uint64_t generation, const char *dir, char *final_path,
-		size_t pathlen, char *tmp_path, size_t tmplen, char *err,
-		size_t errlen)
+int image_write(uint64_t generation, int compress, const char *dir,
+		char *final_path, size_t pathlen, char *tmp_path,
+		size_t tmplen, char *err, size_t errlen)
 {
 	struct image_writer w;
 	int r;
@@ -686,8 +698,8 @@ int image_write(uint64_t generation, const char *dir, char *final_path,
 	image_paths(dir, final_path, pathlen, tmp_path, tmplen);
 	r = build_tables(&w, err, errlen);
 	if (r == 0)
-		r = write_image_file(&w, generation, dir, tmp_path, err,
-				     errlen);
+		r = write_image_file(&w, generation, compress, dir, tmp_path,
+				     err, errlen);
 	memory_reprotect();
 	writer_free(&w);
 	return r;

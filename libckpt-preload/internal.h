@@ -22,6 +22,10 @@
  * reach the kernel directly. */
 long ckpt_syscall(long nr, ...);
 long ckpt_syscall_error(long err);
+/* The kernel's result as it is (-errno), errno untouched: for threads
+ * that share the manager's TLS (extent_encode.c). */
+long ckpt_syscall_noerrno(long nr, long a1, long a2, long a3, long a4,
+			  long a5, long a6);
 #define syscall ckpt_syscall
 
 #define CKPT_MAX_THREADS	4096
@@ -58,6 +62,8 @@ struct ckpt_state {
 	uint32_t coord_phase_ms;	/* the coordinator's phase bounds, */
 	uint32_t coord_write_ms;	/* from WELCOME; 0: not said */
 	uint32_t restarts;		/* times this process was restarted */
+	int compress;			/* CKPT_COMPRESS (ckpt_launch
+					   --compress): every image */
 	char coord_addr[512];
 	char ckpt_dir[4096];
 	char program[64];
@@ -358,9 +364,9 @@ int image_commit(const char *tmp_path, const char *final_path, char *err,
 		 size_t errlen);
 
 /* image_writer.c */
-int image_write(uint64_t generation, const char *dir, char *final_path,
-		size_t pathlen, char *tmp_path, size_t tmplen, char *err,
-		size_t errlen);
+int image_write(uint64_t generation, int compress, const char *dir,
+		char *final_path, size_t pathlen, char *tmp_path,
+		size_t tmplen, char *err, size_t errlen);
 int image_sync(const char *tmp_path, char *err, size_t errlen);
 int writer_add_region(struct image_writer *w, const struct ckpt_region *r,
 		      const char *name);
@@ -371,6 +377,14 @@ int writer_add_file(struct image_writer *w, const struct ckpt_file_record *f,
 		    const char *path, int content_fd);
 int writer_reserve_memory_tables(struct image_writer *w);
 void writer_set_brk(struct image_writer *w, uint64_t start, uint64_t end);
+
+/* extent_encode.c */
+struct extent_encoder;
+int extent_encoder_start(struct extent_encoder **out,
+			 const struct ckpt_extent *e, uint64_t n, int compress);
+int extent_encoder_next(struct extent_encoder *x, uint64_t job,
+			struct ckpt_extent *result, const void **data);
+void extent_encoder_stop(struct extent_encoder *x);
 
 /* pipes.c */
 void pipes_init_outside(const char *env);
@@ -447,9 +461,9 @@ void handover_close_all(void);
 /* checkpoint.c */
 int checkpoint_suspend(uint64_t generation, const char *dir, char *err,
 		       size_t errlen);
-int checkpoint_write(uint64_t generation, const char *dir, char *path,
-		     size_t pathlen, char *tmp, size_t tmplen, char *err,
-		     size_t errlen);
+int checkpoint_write(uint64_t generation, int compress, const char *dir,
+		     char *path, size_t pathlen, char *tmp, size_t tmplen,
+		     char *err, size_t errlen);
 #define CKPT_RESTARTED 1
 int checkpoint_restore_resources(const struct ckpt_restart_args *args);
 

@@ -89,6 +89,8 @@ static void read_settings(void)
 				    sizeof(ckpt.coord_addr)) < 0)
 		ckpt.coord_addr[0] = 0;
 	saved_files_read_settings();
+	ckpt.compress = getenv("CKPT_COMPRESS") &&
+			!strcmp(getenv("CKPT_COMPRESS"), "1");
 }
 
 static int send_result(uint16_t type, uint64_t gen, int error,
@@ -343,6 +345,8 @@ static void handle_write_image(const struct ckpt_msg_do_checkpoint *m)
 {
 	char err[512] = "", path[4096], tmp[4096];
 	const char *dir = m->ckpt_dir[0] ? m->ckpt_dir : ckpt.ckpt_dir;
+	int compress = ckpt.compress ||
+		       (m->flags & CKPT_CHECKPOINT_F_COMPRESS);
 	int r;
 
 	r = ordered_dir_check(m->ckpt_dir, err, sizeof(err));
@@ -351,8 +355,8 @@ static void handle_write_image(const struct ckpt_msg_do_checkpoint *m)
 		send_result(CKPT_MSG_FAILED, m->generation, -r, NULL, err);
 		return;
 	}
-	r = checkpoint_write(m->generation, dir, path, sizeof(path), tmp,
-			     sizeof(tmp), err, sizeof(err));
+	r = checkpoint_write(m->generation, compress, dir, path, sizeof(path),
+			     tmp, sizeof(tmp), err, sizeof(err));
 	if (r == CKPT_RESTARTED) {
 		manager_after_restart(m->generation);
 		/* a later checkpoint's writer may have been killed */
@@ -419,6 +423,8 @@ static void handle_suspend(const struct ckpt_msg_do_checkpoint *first)
 		}
 		send_unrestored(m.generation);
 		send_result(CKPT_MSG_SUSPENDED, m.generation, 0, NULL, NULL);
+		/* an older coordinator's DO_WRITE lacks the flags */
+		memset(&msg.do_ckpt, 0, sizeof(msg.do_ckpt));
 		r = ckpt_msg_recv(ckpt.coord_fd, &msg, sizeof(msg), &len,
 				  wait_ms);
 		if (r == CKPT_MSG_DO_WRITE) {

@@ -44,6 +44,7 @@ static int nunprotected;
 struct scan {
 	struct image_writer *w;
 	int pagemap_fd;
+	int skip_zero_pages;	/* the region being scanned restores as zeros */
 	int heap_seen;
 	uint64_t prev_end;
 	uint64_t pm[PAGEMAP_BATCH];
@@ -209,6 +210,64 @@ static int page_has_data(int kind, uint64_t pm, unsigned char mc)
 	}
 }
 
+/* A page of all zeros: stops at the first non-zero word, so a page of
+ * data costs one cache line (docs/performance.md, "Zero pages"). */
+static int page_is_zero(const uint64_t *p)
+{
+	for (size_t i = 0; i < PAGE / 8; i += 8)
+		if (p[i] | p[i + 1] | p[i + 2] | p[i + 3] | p[i + 4] |
+		    p[i + 5] | p[i + 6] | p[i + 7])
+			return 0;
+	return 1;
+}
+
+/*
+ * A run of populated pages, without its pages of zeros when the region is
+ * restored as fresh (zero-filled) memory: written zeros, the shared zero
+ * page, a calloc'd buffer never used are not stored, in any mode. The
+ * manager's own stack is taken whole: it changes while the image is
+ * written.
+ */
+static int add_data_run(struct scan *s, uint64_t start, uint64_t len,
+			uint64_t *saved)
+{
+	uint64_t run = 0, a, end = start + len;
+	int r;
+
+	if (!s->skip_zero_pages || manager_stack_overlaps(start, len)) {
+		*saved += len;
+		return writer_add_extent(s->w, start, len);
+	}
+	for (a = start; a < end; a += PAGE) {
+		if (!page_is_zero((const uint64_t *)(uintptr_t)a)) {
+			if (!run)
+				run = a;
+			continue;
+		}
+		if (run) {
+			r = writer_add_extent(s->w, run, a - run);
+			if (r < 0)
+				return r;
+			*saved += a - run;
+			run = 0;
+		}
+	}
+	if (!run)
+		return 0;
+	*saved += end - run;
+	return writer_add_extent(s->w, run, end - run);
+}
+
+/* Restored as fresh anonymous memory (or a fresh shared object), where
+ * a page not stored reads as zeros; a private file mapping's page not
+ * stored would read the file instead. Unreadable pages are not looked
+ * at. */
+static int restores_as_zeros(int kind, uint32_t prot)
+{
+	return (prot & PROT_READ) && kind != CKPT_REGION_FILE_PRIVATE &&
+	       kind != CKPT_REGION_VDSO;
+}
+
 /* With the kernel accelerator, the populated runs of an anonymous region
  * come from its page-table walk instead of pagemap (much faster for large
  * sparse mappings). -ENOSYS: not available, use pagemap. */
@@ -227,11 +286,10 @@ static int add_accel_extents(struct scan *s, uint64_t start, uint64_t end,
 		if (n < 0)
 			return from == start ? -ENOSYS : (int)n;
 		for (long i = 0; i < n; i++) {
-			r = writer_add_extent(s->w, runs[i].start,
-					      runs[i].end - runs[i].start);
+			r = add_data_run(s, runs[i].start,
+					 runs[i].end - runs[i].start, saved);
 			if (r < 0)
 				return r;
-			*saved += runs[i].end - runs[i].start;
 		}
 		if (n == ACCEL_BATCH)
 			from = runs[n - 1].end;
@@ -276,20 +334,15 @@ static int add_populated_extents(struct scan *s, int kind, uint64_t start,
 				continue;
 			}
 			if (run) {
-				r = writer_add_extent(s->w, run, a - run);
+				r = add_data_run(s, run, a - run, saved);
 				if (r < 0)
 					return r;
-				*saved += a - run;
 				run = 0;
 			}
 		}
 		addr += n * PAGE;
 	}
-	if (run) {
-		*saved += end - run;
-		return writer_add_extent(s->w, run, end - run);
-	}
-	return 0;
+	return run ? add_data_run(s, run, end - run, saved) : 0;
 }
 
 /* The main stack grows on demand, which a plain mapping would not: give
@@ -365,6 +418,7 @@ static int save_region(struct scan *s, const struct map_line *m,
 		rc = writer_add_extent(s->w, m->start, m->end - m->start);
 		saved = m->end - m->start;
 	} else {
+		s->skip_zero_pages = restores_as_zeros(kind, m->prot);
 		rc = add_populated_extents(s, kind, m->start, m->end, &saved);
 	}
 	if (rc < 0)

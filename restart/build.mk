@@ -40,8 +40,10 @@ define link_blob
 	objcopy -O binary $(BLOB_SECTIONS) $(2) $(1)
 endef
 
+# The zstd decompressor of Debian's static libzstd goes into the blob
+# (restart/loader/extent_decode.c).
 $(LIBDIR)/ckpt_restart_loader.bin: $(LOADER_OBJS) restart/loader/blob.lds
-	$(call link_blob,$@,$(LOADER_ELF),$(LOADER_OBJS))
+	$(call link_blob,$@,$(LOADER_ELF),$(LOADER_OBJS) $(LIBZSTD_A))
 
 # --- ckpt_restart and ckpt_inspect ----------------------------------------
 RESTART_COMMON_SRCS := restart/image_check.c restart/image_trust.c \
@@ -69,11 +71,11 @@ RESTART_OBJS := $(OBJ)/app/restart/ckpt_restart.c.o \
 
 $(BIN)/ckpt_restart: $(RESTART_OBJS) $(RESTART_CLIENT_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^
+	$(CC) -o $@ $^ -lzstd
 
 $(BIN)/ckpt_inspect: $(OBJ)/app/restart/ckpt_inspect.c.o $(RESTART_COMMON_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^
+	$(CC) -o $@ $^ -lzstd
 
 # --- the self-test: a synthetic image of a tiny freestanding program ------
 SELFTEST_DIR := $(BUILD)/selftest/restart

@@ -101,28 +101,65 @@ static uint64_t region_saved_bytes(const struct ckpt_image *img,
 	return sum;
 }
 
+/* Bytes the region's extents take in the file, and how they are stored:
+ * "raw", "zstd", "mixed" (some of each) or "-" (nothing saved). */
+static uint64_t region_stored_bytes(const struct ckpt_image *img,
+				    const struct ckpt_region *r,
+				    const char **encoding)
+{
+	uint64_t i, sum = 0, nzstd = 0;
+
+	for (i = 0; i < r->nextents; i++) {
+		const struct ckpt_extent *e = &img->extents[r->first_extent + i];
+
+		sum += e->stored_len;
+		nzstd += e->encoding == CKPT_EXTENT_ZSTD;
+	}
+	*encoding = !r->nextents ? "-" : !nzstd ? "raw" :
+		    nzstd == r->nextents ? "zstd" : "mixed";
+	return sum;
+}
+
+static void print_storage(const struct ckpt_image *img, uint64_t saved,
+			  uint64_t stored)
+{
+	uint32_t nzstd = 0;
+
+	for (uint32_t i = 0; i < img->hdr.nextents; i++)
+		nzstd += img->extents[i].encoding == CKPT_EXTENT_ZSTD;
+	printf("stored in %llu bytes (ratio %.2fx): %u extents raw, %u "
+	       "zstd-compressed\n", (unsigned long long)stored,
+	       stored ? (double)saved / (double)stored : 1.0,
+	       img->hdr.nextents - nzstd, nzstd);
+}
+
 static void print_regions(const struct ckpt_image *img)
 {
-	uint64_t total = 0, saved;
+	uint64_t total = 0, total_stored = 0, saved, stored;
+	const char *encoding;
 	char prot[4];
 	uint32_t i;
 
 	printf("\n%u regions:\n", img->hdr.nregions);
-	printf("  %-33s %-4s %-15s %5s %12s  %s\n", "address", "prot", "kind",
-	       "flags", "saved", "name");
+	printf("  %-33s %-4s %-15s %5s %12s %12s %-5s  %s\n", "address",
+	       "prot", "kind", "flags", "saved", "stored", "enc", "name");
 	for (i = 0; i < img->hdr.nregions; i++) {
 		const struct ckpt_region *r = &img->regions[i];
 
 		prot_string(r->prot, prot);
 		saved = region_saved_bytes(img, r);
+		stored = region_stored_bytes(img, r, &encoding);
 		total += saved;
-		printf("  %016llx-%016llx %-4s %-15s %c%c    %12llu  %s",
+		total_stored += stored;
+		printf("  %016llx-%016llx %-4s %-15s %c%c    %12llu %12llu "
+		       "%-5s  %s",
 		       (unsigned long long)r->start,
 		       (unsigned long long)r->end, prot,
 		       region_kind_name(r->kind),
 		       r->flags & CKPT_REGION_F_GROWSDOWN ? 'g' : '-',
 		       r->flags & CKPT_REGION_F_NORESERVE ? 'n' : '-',
-		       (unsigned long long)saved, image_string(img, r->name));
+		       (unsigned long long)saved, (unsigned long long)stored,
+		       encoding, image_string(img, r->name));
 		if (region_is_file(r))
 			printf(" @%llu (size %llu, ino %llu)",
 			       (unsigned long long)r->file_offset,
@@ -132,6 +169,7 @@ static void print_regions(const struct ckpt_image *img)
 	}
 	printf("\n%u extents, %llu bytes of memory saved\n", img->hdr.nextents,
 	       (unsigned long long)total);
+	print_storage(img, total, total_stored);
 	if (image_vdso_code_size(img))
 		printf("vdso code saved (%llu bytes): restartable on a kernel "
 		       "with another vdso\n",

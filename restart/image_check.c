@@ -15,7 +15,9 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zstd.h>
 #include "ckpt/hash.h"
+#include <zstd.h>
 #include "image_check.h"
 
 static int image_fail(struct ckpt_image *img, int err, const char *fmt, ...)
@@ -347,8 +349,8 @@ static int check_extent(struct ckpt_image *img, const struct ckpt_region *r,
 {
 	uint64_t page = img->hdr.page_size;
 
-	if (e->addr % page || e->len % page || e->file_offset % page ||
-	    !e->len)
+	if (e->addr % page || e->len % page || !e->len ||
+	    (e->encoding == CKPT_EXTENT_RAW && e->file_offset % page))
 		return image_fail(img, EINVAL, "memory %llx-%llx: extent is "
 				  "empty or not page-aligned",
 				  (unsigned long long)e->addr,
@@ -360,19 +362,36 @@ static int check_extent(struct ckpt_image *img, const struct ckpt_region *r,
 				  (unsigned long long)(e->addr + e->len),
 				  (unsigned long long)r->start,
 				  (unsigned long long)r->end);
+	if (e->encoding > CKPT_EXTENT_ZSTD || e->len > CKPT_EXTENT_MAX ||
+	    (e->encoding == CKPT_EXTENT_RAW && e->stored_len != e->len) ||
+	    (e->encoding == CKPT_EXTENT_ZSTD && !e->stored_len))
+		return image_fail(img, EINVAL, "memory %llx-%llx: encoding %u "
+				  "with %u stored bytes for %llu: the image is "
+				  "corrupt", (unsigned long long)e->addr,
+				  (unsigned long long)(e->addr + e->len),
+				  e->encoding, e->stored_len,
+				  (unsigned long long)e->len);
+	/* ckpt_restart copies these itself, raw (image_writer.c) */
+	if (e->encoding != CKPT_EXTENT_RAW &&
+	    (r->kind == CKPT_REGION_ANON_SHARED || r->kind == CKPT_REGION_VDSO))
+		return image_fail(img, EINVAL, "memory %llx-%llx: a %s region's "
+				  "data is compressed",
+				  (unsigned long long)e->addr,
+				  (unsigned long long)(e->addr + e->len),
+				  region_kind_name(r->kind));
 	if (e->addr < prev_end)
 		return image_fail(img, EINVAL, "memory %llx-%llx: extents "
 				  "overlap or are out of order",
 				  (unsigned long long)e->addr,
 				  (unsigned long long)(e->addr + e->len));
-	if (!range_inside(e->file_offset, e->len, img->hdr.data_offset,
+	if (!range_inside(e->file_offset, e->stored_len, img->hdr.data_offset,
 			  img->hdr.image_size))
 		return image_fail(img, EINVAL, "memory %llx-%llx: its data "
 				  "(%llu bytes at offset %llu) lies outside the "
 				  "image's data area",
 				  (unsigned long long)e->addr,
 				  (unsigned long long)(e->addr + e->len),
-				  (unsigned long long)e->len,
+				  (unsigned long long)e->stored_len,
 				  (unsigned long long)e->file_offset);
 	return 0;
 }
@@ -479,8 +498,8 @@ static int check_tables(struct ckpt_image *img)
 	for (i = 0; i < h->nextents; i++) {
 		const struct ckpt_extent *e = &img->extents[i];
 
-		if (!range_inside(e->file_offset, e->len, h->data_offset,
-				  h->image_size))
+		if (!range_inside(e->file_offset, e->stored_len,
+				  h->data_offset, h->image_size))
 			return image_fail(img, EINVAL, "extent %u: its data "
 					  "lies outside the image's data area",
 					  i);
@@ -568,12 +587,45 @@ void image_close(struct ckpt_image *img)
  * read for small extents, mapped for large ones. */
 #define VERIFY_READ_MAX	(64ULL << 20)
 
+/* A compressed extent: read, decompressed into buf (len bytes) and
+ * hashed; a frame that does not decode to len bytes is named. */
+static int zstd_extent_hash(struct ckpt_image *img,
+			    const struct ckpt_extent *e, void *buf,
+			    uint64_t *hash)
+{
+	void *stored = malloc(e->stored_len);
+	size_t n;
+	int err;
+
+	if (!stored)
+		return image_fail(img, ENOMEM, "no memory to decompress memory "
+				  "%llx-%llx", (unsigned long long)e->addr,
+				  (unsigned long long)(e->addr + e->len));
+	err = read_exact(img, stored, e->stored_len, e->file_offset,
+			 "compressed extent data");
+	n = err ? 0 : ZSTD_decompress(buf, e->len, stored, e->stored_len);
+	free(stored);
+	if (err)
+		return err;
+	if (ZSTD_isError(n) || n != e->len)
+		return image_fail(img, EINVAL, "memory %llx-%llx: decompressing "
+				  "its data failed (zstd: %s): the saved data "
+				  "is corrupt", (unsigned long long)e->addr,
+				  (unsigned long long)(e->addr + e->len),
+				  ZSTD_isError(n) ? ZSTD_getErrorName(n) :
+						    "wrong size");
+	*hash = ckpt_hash64(buf, e->len, 0);
+	return 0;
+}
+
 static int extent_hash(struct ckpt_image *img, const struct ckpt_extent *e,
 		       void *buf, uint64_t *hash)
 {
 	void *p;
 	int err;
 
+	if (e->encoding == CKPT_EXTENT_ZSTD)
+		return zstd_extent_hash(img, e, buf, hash);
 	if (e->len <= VERIFY_READ_MAX) {
 		err = read_exact(img, buf, e->len, e->file_offset,
 				 "extent data");
@@ -834,6 +886,14 @@ static const struct ckpt_region *image_vdso(const struct ckpt_image *img)
 		if (img->regions[i].kind == CKPT_REGION_VDSO)
 			return &img->regions[i];
 	return NULL;
+}
+
+int image_has_compressed_extents(const struct ckpt_image *img)
+{
+	for (uint32_t i = 0; i < img->hdr.nextents; i++)
+		if (img->extents[i].encoding != CKPT_EXTENT_RAW)
+			return 1;
+	return 0;
 }
 
 uint64_t image_vdso_code_size(const struct ckpt_image *img)

@@ -59,6 +59,7 @@ int image_check_host(struct ckpt_image *img, unsigned flags);
  * img->vdso_redirect is set (the loader redirects the old entry points). */
 int image_check_vdso(struct ckpt_image *img);
 /* Bytes of the saved vdso code the loader reads, 0 if none. */
+int image_has_compressed_extents(const struct ckpt_image *img);
 uint64_t image_vdso_code_size(const struct ckpt_image *img);
 /* Read every extent and every content saved with an fd or file record
  * and check its hash (the loader checks the extents it restores itself;

@@ -77,8 +77,21 @@ enum loader_arg {
  * extents of at most 4 MiB. */
 #define LOADER_VERIFY_BUF	(4ULL << 20)
 
+/* The decompression of compressed extents (restart/loader/extent_decode.c):
+ * per thread a zstd context, a buffer for one extent's stored bytes and
+ * (helpers) a stack, plus a scratch TLS page; in the work area when the
+ * image has a compressed extent. */
+#define LOADER_DECODE_THREADS	4
+#define LOADER_DECODE_DCTX	(256ULL << 10)	/* ZSTD_estimateDCtxSize()
+						   is ~96 KiB */
+#define LOADER_DECODE_STACK	(128ULL << 10)
+#define LOADER_DECODE_WORK	(LOADER_PAGE + LOADER_DECODE_THREADS * \
+				 (LOADER_DECODE_DCTX + CKPT_EXTENT_MAX + \
+				  LOADER_DECODE_STACK))
+
 /* work_bytes: metadata block + saved vdso code (page multiple) + the
- * verify buffer when extents are mapped. */
+ * verify buffer when extents are mapped + LOADER_DECODE_WORK for an
+ * image with compressed extents. */
 static inline uint64_t loader_range_size(uint64_t rw_end, uint64_t work_bytes)
 {
 	return rw_end + LOADER_PARAMS_SIZE + LOADER_PAGE + LOADER_STAGE_SIZE +

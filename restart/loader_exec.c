@@ -356,7 +356,9 @@ int loader_exec(const struct ckpt_image *img, const char *image_path,
 	size = loader_range_size(b.h.rw_end, img->hdr.meta_size +
 				 image_vdso_code_size(img) +
 				 (image_memory_mapped(img) ? LOADER_VERIFY_BUF +
-				  LOADER_PAGE : 0));
+				  LOADER_PAGE : 0) +
+				 (image_has_compressed_extents(img) ?
+				  LOADER_DECODE_WORK : 0));
 	if (loader_choose_base(img, size, &base)) {
 		free(b.data);
 		return fail(err, errlen, ENOMEM, "no free address range of %llu "

@@ -25,11 +25,13 @@ HEADER_SIZE = struct.calcsize(HEADER_FMT)
 assert HEADER_SIZE == 392
 OLD_HEADER_SIZE = 352
 REGION_FMT = "<QQIIIIQQQQQII"     # struct ckpt_region, 80 bytes
-EXTENT_FMT = "<QQQQ"              # struct ckpt_extent, 32 bytes
+EXTENT_FMT = "<QQQQII"            # struct ckpt_extent, 40 bytes (version 4)
+EXTENT_RAW, EXTENT_ZSTD = 0, 1    # ckpt_extent.encoding
 THREAD_FMT = "<iiQQQ"             # struct ckpt_thread_info, 32 bytes
 FD_FMT = "<iIIIqIIQQQ"            # struct ckpt_fd_info, 56 bytes (version 3)
 FILE_FMT = "<IIIIQQQQQQ"          # struct ckpt_file_record, 64 bytes
 assert struct.calcsize(REGION_FMT) == 80
+assert struct.calcsize(EXTENT_FMT) == 40
 assert struct.calcsize(THREAD_FMT) == 32
 assert struct.calcsize(FD_FMT) == 56
 assert struct.calcsize(FILE_FMT) == 64

@@ -41,7 +41,7 @@ CKPT_EARLY_CONSTRUCTOR static void resolve_next_exec(void)
 	RESOLVE_NEXT(posix_spawnp);
 }
 
-#define ENV_EXTRA 10
+#define ENV_EXTRA 11
 #define ENV_VPIDS_MAX (32 * 1024)	/* CKPT_VPIDS, on the stack */
 
 static char env_preload[4200];	/* "LD_PRELOAD=<libckpt>[:<others>]" */
@@ -102,6 +102,7 @@ static int is_ours(const char *entry)
 	return names_var(entry, "LD_PRELOAD") ||
 	       names_var(entry, "CKPT_COORD") ||
 	       names_var(entry, "CKPT_DIR") ||
+	       names_var(entry, "CKPT_COMPRESS") ||
 	       names_var(entry, "CKPT_SIGNAL") ||
 	       names_var(entry, "CKPT_SIGNAL_INHERITED") ||
 	       names_var(entry, "CKPT_VPID") ||
@@ -192,6 +193,8 @@ static void build_env(char *const envp[], const char **out, char *vpid_var,
 	out[n++] = vpid_var;
 	out[n++] = pipes_outside_env;
 	n += saved_files_env(out + n);
+	if (ckpt.compress)
+		out[n++] = "CKPT_COMPRESS=1";
 	if (vpids_var[11])
 		out[n++] = vpids_var;
 	out[n] = NULL;

@@ -30,9 +30,11 @@
 #include "ckpt/hash.h"
 
 #define CKPT_IMAGE_MAGIC	"CKPTIMG1"	/* 8 bytes, no NUL */
-#define CKPT_IMAGE_VERSION	3	/* 2: file records (nfiles); 3: the
+#define CKPT_IMAGE_VERSION	4	/* 2: file records (nfiles); 3: the
 					   content saved with an fd record is
-					   hashed (ckpt_fd_info.data_hash) */
+					   hashed (ckpt_fd_info.data_hash);
+					   4: extents may be compressed
+					   (ckpt_extent.encoding) */
 #define CKPT_HEADER_SIZE	4096
 #define CKPT_PROGRAM_MAX	64
 
@@ -176,12 +178,33 @@ struct ckpt_region {
 	uint32_t reserved;
 };
 
+/* ckpt_extent.encoding: how the memory is stored in the file */
+enum ckpt_extent_encoding {
+	CKPT_EXTENT_RAW = 0,		/* len bytes as they were, page-aligned
+					   in the file (a loader may map them) */
+	CKPT_EXTENT_ZSTD = 1,		/* one zstd frame of stored_len bytes
+					   (content size set, no checksum),
+					   decompressing to len bytes; any
+					   offset in the file */
+};
+
+/* The largest extent: memory is saved in runs of at most this much, so
+ * that a writer hashes and compresses each while it is in the cache and
+ * a restart decompresses them in parallel. */
+#define CKPT_EXTENT_MAX		(4ULL << 20)
+
 /* A run of saved pages of one region. */
 struct ckpt_extent {
 	uint64_t addr;			/* page-aligned, inside its region */
-	uint64_t len;			/* multiple of the page size */
-	uint64_t file_offset;		/* page-aligned offset in the image */
-	uint64_t hash;			/* ckpt_hash64 of the data */
+	uint64_t len;			/* bytes of memory, a page multiple,
+					   at most CKPT_EXTENT_MAX */
+	uint64_t file_offset;		/* where the stored bytes are: page-
+					   aligned for CKPT_EXTENT_RAW */
+	uint64_t hash;			/* ckpt_hash64 of the len bytes of
+					   memory (decompressed) */
+	uint32_t encoding;		/* enum ckpt_extent_encoding */
+	uint32_t stored_len;		/* bytes at file_offset: len when
+					   RAW, less when ZSTD (version 4) */
 };
 
 /* Informational records (the restart path reads them from memory). */

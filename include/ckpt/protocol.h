@@ -146,12 +146,21 @@ struct ckpt_msg_unrestored {
 	uint32_t reserved;
 };
 
+/* How a checkpoint writes its images: ckpt_msg_cmd.arg of
+ * CKPT_CMD_CHECKPOINT and ckpt_msg_do_checkpoint.flags. */
+#define CKPT_CHECKPOINT_F_COMPRESS 0x1	/* zstd-compressed extents (a
+					   process launched with --compress
+					   compresses every image anyway) */
+
 struct ckpt_msg_do_checkpoint {
 	uint64_t generation;
 	char ckpt_dir[4096];		/* "" = the process's own directory;
 					   libckpt refuses any other that its
 					   user could not have chosen
 					   (docs/security.md) */
+	/* appended (absent, read as 0, from an older coordinator) */
+	uint32_t flags;			/* CKPT_CHECKPOINT_F_* */
+	uint32_t reserved;
 };
 
 struct ckpt_msg_result {
@@ -173,7 +182,8 @@ enum ckpt_cmd {
 
 struct ckpt_msg_cmd {
 	uint32_t cmd;			/* enum ckpt_cmd */
-	uint32_t arg;
+	uint32_t arg;			/* INTERVAL: seconds; CHECKPOINT:
+					   CKPT_CHECKPOINT_F_* */
 	char secret[CKPT_SECRET_LEN + 1]; /* always "" (see hello) */
 	char reserved[7];
 };

@@ -55,6 +55,11 @@ static void usage(FILE *f)
 "                      $CKPT_SAVE_FILES (GLOB:GLOB...) for child processes.\n"
 "                      A matching file that cannot be read fails the\n"
 "                      checkpoint (the previous image stays)\n"
+"  --compress          compress every image (zstd, extent by extent, on\n"
+"                      all cores; incompressible memory is stored as\n"
+"                      it is); kept in $CKPT_COMPRESS=1 for child\n"
+"                      processes. ckpt_command --checkpoint --compress\n"
+"                      compresses one checkpoint\n"
 "  --tmp-file-max SIZE  save files on temporary storage (tmpfs, /tmp,\n"
 "                      /var/tmp) up to SIZE bytes (K, M, G suffixes;\n"
 "                      default 64M, also $CKPT_TMP_FILE_MAX); a larger\n"
@@ -128,6 +133,7 @@ static void parse_args(int argc, char **argv, struct launch *l)
 		{ "interval", required_argument, NULL, 'i' },
 		{ "save-files", required_argument, NULL, 'S' },
 		{ "tmp-file-max", required_argument, NULL, 'T' },
+		{ "compress", no_argument, NULL, 'z' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
@@ -162,6 +168,9 @@ static void parse_args(int argc, char **argv, struct launch *l)
 			break;
 		case 'T':
 			set_tmp_file_max(optarg);
+			break;
+		case 'z':
+			setenv_or_die("CKPT_COMPRESS", "1");
 			break;
 		case 'h':
 			usage(stdout);

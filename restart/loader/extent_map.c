@@ -22,14 +22,13 @@
  * the brk heap keeps brk semantics (and its [heap] name), the main stack
  * grows down, shared memory must stay shared, file mappings and the vdso
  * have their own sources; executable memory is copied because the image
- * may be on a noexec mount. The data must be stored raw (today every
- * extent is; a stored form other than the page image, such as a
- * compressed extent, must answer 0 here).
+ * may be on a noexec mount. The data must be stored raw: a compressed
+ * extent is decompressed (extent_decode.c).
  */
 int extent_can_be_mapped(const struct loader *l, const struct ckpt_region *r,
 			 const struct ckpt_extent *e)
 {
-	if (!l->map_image)
+	if (!l->map_image || e->encoding != CKPT_EXTENT_RAW)
 		return 0;
 	if (r->kind != CKPT_REGION_ANON &&
 	    r->kind != CKPT_REGION_DELETED_PRIVATE)

@@ -134,6 +134,12 @@ int extent_can_be_mapped(const struct loader *l, const struct ckpt_region *r,
 void map_extent(struct loader *l, const struct ckpt_extent *e);
 void extent_map_prepare(struct loader *l);
 
+/* extent_decode.c */
+void extent_decode_prepare(struct loader *l);
+void extent_decode_queue(const struct loader *l, const struct ckpt_extent *e,
+			 unsigned char *dst);
+void extent_decode_wait(const struct loader *l);
+
 /* vdso.c */
 void specials_collect(struct loader *l);
 void specials_plan(struct loader *l);

@@ -67,6 +67,7 @@ void loader_main(const uint64_t *kernel_sp)
 	locate_self(&l);
 	image_read(&l);
 	extent_map_prepare(&l);
+	extent_decode_prepare(&l);
 	maps_read(&l);
 	specials_collect(&l);
 	specials_plan(&l);

@@ -204,6 +204,18 @@ static const struct ckpt_extent *region_extents(const struct loader *l,
 	return &l->extents[r->first_extent];
 }
 
+/* One extent into dst: read, or queued for decompression (extent_decode.c;
+ * extent_decode_wait() finishes the queue). */
+static void read_or_queue_extent(const struct loader *l,
+				 const struct ckpt_extent *e,
+				 unsigned char *dst)
+{
+	if (e->encoding != CKPT_EXTENT_RAW)
+		extent_decode_queue(l, e, dst);
+	else
+		read_extent(l, e, dst);
+}
+
 /* The region's saved pages into dst, which stands for r->start: the
  * region itself, or a buffer of its size (the old vdso, vdso.c). */
 void region_read_data(const struct loader *l, const struct ckpt_region *r,
@@ -212,11 +224,12 @@ void region_read_data(const struct loader *l, const struct ckpt_region *r,
 	const struct ckpt_extent *e = region_extents(l, r);
 
 	for (uint64_t i = 0; i < r->nextents; i++)
-		read_extent(l, &e[i], dst + (e[i].addr - r->start));
+		read_or_queue_extent(l, &e[i], dst + (e[i].addr - r->start));
+	extent_decode_wait(l);	/* the compressed ones, in parallel */
 }
 
 /* The region's saved pages at their addresses: mapped from the image
- * where the rule allows (extent_map.c), else read in. */
+ * where the rule allows (extent_map.c), else read in or decompressed. */
 static void region_fill(struct loader *l, const struct ckpt_region *r)
 {
 	const struct ckpt_extent *e = region_extents(l, r);
@@ -225,8 +238,10 @@ static void region_fill(struct loader *l, const struct ckpt_region *r)
 		if (extent_can_be_mapped(l, r, &e[i]))
 			map_extent(l, &e[i]);
 		else
-			read_extent(l, &e[i], (unsigned char *)e[i].addr);
+			read_or_queue_extent(l, &e[i],
+					     (unsigned char *)e[i].addr);
 	}
+	extent_decode_wait(l);	/* the compressed ones, in parallel */
 }
 
 void map_regions(struct loader *l)

@@ -113,6 +113,8 @@ static void add_extent(struct builder *b, struct ckpt_region *r,
 	e->addr = addr;
 	e->len = len;
 	e->hash = ckpt_hash64(data, len, 0);
+	e->encoding = CKPT_EXTENT_RAW;
+	e->stored_len = len;
 	b->extent_data[b->nextents++] = data;
 	r->nextents++;
 }

@@ -48,7 +48,7 @@ $(FUZZ_DIR)/fuzz_image: tests/fuzz/fuzz_image.c $(FUZZ_SRCS_image) \
 		$(wildcard include/ckpt/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -Irestart tests/fuzz/fuzz_image.c \
-		$(FUZZ_SRCS_image) -o $@
+		$(FUZZ_SRCS_image) -o $@ -lzstd
 
 # Small real images (about 45 KiB each) of the loader self-test generator,
 # in its variants; the files they map lie beside, in seed-files-image.

@@ -100,4 +100,21 @@ ckpt_syscall:
 	movq %rax, %rdi
 	jmp ckpt_syscall_error
 	.size ckpt_syscall, .-ckpt_syscall
+
+/* long ckpt_syscall_noerrno(long nr, long a1, ..., long a6): the kernel's
+ * result as it is (-errno on failure); errno is not touched. */
+	.globl ckpt_syscall_noerrno
+	.hidden ckpt_syscall_noerrno
+	.type ckpt_syscall_noerrno, @function
+ckpt_syscall_noerrno:
+	movq %rdi, %rax
+	movq %rsi, %rdi
+	movq %rdx, %rsi
+	movq %rcx, %rdx
+	movq %r8, %r10
+	movq %r9, %r8
+	movq 8(%rsp), %r9
+	syscall
+	ret
+	.size ckpt_syscall_noerrno, .-ckpt_syscall_noerrno
 	.section .note.GNU-stack,"",@progbits

@@ -71,6 +71,16 @@ static inline void arch_write_vdso_enosys(unsigned char *at)
 		at[i] = code[i];
 }
 
+/* A thread sharing the loader's memory, files and signal handlers that
+ * runs fn(arg) on stack_top and exits when it returns (clone.S). */
+long arch_clone_thread(unsigned long flags, void *stack_top, int *tid,
+		       void (*fn)(void *), void *arg);
+
+/* The stack protector of code built for glibc (the static libzstd)
+ * reads its canary at %fs:0x28: a loader thread with no TLS gets a
+ * scratch page (extent_decode.c) until arch_set_tls gives the real one. */
+#define ARCH_TLS_SCRATCH_CANARY	0x28
+
 /* Switch to stack_top and call entry(args) with the ABI's alignment;
  * exit_group(70) if it ever returns. In handoff.S. */
 void arch_jump_to_restore(uint64_t entry, uint64_t stack_top, void *args)
