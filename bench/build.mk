@@ -1,7 +1,7 @@
 # The benchmark: `make bench` (not part of `make test`).
 
 BENCH_APPS := $(BUILD)/bench/fill_idle $(BUILD)/bench/lock_cost \
-	      $(BUILD)/bench/tcp_conns
+	      $(BUILD)/bench/tcp_conns $(BUILD)/bench/wrapped_calls
 
 .PHONY: bench-apps
 all: bench-apps
@@ -18,6 +18,10 @@ $(BUILD)/bench/lock_cost: bench/lock_cost.c
 $(BUILD)/bench/tcp_conns: bench/tcp_conns.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CKPT_CFLAGS) $< -o $@
+
+$(BUILD)/bench/wrapped_calls: bench/wrapped_calls.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CKPT_CFLAGS) -pthread $< -o $@
 
 bench: all
 	/usr/bin/python3 bench/bench.py
