@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * wrapped_calls [ROUNDS]: nanoseconds per call of the calls libckpt wraps
+ * wrapped_calls [ROUNDS [CALL...]]: nanoseconds per call of the calls libckpt wraps
  * or that run beside its wrappers (docs/performance.md, "The cost of
  * running under ckpt"), one line each, "NAME NS", each the best of ROUNDS
- * rounds (5) of a fixed number of calls. Run it plain and under
+ * rounds (5) of a fixed number of calls; all calls, or those named. Run it plain and under
  * ckpt_launch: bench/bench.py --only wrappers prints the ratios.
  * Any failure exits 1 with the call and the reason.
  */
@@ -205,12 +205,22 @@ static double best_ns(const struct call *c, int rounds)
 	return best;
 }
 
+static int wanted(const char *name, int argc, char **argv)
+{
+	if (argc <= 2)
+		return 1;
+	for (int i = 2; i < argc; i++)
+		if (!strcmp(argv[i], name))
+			return 1;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int rounds = argc > 1 ? atoi(argv[1]) : 5;
 
 	if (rounds <= 0) {
-		fprintf(stderr, "usage: wrapped_calls [ROUNDS]\n");
+		fprintf(stderr, "usage: wrapped_calls [ROUNDS [CALL...]]\n");
 		return 2;
 	}
 	/* libckpt runs a thread of its own, and glibc takes faster paths in
@@ -219,6 +229,8 @@ int main(int argc, char **argv)
 	thread_create_join();
 	start_echo();
 	for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
+		if (!wanted(calls[i].name, argc, argv))
+			continue;
 		printf("%s %.1f\n", calls[i].name, best_ns(&calls[i], rounds));
 		fflush(stdout);
 	}
