@@ -28,8 +28,15 @@ every restart (checkpoint and restart added); and redis-server holding
 --redis (1024) MiB of random values against fill_idle of its resident
 size, DBSIZE checked after every restart (the ratios).
 
+Then the cost of running under ckpt: build/bench/wrapped_calls (fork,
+posix_spawn, exec, pipe round trip, getpid, clock_gettime, pthread_create,
+sigaction) plain and under ckpt_launch, and two whole programs (make -j2
+of a 100-file C project, a pytest run of small tests), each ratio next to
+its target (--only wrappers; --only programs: the programs alone).
+
 Usage: bench/bench.py [--sizes 16,256,1024] [--dir DIR] [--json FILE]
-                      [--only sizes,small,restart,sockets,redis,compress]
+                      [--only sizes,small,restart,sockets,redis,compress,
+                              wrappers,programs]
                       [--restart-mib MIB] [--sockets N] [--redis MIB]
 
 --only compress (docs/performance.md, "Compression"): a 1 GiB random fill
@@ -42,6 +49,7 @@ Every wait is bounded; a failure prints the tool's stderr and exits 1.
 """
 
 import argparse
+import glob
 import json
 import os
 import shutil
@@ -60,6 +68,7 @@ FILL_IDLE = os.path.join(ROOT, "build", "bench", "fill_idle")
 TCP_CONNS = os.path.join(ROOT, "build", "bench", "tcp_conns")
 ZERO_SCAN = os.path.join(ROOT, "build", "bench", "zero_scan")
 PY_HEAP = os.path.join(ROOT, "bench", "py_heap.py")
+WRAPPED_CALLS = os.path.join(ROOT, "build", "bench", "wrapped_calls")
 REDIS_SERVER = "/usr/bin/redis-server"
 REDIS_CLI = "/usr/bin/redis-cli"
 # A redis value fills jemalloc's 4 KiB size class exactly (sds header and
@@ -599,6 +608,121 @@ def resident_mib(pid):
     raise BenchError("pid %d has no VmRSS line" % pid)
 
 
+# The cost of running under ckpt (issue 10, section 4): each wrapped call,
+# and two whole programs, plain and under ckpt_launch in the same run.
+WRAPPER_TARGETS = {"fork": 1.5, "posix_spawn": 2.0, "exec": 2.0}
+WRAPPER_TARGET_OTHERS = 1.1
+PROGRAM_TARGET = 1.05
+MAKE_FILES = 100
+PYTEST_TESTS = 1000
+
+
+def wrapped_calls_once(bench, under_ckpt, rounds):
+    """{call: ns} from one run of build/bench/wrapped_calls."""
+    argv = [WRAPPED_CALLS, str(rounds)]
+    if under_ckpt:
+        argv = [tool("ckpt_launch"), "--"] + argv
+    out = run(argv, bench.env).stdout.decode()
+    return {name: float(ns) for name, ns in
+            (line.split() for line in out.splitlines() if line.strip())}
+
+
+def measure_wrapped_calls(bench, repeat, rounds=5):
+    """Best of `repeat` runs of each side (alternating, so load on the
+    shared machine falls on both), each already the best of `rounds`."""
+    plain, ckpt = {}, {}
+    for _ in range(repeat):
+        for side, under in ((plain, False), (ckpt, True)):
+            for name, ns in wrapped_calls_once(bench, under, rounds).items():
+                side[name] = min(ns, side.get(name, ns))
+    return [{"call": name, "native_ns": plain[name], "ckpt_ns": ckpt[name],
+             "ratio": ckpt[name] / plain[name],
+             "target": WRAPPER_TARGETS.get(name, WRAPPER_TARGET_OTHERS)}
+            for name in plain]
+
+
+def write_pytest_workload(path, n):
+    """n small pure-python tests (arithmetic, strings, dicts)."""
+    with open(path, "w") as f:
+        for i in range(n):
+            f.write("def test_%d():\n"
+                    "    d = {str(k): k * %d for k in range(50)}\n"
+                    "    assert sum(d.values()) == %d\n"
+                    "    assert ''.join(sorted(d))[:3] == '011'\n\n" % (
+                        i, i, 1225 * i))
+
+
+def measure_programs(bench, repeat):
+    """make -j2 of the 100-file C project of tests/test_make.py and a
+    pytest run of PYTEST_TESTS small tests, plain and under ckpt_launch,
+    best of `repeat` each (alternating)."""
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    from test_make import write_project
+    project = os.path.join(bench.dir, "cproject")
+    write_project(project, parts=MAKE_FILES, lines=20)
+    tests = os.path.join(bench.dir, "test_workload.py")
+    write_pytest_workload(tests, PYTEST_TESTS)
+    programs = {
+        "make -j2 (%d files)" % MAKE_FILES: ["make", "-s", "-j2", "-C",
+                                             project],
+        "python3 -m pytest (%d tests)" % PYTEST_TESTS: [
+            "/usr/bin/python3", "-m", "pytest", "-q", "-p",
+            "no:cacheprovider", tests],
+    }
+    results = []
+    for label, argv in programs.items():
+        best = {False: None, True: None}
+        for _ in range(repeat):
+            for under in (False, True):
+                for f in glob.glob(os.path.join(project, "*.o")) + [
+                        os.path.join(project, "prog")]:
+                    if os.path.exists(f):
+                        os.unlink(f)
+                full = ([tool("ckpt_launch"), "--"] if under else []) + argv
+                t, _ = timed(full, bench.env, cwd=bench.dir)
+                if best[under] is None or t < best[under]:
+                    best[under] = t
+        results.append({"program": label, "native_s": best[False],
+                        "ckpt_s": best[True],
+                        "ratio": best[True] / best[False],
+                        "target": PROGRAM_TARGET})
+    return results
+
+
+def run_wrapper_parts(bench, parts, repeat, out):
+    """--only wrappers: the calls, then the programs; --only programs:
+    the programs alone. Results go into `out` as they come."""
+    if "wrappers" in parts:
+        print("measuring wrapped calls...", flush=True)
+        out["calls"] = measure_wrapped_calls(bench, repeat)
+    if "wrappers" in parts or "programs" in parts:
+        print("measuring whole programs...", flush=True)
+        out["programs"] = measure_programs(bench, repeat)
+
+
+def report_wrappers(calls, programs):
+    print()
+    if calls:
+        print("wrapped calls, native against under ckpt_launch (best of "
+              "several runs):")
+        print("%-16s %14s %14s %8s %8s" % ("call", "native", "under ckpt",
+                                           "ratio", "target"))
+        for c in calls:
+            print("%-16s %11.0f ns %11.0f ns %7.2fx %7.1fx %s" % (
+                c["call"], c["native_ns"], c["ckpt_ns"], c["ratio"],
+                c["target"], "met" if c["ratio"] <= c["target"]
+                else "NOT met"))
+    if programs:
+        print("%-32s %12s %12s %8s %8s" % ("program", "native",
+                                           "under ckpt", "ratio",
+                                           "target"))
+        for p in programs:
+            print("%-32s %12s %12s %7.3fx %7.2fx %s" % (
+                p["program"], ms(p["native_s"]), ms(p["ckpt_s"]),
+                p["ratio"], p["target"], "met" if p["ratio"] <=
+                p["target"] else "NOT met"))
+
+
 def ms(s):
     return "%8.1f ms" % (s * 1000)
 
@@ -825,7 +949,8 @@ def report(results, small, sockets=None, redis=None, restart_modes=None,
           " the image from the page cache.")
 
 
-PARTS = ("sizes", "small", "restart", "sockets", "redis", "compress")
+PARTS = ("sizes", "small", "restart", "sockets", "redis", "compress",
+         "wrappers", "programs")
 
 
 def main():
@@ -865,7 +990,8 @@ def main():
 
     missing = [p for p in [tool(t) for t in (
         "ckpt_launch", "ckpt_command", "ckpt_restart", "ckpt_coordinator")]
-        + [FILL_IDLE, TCP_CONNS, ZERO_SCAN] if not os.path.exists(p)]
+        + [FILL_IDLE, TCP_CONNS, ZERO_SCAN, WRAPPED_CALLS]
+        if not os.path.exists(p)]
     if missing:
         print("bench: not built (run make): " + ", ".join(missing),
               file=sys.stderr)
@@ -874,6 +1000,7 @@ def main():
     bench = Bench(workdir)
     results, small, sockets, redis, compress = [], None, None, None, None
     restart_modes = None
+    wrappers = {}
     try:
         bench.start_coordinator()
         if "sizes" in parts:
@@ -906,20 +1033,24 @@ def main():
             print("measuring compression...", flush=True)
             compress = measure_compress(bench, args.compress_mib,
                                         args.heap_mib, args.repeat)
+        run_wrapper_parts(bench, parts, args.repeat, wrappers)
     except (BenchError, OSError, subprocess.SubprocessError) as e:
         print("bench: %s" % e, file=sys.stderr)
         report(results, small, sockets, redis, restart_modes, compress)
+        report_wrappers(wrappers.get("calls"), wrappers.get("programs"))
         return 1
     finally:
         bench.stop()
         shutil.rmtree(workdir, ignore_errors=True)
     report(results, small, sockets, redis, restart_modes, compress)
+    report_wrappers(wrappers.get("calls"), wrappers.get("programs"))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"sizes": results, "small": small,
                        "restart_modes": restart_modes,
                        "sockets": sockets, "redis": redis,
-                       "compress": compress}, f, indent=2)
+                       "compress": compress, "wrappers": wrappers}, f,
+                      indent=2)
     return 0
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 # The benchmark: `make bench` (not part of `make test`).
 
 BENCH_APPS := $(BUILD)/bench/fill_idle $(BUILD)/bench/lock_cost \
-	      $(BUILD)/bench/tcp_conns $(BUILD)/bench/zero_scan
+	      $(BUILD)/bench/tcp_conns $(BUILD)/bench/zero_scan \
+	      $(BUILD)/bench/wrapped_calls
 
 .PHONY: bench-apps
 all: bench-apps
@@ -22,6 +23,10 @@ $(BUILD)/bench/tcp_conns: bench/tcp_conns.c
 $(BUILD)/bench/zero_scan: bench/zero_scan.c include/ckpt/hash.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CKPT_CFLAGS) $< -o $@
+
+$(BUILD)/bench/wrapped_calls: bench/wrapped_calls.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CKPT_CFLAGS) -pthread $< -o $@
 
 bench: all
 	/usr/bin/python3 bench/bench.py

@@ -325,6 +325,8 @@ int ckpt_signal_move(int (*install)(void *arg), void *arg,
 	int from = ckpt.signal, to, r;
 	struct sigaction handler;
 
+	/* a manager thread just created takes its part before parking */
+	manager_wait_started();
 	r = threads_park_for_move(err, errlen);
 	if (r < 0)
 		goto fail;

@@ -474,6 +474,9 @@ int checkpoint_restore_resources(const struct ckpt_restart_args *args);
 int ordered_dir_check(const char *dir, char *err, size_t errlen);
 
 int manager_start(void);
+int ckpt_real_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
+			     void *(*fn)(void *), void *arg);
+void manager_wait_started(void);
 int manager_stack_overlaps(uint64_t addr, uint64_t len);
 int threads_park_area_overlaps(uint64_t addr, uint64_t len);
 void manager_after_restart(uint64_t image_generation);

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -182,12 +183,12 @@ static void keep_next_suspend(const struct ckpt_msg_do_checkpoint *m)
 	have_next_suspend = 1;
 }
 
-/* Connect and introduce this process; the coordinator answers WELCOME. */
-static int join_coordinator(uint32_t flags)
+/* Connect and send HELLO: from here on the coordinator knows of this
+ * process (the HELLO waits in its socket). Returns the descriptor, whose
+ * WELCOME is still to be read (read_welcome). */
+static int send_hello(uint32_t flags)
 {
 	struct ckpt_msg_hello hello;
-	union manager_msg msg;
-	uint32_t len;
 	int fd, r;
 
 	if (!ckpt.coord_addr[0])
@@ -215,33 +216,72 @@ static int join_coordinator(uint32_t flags)
 	ckpt_fmt(hello.hostname, sizeof(hello.hostname), "%s", ckpt.hostname);
 	/* TCP: connect_retrying() authenticated both ends already */
 	r = ckpt_msg_send(fd, CKPT_MSG_HELLO, &hello, sizeof(hello));
-	if (r >= 0)
-		r = ckpt_msg_recv(fd, &msg, sizeof(msg), &len,
-				  HELLO_TIMEOUT_MS);
-	if (r >= 0 && r != CKPT_MSG_WELCOME)
-		r = -EPROTO;
 	if (r < 0) {
 		ckpt_mark_own_fd(fd, 0);
 		close(fd);
 		return r;
 	}
+	return fd;
+}
+
+/* The coordinator's answer to the HELLO sent on fd: WELCOME, whose
+ * settings are taken, or an error. */
+static int read_welcome(int fd)
+{
+	union manager_msg msg;
+	uint32_t len;
+	int r = ckpt_msg_recv(fd, &msg, sizeof(msg), &len, HELLO_TIMEOUT_MS);
+
+	if (r >= 0 && r != CKPT_MSG_WELCOME)
+		r = -EPROTO;
+	if (r < 0)
+		return r;
 	ckpt.computation_id = msg.welcome.computation_id;
 	ckpt.coord_flags = msg.welcome.flags;
 	note_phase_bounds(&msg.welcome, len);
+	return 0;
+}
+
+/* Connect and introduce this process; the coordinator answers WELCOME. */
+static int join_coordinator(uint32_t flags)
+{
+	int fd = send_hello(flags), r;
+
+	if (fd < 0)
+		return fd;
+	r = read_welcome(fd);
+	if (r < 0) {
+		ckpt_mark_own_fd(fd, 0);
+		close(fd);
+		return r;
+	}
 	ckpt.coord_fd = fd;
 	return 0;
+}
+
+/* The coordinator went away in the middle of the introduction (it was
+ * exiting): worth one more try, which starts a new one. */
+static int coordinator_was_exiting(int r)
+{
+	return r == -EPIPE || r == -ECONNRESET || r == -ECONNREFUSED ||
+	       r == -ENOENT;
+}
+
+static void pause_before_second_try(void)
+{
+	struct timespec pause = { 0, 200 * 1000 * 1000 };
+
+	nanosleep(&pause, NULL);
 }
 
 /* One more try when the coordinator went away in the middle of the
  * introduction (it was exiting): a new one is started then. */
 static int join_coordinator_retrying(uint32_t flags)
 {
-	struct timespec pause = { 0, 200 * 1000 * 1000 };
 	int r = join_coordinator(flags);
 
-	if (r == -EPIPE || r == -ECONNRESET || r == -ECONNREFUSED ||
-	    r == -ENOENT) {
-		nanosleep(&pause, NULL);
+	if (coordinator_was_exiting(r)) {
+		pause_before_second_try();
 		r = join_coordinator(flags);
 	}
 	return r;
@@ -450,23 +490,40 @@ static void handle_suspend(const struct ckpt_msg_do_checkpoint *first)
 	}
 }
 
-/* The manager thread's stack (and TLS, in the same mapping). */
+/* The manager thread's stack (and TLS, in the same mapping): a mapping
+ * of our own, so its bounds are known without pthread_getattr_np, whose
+ * malloc made the manager thread a malloc arena of its own (a 128 MiB
+ * reservation and its page faults in every process: 0.2 ms of every
+ * fork and exec here). A forked child makes its manager on the same
+ * mapping: its copy is free there. glibc puts the thread descriptor and
+ * static TLS at the top of a stack it is given. */
+#define MANAGER_STACK_SIZE (256 * 1024)
+#define MANAGER_STACK_GUARD 4096
 static uint64_t manager_stack_lo, manager_stack_hi;
 
-static void note_manager_stack(void)
+static int manager_stack(void **stack)
 {
-	pthread_attr_t attr;
-	void *base;
-	size_t size;
+	void *m;
 
-	if (pthread_getattr_np(pthread_self(), &attr) != 0)
-		return;
-	if (pthread_attr_getstack(&attr, &base, &size) == 0) {
-		manager_stack_lo = (uintptr_t)base;
-		/* glibc keeps the thread descriptor right above the stack */
-		manager_stack_hi = (uintptr_t)base + size + (64 << 10);
+	if (!manager_stack_hi) {
+		m = mmap(NULL, MANAGER_STACK_GUARD + MANAGER_STACK_SIZE,
+			 PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK,
+			 -1, 0);
+		if (m == MAP_FAILED)
+			return -errno;
+		if (mprotect((char *)m + MANAGER_STACK_GUARD,
+			     MANAGER_STACK_SIZE, PROT_READ | PROT_WRITE) < 0) {
+			int e = errno;
+
+			munmap(m, MANAGER_STACK_GUARD + MANAGER_STACK_SIZE);
+			return -e;
+		}
+		manager_stack_lo = (uintptr_t)m;
+		manager_stack_hi = (uintptr_t)m + MANAGER_STACK_GUARD +
+				   MANAGER_STACK_SIZE;
 	}
-	pthread_attr_destroy(&attr);
+	*stack = (void *)(uintptr_t)(manager_stack_lo + MANAGER_STACK_GUARD);
+	return 0;
 }
 
 int manager_stack_overlaps(uint64_t addr, uint64_t len)
@@ -509,8 +566,64 @@ static void rejoin_coordinator(void)
 	}
 }
 
-/* futex: the manager thread has taken its part in the program's masks */
+/* The starting thread connects and sends HELLO, the manager thread reads
+ * the WELCOME: the coordinator knows of the process before the program
+ * runs on (a round waits for a member that has not suspended yet,
+ * docs/protocol.md, "Members of a round"), but the program does not wait
+ * for the coordinator's answer, a round trip that every fork and exec
+ * paid before. Set while ckpt.coord_fd's WELCOME is unread. */
+static int welcome_pending;
+static uint32_t welcome_pending_flags;
+
+/* In the manager thread: the answer to the HELLO start_in_this_process
+ * sent. A coordinator that was exiting meanwhile is joined again (or a
+ * new one started) as join_coordinator_retrying does. */
+static void finish_joining(void)
+{
+	int r;
+
+	welcome_pending = 0;
+	r = read_welcome(ckpt.coord_fd);
+	if (r == 0)
+		return;
+	leave_coordinator();
+	if (coordinator_was_exiting(r)) {
+		pause_before_second_try();
+		r = join_coordinator(welcome_pending_flags);
+	}
+	if (r < 0)
+		ckpt_log("cannot reach the coordinator at %s: %s; trying "
+			 "again in the background", ckpt.coord_addr,
+			 strerror(-r));
+}
+
+/* futex: MANAGER_STARTING from the thread's creation until it has taken
+ * its part in the program's masks (ckpt_signal_block_in_this_thread),
+ * then MANAGER_STARTED. The creator does not wait for that (a fork or
+ * exec would wait for the new thread to be scheduled); a move of the
+ * checkpoint signal, which needs the manager's part, waits instead
+ * (manager_wait_started). */
+enum { MANAGER_NONE, MANAGER_STARTING, MANAGER_STARTED };
 static int manager_started;
+
+static void note_manager_started(void)
+{
+	__atomic_store_n(&manager_started, MANAGER_STARTED, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &manager_started, FUTEX_WAKE_PRIVATE, INT_MAX,
+		NULL, NULL, 0);
+}
+
+/* Bounded (5 s): a manager thread being created has taken its part in
+ * the program's masks. */
+void manager_wait_started(void)
+{
+	struct timespec slice = { 0, 50 * 1000 * 1000 };
+
+	for (int i = 0; i < 100 && __atomic_load_n(&manager_started,
+			__ATOMIC_ACQUIRE) == MANAGER_STARTING; i++)
+		syscall(SYS_futex, &manager_started, FUTEX_WAIT_PRIVATE,
+			MANAGER_STARTING, &slice, NULL, 0);
+}
 
 static void *manager_main(void *arg)
 {
@@ -520,10 +633,9 @@ static void *manager_main(void *arg)
 
 	(void)arg;
 	ckpt_signal_block_in_this_thread();
-	__atomic_store_n(&manager_started, 1, __ATOMIC_RELEASE);
-	syscall(SYS_futex, &manager_started, FUTEX_WAKE_PRIVATE, 1, NULL,
-		NULL, 0);
-	note_manager_stack();
+	note_manager_started();
+	if (welcome_pending)
+		finish_joining();
 	for (;;) {
 		if (ckpt.coord_fd < 0)
 			rejoin_coordinator();
@@ -560,28 +672,27 @@ static void *manager_main(void *arg)
 
 int manager_start(void)
 {
-	struct timespec slice = { 0, 50 * 1000 * 1000 };
 	pthread_attr_t attr;
 	pthread_t tid;
 	sigset_t all, old;
-	int r;
+	void *stack = NULL;
+	int r = manager_stack(&stack);
 
+	if (r < 0)
+		return r;
 	pthread_attr_init(&attr);
-	pthread_attr_setstacksize(&attr, 256 * 1024);
+	pthread_attr_setstack(&attr, stack, MANAGER_STACK_SIZE);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	/* The manager must never take the program's signals. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	manager_started = 0;
-	r = pthread_create(&tid, &attr, manager_main, NULL);
+	__atomic_store_n(&manager_started, MANAGER_STARTING, __ATOMIC_RELEASE);
+	r = ckpt_real_pthread_create(&tid, &attr, manager_main, NULL);
+	if (r)
+		__atomic_store_n(&manager_started, MANAGER_NONE,
+				 __ATOMIC_RELEASE);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
-	/* before the program can move the checkpoint signal */
-	for (int i = 0; !r && i < 100 &&
-			!__atomic_load_n(&manager_started, __ATOMIC_ACQUIRE);
-	     i++)
-		syscall(SYS_futex, &manager_started, FUTEX_WAIT_PRIVATE, 0,
-			&slice, NULL, 0);
 	return -r;
 }
 
@@ -613,22 +724,32 @@ void manager_after_restart(uint64_t image_generation)
 
 static void start_in_this_process(uint32_t flags)
 {
-	int r = join_coordinator_retrying(flags);
+	int r = send_hello(flags);
 
+	if (coordinator_was_exiting(r)) {
+		pause_before_second_try();
+		r = send_hello(flags);
+	}
 	if (r < 0 && (r == -EINVAL || r == -EACCES)) {
 		ckpt_log("cannot reach the coordinator at %s: %s; running "
 			 "without checkpoints", ckpt.coord_addr[0] ?
 			 ckpt.coord_addr : "(none)", strerror(-r));
 		return;
 	}
-	if (r < 0) /* gone for now: the manager thread joins it later */
+	if (r < 0) { /* gone for now: the manager thread joins it later */
 		ckpt_log("cannot reach the coordinator at %s: %s; trying "
 			 "again in the background", ckpt.coord_addr,
 			 strerror(-r));
+	} else {
+		ckpt.coord_fd = r;
+		welcome_pending_flags = flags;
+		welcome_pending = 1;
+	}
 	r = manager_start();
 	if (r < 0) {
 		ckpt_log("cannot start the checkpoint thread: %s",
 			 strerror(-r));
+		welcome_pending = 0;
 		leave_coordinator();
 	}
 }
@@ -647,6 +768,7 @@ static void after_fork_in_child(void)
 		close(ckpt.coord_fd);
 		ckpt.coord_fd = -1;
 	}
+	welcome_pending = 0; /* the parent's connection, closed above */
 	image_in_flight = 0; /* the parent's image, not ours */
 	threads_reset_after_fork();
 	ckpt.vppid = ckpt.vpid;

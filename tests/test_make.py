@@ -21,12 +21,13 @@ PARTS = 12
 LINES = 300
 
 
-def write_project(d):
-    """PARTS files of arithmetic that takes gcc -O2 a moment each."""
+def write_project(d, parts=PARTS, lines=LINES):
+    """`parts` files of arithmetic that takes gcc -O2 a moment each
+    (bench/bench.py builds 100 of them)."""
     os.makedirs(d)
-    for i in range(PARTS):
+    for i in range(parts):
         body = ["unsigned long part%d(unsigned long x) {" % i]
-        for k in range(LINES):
+        for k in range(lines):
             body.append("  x = x * %dUL + %d; x ^= x >> %d;" % (
                 6364136223846793005 + 2 * k + i, 7 * k + i, k % 31 + 1))
             body.append("  if (x %% %d == %d) x += %d;" % (k + 3, k % 3,
@@ -35,13 +36,13 @@ def write_project(d):
         with open(os.path.join(d, "part%d.c" % i), "w") as f:
             f.write("\n".join(body))
     decls = "".join("unsigned long part%d(unsigned long);\n" % i
-                    for i in range(PARTS))
-    calls = "".join("  x = part%d(x);\n" % i for i in range(PARTS))
+                    for i in range(parts))
+    calls = "".join("  x = part%d(x);\n" % i for i in range(parts))
     with open(os.path.join(d, "main.c"), "w") as f:
         f.write('#include <stdio.h>\n%sint main(void)\n{\n'
                 '  unsigned long x = 1;\n%s  printf("result %%lu\\n", x);\n'
                 '  return 0;\n}\n' % (decls, calls))
-    objs = " ".join(["part%d.o" % i for i in range(PARTS)] + ["main.o"])
+    objs = " ".join(["part%d.o" % i for i in range(parts)] + ["main.o"])
     with open(os.path.join(d, "Makefile"), "w") as f:
         f.write("CFLAGS = -O2\nprog: %s\n\t$(CC) -o $@ $^\n"
                 "%%.o: %%.c\n\t$(CC) $(CFLAGS) -c $< -o $@\n" % objs)

@@ -31,6 +31,15 @@ static void *start_with_creators_wish(void *p)
 	return start.fn(start.arg);
 }
 
+/* libckpt's own threads (the manager) set their part of the masks
+ * themselves: no wish to carry, and no malloc here nor free in the new
+ * thread, whose first free would give it a malloc arena of its own. */
+int ckpt_real_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
+			     void *(*fn)(void *), void *arg)
+{
+	return NEXT_FN(pthread_create)(thread, attr, fn, arg);
+}
+
 CKPT_WRAPPER int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
 				void *(*fn)(void *), void *arg)
 {
