@@ -12,7 +12,7 @@ import os
 import re
 
 from ckpt_harness import app, reference_output, run, COMMAND_TIMEOUT
-from ckpt_image import Image
+from ckpt_image import EXTENT_FMT as EXTENT, Image
 
 ROUNDS = 60
 MIB = 8
@@ -20,7 +20,6 @@ PROGRESS = r"^round (\d+)/"
 CHILD_PROGRESS = r"^child round (\d+)/"
 ARGV = [app("mapped_memory"), str(MIB), str(ROUNDS)]
 TREE_ARGV = ARGV + ["tree"]
-EXTENT = "<QQQQ"
 MAPPABLE = 0x8                  # CKPT_IMG_F_MAPPABLE
 
 
