@@ -30,7 +30,7 @@
 #define COORD_JOIN_TIMEOUT_MS		3000	/* a forked/exec'd member */
 #define COORD_JOIN_CHECK_MS		20	/* look again for it */
 #define COORD_MAX_EXPECTED		64
-#define COORD_RESTART_JOIN_TIMEOUT_MS	10000	/* a restart's last process */
+#define COORD_RESTART_JOIN_TIMEOUT_MS	3000	/* a restart's last process */
 #define COORD_MAX_RESTART_GROUPS	64	/* restarts joining at once */
 #define COORD_MAX_RESTART_GROUP_SIZE	4096
 #define COORD_IDLE_EXIT_MS		60000	/* nobody ever came */

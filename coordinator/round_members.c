@@ -239,5 +239,5 @@ int members_complete(struct coordinator *co)
 	if (missing)
 		return -1;
 	restarts = restart_groups_complete(co, &r->next_member_check_ms);
-	return restarts < 0 ? -1 : kept == 0 && restarts > 0;
+	return kept == 0 && restarts;
 }
