@@ -20,7 +20,8 @@ FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined \
 FUZZ_TARGETS += coord_msg
 FUZZ_SRCS_coord_msg := coordinator/conn.c coordinator/listener.c \
 	coordinator/checkpoint_round.c coordinator/commands.c \
-	coordinator/round_members.c coordinator/conn_guard.c \
+	coordinator/round_members.c coordinator/restart_groups.c \
+	coordinator/conn_guard.c \
 	coordinator/peer_pid.c coordinator/sanitize.c \
 	coordinator/round_timeouts.c coordinator/auth_handshake.c \
 	$(CLIENT_SRCS)
