@@ -75,22 +75,24 @@ void restart_groups_on_join(struct coordinator *co, const struct conn *c)
  * joins (a `sleep` that ends), so the round goes on with those that did. */
 int restart_groups_complete(struct coordinator *co, int64_t *next_check_ms)
 {
-	int64_t now = now_ms();
+	int64_t now = now_ms(), wait_ms = COORD_RESTART_JOIN_TIMEOUT_MS;
 	int waiting = 0;
 
+	if (wait_ms > co->phase_timeout_ms / 2)	/* a short --phase-timeout */
+		wait_ms = co->phase_timeout_ms / 2;
 	for (int i = 0; i < co->ngroups; ) {
 		struct restart_group *g = &co->groups[i];
 
-		if (now < g->first_ms + COORD_RESTART_JOIN_TIMEOUT_MS) {
+		if (now < g->first_ms + wait_ms) {
 			waiting++;
 			i++;
 			continue;
 		}
 		coord_log("a restart of %u processes on host %s is incomplete "
-			  "after %d s (%u joined; the others exited or are "
+			  "after %.1f s (%u joined; the others exited or are "
 			  "still restoring); no longer waited for", g->size,
-			  g->host[0] ? g->host : "?",
-			  COORD_RESTART_JOIN_TIMEOUT_MS / 1000, g->joined);
+			  g->host[0] ? g->host : "?", wait_ms / 1000.0,
+			  g->joined);
 		forget_group(co, g);
 	}
 	if (waiting)
