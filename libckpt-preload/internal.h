@@ -325,14 +325,17 @@ void memory_reprotect(void);
  * (CKPT_RESTART_F_ARGS_KEPT): later checkpoints leave it out. */
 void memory_note_args_area_kept(void);
 
-/* restart_image.c: memory mapped from the image of the last restart */
+/* memory.c: one line of /proc/self/maps */
 struct maps_vma {
-	uint64_t start, end, ino;
+	uint64_t start, end, offset, ino;
 	unsigned major, minor;
 	uint32_t prot;
 	int shared;
+	const char *name;	/* into the line; "" when anonymous */
 };
 int maps_vma_parse(const char *line, struct maps_vma *v);
+
+/* restart_image.c: memory mapped from the image of the last restart */
 void restart_image_note_mapped(uint64_t mapped_at, int image_fd);
 /* Is v a mapping of that image (the program's anonymous memory)? */
 int restart_image_backs(const struct maps_vma *v);

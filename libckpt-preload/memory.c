@@ -28,17 +28,9 @@
 #define ACCEL_BATCH 1024
 #define STACK_RESERVE_MAX (64UL << 20)
 
-struct map_line {
-	uint64_t start, end, offset, ino;
-	unsigned dev_major, dev_minor;
-	uint32_t prot;
-	int shared;
-	const char *name;	/* "" when anonymous */
-};
-
 /* Regions made readable for the write; protected again afterwards. */
 #define MAX_UNPROTECTED 256
-static struct map_line unprotected[MAX_UNPROTECTED];
+static struct maps_vma unprotected[MAX_UNPROTECTED];
 static int nunprotected;
 
 struct scan {
@@ -119,27 +111,26 @@ static int read_maps(void)
 	return r;
 }
 
-static int parse_map_line(char *line, struct map_line *m)
+/* One line of /proc/self/maps; v->name points into line ("" when
+ * anonymous) and lives as long as it. */
+int maps_vma_parse(const char *line, struct maps_vma *v)
 {
-	char perms[8], *p = line;
-	unsigned dev_major, dev_minor;
-	int consumed = 0;
 	unsigned long long start, end, off, ino;
+	char perms[8];
+	int consumed = 0;
 
-	if (sscanf(p, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms,
-		   &off, &dev_major, &dev_minor, &ino, &consumed) < 7)
+	if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end,
+		   perms, &off, &v->major, &v->minor, &ino, &consumed) < 7)
 		return -EINVAL;
-	m->start = start;
-	m->end = end;
-	m->offset = off;
-	m->ino = ino;
-	m->dev_major = dev_major;
-	m->dev_minor = dev_minor;
-	m->prot = (perms[0] == 'r' ? PROT_READ : 0) |
+	v->start = start;
+	v->end = end;
+	v->offset = off;
+	v->ino = ino;
+	v->prot = (perms[0] == 'r' ? PROT_READ : 0) |
 		  (perms[1] == 'w' ? PROT_WRITE : 0) |
 		  (perms[2] == 'x' ? PROT_EXEC : 0);
-	m->shared = perms[3] == 's';
-	m->name = p + consumed;
+	v->shared = perms[3] == 's';
+	v->name = line + consumed;
 	return 0;
 }
 
@@ -151,7 +142,7 @@ static int ends_with(const char *s, const char *suffix)
 }
 
 /* Classify a mapping; 0 means "leave it out of the image". */
-static int region_kind(const struct map_line *m, struct stat *st)
+static int region_kind(const struct maps_vma *m, struct stat *st)
 {
 	const char *n = m->name;
 
@@ -179,20 +170,6 @@ static int region_kind(const struct map_line *m, struct stat *st)
 		return m->shared ? CKPT_REGION_ANON_SHARED :
 				   CKPT_REGION_DELETED_PRIVATE;
 	return m->shared ? CKPT_REGION_FILE_SHARED : CKPT_REGION_FILE_PRIVATE;
-}
-
-/* Memory the restart mapped from its image (restart_image.c): the
- * program's private anonymous memory, every page of it data, whatever
- * the path shows, even after the image was replaced or deleted. */
-static int restart_image_mapping(const struct map_line *m)
-{
-	struct maps_vma v = {
-		.start = m->start, .end = m->end, .ino = m->ino,
-		.major = m->dev_major, .minor = m->dev_minor,
-		.prot = m->prot, .shared = m->shared,
-	};
-
-	return restart_image_backs(&v);
 }
 
 static int page_has_data(int kind, uint64_t pm, unsigned char mc)
@@ -347,7 +324,7 @@ static int add_populated_extents(struct scan *s, int kind, uint64_t start,
 
 /* The main stack grows on demand, which a plain mapping would not: give
  * the restored one room down to RLIMIT_STACK (pages stay untouched). */
-static uint64_t stack_reserve_start(const struct map_line *m, uint64_t floor)
+static uint64_t stack_reserve_start(const struct maps_vma *m, uint64_t floor)
 {
 	struct rlimit rl;
 	uint64_t want = STACK_RESERVE_MAX, start;
@@ -364,10 +341,10 @@ static uint64_t stack_reserve_start(const struct map_line *m, uint64_t floor)
 	return start < m->start ? start : m->start;
 }
 
-static int save_region(struct scan *s, const struct map_line *m,
+static int save_region(struct scan *s, const struct maps_vma *m,
 		       char *err, size_t errlen)
 {
-	int image_backed = restart_image_mapping(m);
+	int image_backed = restart_image_backs(m);
 	struct ckpt_region r;
 	struct stat st;
 	uint64_t saved = 0;
@@ -460,9 +437,9 @@ static struct scan scan_state;
  * Extend m over the parts that follow it directly with its protection;
  * returns the line after the last one taken.
  */
-static char *join_heap_parts(struct map_line *m, char *next)
+static char *join_heap_parts(struct maps_vma *m, char *next)
 {
-	struct map_line n;
+	struct maps_vma n;
 	char *after;
 
 	if (strcmp(m->name, "[heap]"))
@@ -471,7 +448,7 @@ static char *join_heap_parts(struct map_line *m, char *next)
 		after = strchr(next, '\n');
 		if (after)
 			*after = 0;
-		if (parse_map_line(next, &n) < 0 || strcmp(n.name, "[heap]") ||
+		if (maps_vma_parse(next, &n) < 0 || strcmp(n.name, "[heap]") ||
 		    n.start != m->end || n.prot != m->prot ||
 		    n.shared != m->shared) {
 			if (after)
@@ -525,7 +502,7 @@ void memory_note_args_area_kept(void)
 	args_area_end = (f[3] + PAGE - 1) & ~(PAGE - 1);
 }
 
-static int is_args_area(const struct map_line *m)
+static int is_args_area(const struct maps_vma *m)
 {
 	return args_area_end && m->start == args_area_start &&
 	       m->end == args_area_end;
@@ -537,7 +514,7 @@ static int is_args_area(const struct map_line *m)
 int memory_shared_regions(struct shared_region *out, int max)
 {
 	char *line, *next;
-	struct map_line m;
+	struct maps_vma m;
 	struct stat st;
 	int n = 0, r = read_maps();
 
@@ -549,7 +526,7 @@ int memory_shared_regions(struct shared_region *out, int max)
 			*next++ = 0;
 		else
 			next = line + strlen(line);
-		if (parse_map_line(line, &m) < 0 ||
+		if (maps_vma_parse(line, &m) < 0 ||
 		    region_kind(&m, &st) != CKPT_REGION_ANON_SHARED)
 			continue;
 		if (n == max)
@@ -569,7 +546,7 @@ int memory_shared_file_maps(int (*note)(const char *path,
 					const struct stat *st, uint32_t prot))
 {
 	char *line, *next;
-	struct map_line m;
+	struct maps_vma m;
 	struct stat st;
 	int r = read_maps();
 
@@ -579,7 +556,7 @@ int memory_shared_file_maps(int (*note)(const char *path,
 			*next++ = 0;
 		else
 			next = line + strlen(line);
-		if (parse_map_line(line, &m) == 0 &&
+		if (maps_vma_parse(line, &m) == 0 &&
 		    region_kind(&m, &st) == CKPT_REGION_FILE_SHARED)
 			r = note(m.name, &st, m.prot);
 	}
@@ -590,7 +567,7 @@ int memory_scan(struct image_writer *w, char *err, size_t errlen)
 {
 	struct scan *s = &scan_state;
 	char *line, *next;
-	struct map_line m;
+	struct maps_vma m;
 	int r;
 
 	nunprotected = 0;
@@ -622,7 +599,7 @@ int memory_scan(struct image_writer *w, char *err, size_t errlen)
 			*next++ = 0;
 		else
 			next = line + strlen(line);
-		if (parse_map_line(line, &m) < 0)
+		if (maps_vma_parse(line, &m) < 0)
 			continue;
 		next = join_heap_parts(&m, next);
 		/* not saved, but it bounds the reserve of a stack above */

@@ -85,24 +85,6 @@ static int each_vma(int (*fn)(const struct maps_vma *v, void *arg), void *arg)
 	return r;
 }
 
-int maps_vma_parse(const char *line, struct maps_vma *v)
-{
-	unsigned long long start, end, off, ino;
-	char perms[8];
-
-	if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu", &start, &end, perms,
-		   &off, &v->major, &v->minor, &ino) < 7)
-		return -EINVAL;
-	v->start = start;
-	v->end = end;
-	v->ino = ino;
-	v->prot = (perms[0] == 'r' ? PROT_READ : 0) |
-		  (perms[1] == 'w' ? PROT_WRITE : 0) |
-		  (perms[2] == 'x' ? PROT_EXEC : 0);
-	v->shared = perms[3] == 's';
-	return 0;
-}
-
 int restart_image_backs(const struct maps_vma *v)
 {
 	return image.known && !v->shared && v->ino == image.ino &&

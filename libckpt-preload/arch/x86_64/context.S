@@ -78,13 +78,9 @@ ckpt_clone_thread:
 	.size ckpt_clone_thread, .-ckpt_clone_thread
 
 
-/* long ckpt_syscall(long nr, ...): syscall(2) without going through the
- * interposed symbol (libckpt wraps syscall for virtual ids). */
-	.text
-	.globl ckpt_syscall
-	.hidden ckpt_syscall
-	.type ckpt_syscall, @function
-ckpt_syscall:
+/* The syscall whose number and six arguments came as a C call's
+ * (nr, a1, ..., a6): the kernel's result in %rax. */
+.macro SYSCALL_OF_CALL_ARGS
 	movq %rdi, %rax
 	movq %rsi, %rdi
 	movq %rdx, %rsi
@@ -93,6 +89,16 @@ ckpt_syscall:
 	movq %r9, %r8
 	movq 8(%rsp), %r9
 	syscall
+.endm
+
+/* long ckpt_syscall(long nr, ...): syscall(2) without going through the
+ * interposed symbol (libckpt wraps syscall for virtual ids). */
+	.text
+	.globl ckpt_syscall
+	.hidden ckpt_syscall
+	.type ckpt_syscall, @function
+ckpt_syscall:
+	SYSCALL_OF_CALL_ARGS
 	cmpq $-4095, %rax
 	jae 1f
 	ret
@@ -107,14 +113,7 @@ ckpt_syscall:
 	.hidden ckpt_syscall_noerrno
 	.type ckpt_syscall_noerrno, @function
 ckpt_syscall_noerrno:
-	movq %rdi, %rax
-	movq %rsi, %rdi
-	movq %rdx, %rsi
-	movq %rcx, %rdx
-	movq %r8, %r10
-	movq %r9, %r8
-	movq 8(%rsp), %r9
-	syscall
+	SYSCALL_OF_CALL_ARGS
 	ret
 	.size ckpt_syscall_noerrno, .-ckpt_syscall_noerrno
 	.section .note.GNU-stack,"",@progbits
