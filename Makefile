@@ -16,7 +16,12 @@ CFLAGS ?= -O2 -g
 CKPT_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -Iinclude \
 	-DCKPT_VERSION=\"$(VERSION)\" -DCKPT_ARCH_$(subst -,_,$(ARCH))=1
 
-CLIENT_SRCS := $(wildcard coordinator/client*.c)
+# protocol/: the wire protocol's client side, under everything else: it
+# goes into libckpt.so, the coordinator and every tool.
+CLIENT_SRCS := $(wildcard protocol/client*.c)
+CLIENT_OBJS := $(patsubst %,$(OBJ)/app/%.o,$(CLIENT_SRCS))
+# The command-line tools' helpers (control/tool_common.c) on top of it.
+TOOL_OBJS := $(OBJ)/app/control/tool_common.c.o $(CLIENT_OBJS)
 
 # libckpt.so: the preload library, its wrappers and virtual pids.
 PRELOAD_SRCS := $(wildcard libckpt-preload/*.c wrappers/*.c vpid/*.c) \

@@ -12,7 +12,7 @@
 #include <sys/socket.h>
 
 #include "ckpt/coord_client.h"
-#include "client_internal.h"
+#include "../protocol/client_internal.h"
 #include "tool_common.h"
 
 const char *tool_strerror(int err)

@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "ckpt/coord_client.h"
-#include "client_internal.h"
-#include "sanitize.h"
+#include "../protocol/client_internal.h"
+#include "../protocol/sanitize.h"
 #include "tool_common.h"
 
 #define CONNECT_TIMEOUT_MS	5000
