@@ -57,10 +57,20 @@ $(LIBDIR)/libckpt.so: $(PRELOAD_OBJS)
 -include $(sort $(wildcard */build.mk))
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
+# ckpt.pc, written for this PREFIX: the in-process API is header only
+# (include/ckpt.h looks libckpt up at run time), so it names no library
+# of ckpt; -ldl for a glibc older than 2.34, where dlsym lives there.
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/ckpt
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/ckpt \
+		$(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 0755 $(wildcard $(BIN)/*) $(DESTDIR)$(PREFIX)/bin/
 	cp -a $(LIBDIR)/. $(DESTDIR)$(PREFIX)/lib/ckpt/
+	install -m 0644 include/ckpt.h $(DESTDIR)$(PREFIX)/include/ckpt.h
+	printf '%s\n' 'prefix=$(PREFIX)' 'includedir=$${prefix}/include' \
+		'' 'Name: ckpt' \
+		'Description: in-process API of ckpt (checkpoint/restart)' \
+		'Version: $(VERSION)' 'Cflags: -I$${includedir}' 'Libs: -ldl' \
+		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/ckpt.pc
 
 clean:
 	rm -rf $(BUILD)
