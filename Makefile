@@ -66,6 +66,9 @@ install: all
 	install -m 0755 $(wildcard $(BIN)/*) $(DESTDIR)$(PREFIX)/bin/
 	cp -a $(LIBDIR)/. $(DESTDIR)$(PREFIX)/lib/ckpt/
 	install -m 0644 include/ckpt.h $(DESTDIR)$(PREFIX)/include/ckpt.h
+	install -d $(DESTDIR)$(PREFIX)/include/ckpt
+	install -m 0644 include/ckpt/control.h $(DESTDIR)$(PREFIX)/include/ckpt/
+	install -m 0644 $(BUILD)/lib/libckpt-control.a $(DESTDIR)$(PREFIX)/lib/
 	printf '%s\n' 'prefix=$(PREFIX)' 'includedir=$${prefix}/include' \
 		'' 'Name: ckpt' \
 		'Description: in-process API of ckpt (checkpoint/restart)' \

@@ -18,9 +18,9 @@ ENOTSUP = errno.ENOTSUP
 DONE = "done sum=%d worker_ran=1" % sum(i * i for i in range(1, 2001))
 
 
-def build(src, out, extra=()):
+def build(src, out, extra=(), libs=()):
     r = run(["cc", "-O2", "-Wall", "-Wextra", "-Werror", "-pthread",
-             *extra, src, "-o", out], 120)
+             *extra, src, *libs, "-o", out], 120)
     assert r.returncode == 0, "cc %s: %s" % (src, r.stderr)
     return out
 
@@ -160,3 +160,48 @@ def test_installed_header_and_pkg_config(tmp_path):
     exe = build(SRC, str(tmp_path / "api_user"), flags)
     r = run([exe, "plain"], 30)
     assert r.returncode == 0 and r.stdout.startswith("enabled=0 "), r
+
+
+CONTROL_SRC = os.path.join(ROOT, "tests", "embedding", "control_tool.c")
+
+
+@pytest.fixture(scope="module")
+def control_tool():
+    d = tempfile.mkdtemp(prefix="ckpt-control-")
+    yield build(CONTROL_SRC, os.path.join(d, "control_tool"),
+                ["-I" + os.path.join(ROOT, "include")],
+                [os.path.join(ROOT, "build", "lib", "libckpt-control.a")])
+    subprocess.run(["rm", "-rf", d])
+
+
+@pytest.mark.time_limit(120)
+def test_control_library_lists_and_checkpoints(session, control_tool,
+                                               api_user):
+    go = session.path("go")
+    p = session.launch([api_user, "delay", "0", go])
+    p.wait_line(r"^section end$")
+    r = run([control_tool, "list"], 30, env=session.env)
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    head, _, text = r.stdout.partition("\n")
+    assert head == "== list status=0 r=0"
+    assert text == session.command("--list").stdout
+    assert "api_user" in text
+    r = run([control_tool, "checkpoint"], 60, env=session.env)
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    head, _, text = r.stdout.partition("\n")
+    assert head == "== checkpoint status=0 r=0"
+    images = text.split()
+    assert len(images) == 1 and os.path.isfile(images[0]), text
+    assert r.stderr == ""           # the library prints nothing
+    p.sigkill()
+    rs = session.restart(images)
+    rs.wait_line(r"^restarted: sections_done=1$", timeout=60)
+    open(go, "w").close()
+    assert rs.wait_exit(60) == 0, rs.stderr_text()
+
+
+def test_control_library_reports_no_coordinator(session, control_tool):
+    r = run([control_tool, "status"], 30, env=session.env)
+    assert r.returncode == 1 and r.stderr == "", (r.stdout, r.stderr)
+    assert r.stdout == "error code=%d message=no coordinator at %s: %s\n" % (
+        errno.ENOENT, session.coord, os.strerror(errno.ENOENT)), r.stdout
