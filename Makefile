@@ -16,7 +16,12 @@ CFLAGS ?= -O2 -g
 CKPT_CFLAGS := $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -Iinclude \
 	-DCKPT_VERSION=\"$(VERSION)\" -DCKPT_ARCH_$(subst -,_,$(ARCH))=1
 
-CLIENT_SRCS := $(wildcard coordinator/client*.c)
+# protocol/: the wire protocol's client side, under everything else: it
+# goes into libckpt.so, the coordinator and every tool.
+CLIENT_SRCS := $(wildcard protocol/client*.c)
+CLIENT_OBJS := $(patsubst %,$(OBJ)/app/%.o,$(CLIENT_SRCS))
+# The command-line tools' helpers (control/tool_common.c) on top of it.
+TOOL_OBJS := $(OBJ)/app/control/tool_common.c.o $(CLIENT_OBJS)
 
 # libckpt.so: the preload library, its wrappers and virtual pids.
 PRELOAD_SRCS := $(wildcard libckpt-preload/*.c wrappers/*.c vpid/*.c) \
@@ -52,10 +57,23 @@ $(LIBDIR)/libckpt.so: $(PRELOAD_OBJS)
 -include $(sort $(wildcard */build.mk))
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
+# ckpt.pc, written for this PREFIX: the in-process API is header only
+# (include/ckpt.h looks libckpt up at run time), so it names no library
+# of ckpt; -ldl for a glibc older than 2.34, where dlsym lives there.
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/ckpt
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/ckpt \
+		$(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 0755 $(wildcard $(BIN)/*) $(DESTDIR)$(PREFIX)/bin/
 	cp -a $(LIBDIR)/. $(DESTDIR)$(PREFIX)/lib/ckpt/
+	install -m 0644 include/ckpt.h $(DESTDIR)$(PREFIX)/include/ckpt.h
+	install -d $(DESTDIR)$(PREFIX)/include/ckpt
+	install -m 0644 include/ckpt/control.h $(DESTDIR)$(PREFIX)/include/ckpt/
+	install -m 0644 $(BUILD)/lib/libckpt-control.a $(DESTDIR)$(PREFIX)/lib/
+	printf '%s\n' 'prefix=$(PREFIX)' 'includedir=$${prefix}/include' \
+		'' 'Name: ckpt' \
+		'Description: in-process API of ckpt (checkpoint/restart)' \
+		'Version: $(VERSION)' 'Cflags: -I$${includedir}' 'Libs: -ldl' \
+		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/ckpt.pc
 
 clean:
 	rm -rf $(BUILD)

@@ -23,7 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "coordinator.h"
-#include "sanitize.h"
+#include "../protocol/sanitize.h"
 
 const char *proc_state_name(enum proc_state s)
 {

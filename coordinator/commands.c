@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "coordinator.h"
-#include "sanitize.h"
+#include "../protocol/sanitize.h"
 
 static void status_last_round(struct coordinator *co, struct buf *t)
 {

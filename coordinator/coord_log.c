@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "coordinator.h"
-#include "sanitize.h"
+#include "../protocol/sanitize.h"
 
 #define COORD_LOG_LINE_MAX 1024
 

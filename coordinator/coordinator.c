@@ -19,9 +19,9 @@
 #include <unistd.h>
 
 #include "ckpt/coord_client.h"
-#include "client_internal.h"
+#include "../protocol/client_internal.h"
 #include "coordinator.h"
-#include "sanitize.h"
+#include "../protocol/sanitize.h"
 
 static volatile sig_atomic_t exit_signal;
 

@@ -14,7 +14,7 @@
 #include <sys/types.h>
 
 #include "ckpt/protocol.h"
-#include "auth.h"
+#include "../protocol/auth.h"
 
 #define COORD_HELLO_TIMEOUT_MS		5000	/* first message of a conn */
 /* Phase timeouts (round_timeouts.c, docs/protocol.md "Failures"):

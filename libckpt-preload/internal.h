@@ -484,6 +484,36 @@ int manager_stack_overlaps(uint64_t addr, uint64_t len);
 int threads_park_area_overlaps(uint64_t addr, uint64_t len);
 void manager_after_restart(uint64_t image_generation);
 
+/* The in-process API (include/ckpt.h, docs/embedding.md) */
+/* embedding.c */
+void embedding_enable(void);
+int api_enabled(void);
+void embedding_note_restored(void);
+unsigned embedding_restored_epoch(void);
+/* checkpoint_request.c */
+int api_checkpoint(void);
+/* delay_sections.c */
+void gate_close(void);
+void gate_open(void);
+int gate_wait_open(int timeout_ms);
+int sections_wait_ended(int64_t deadline_ms);
+int sections_open_here(void);
+void sections_after_fork_in_child(void);
+int api_delay_begin(void);
+int api_delay_end(void);
+/* hooks.c: the program's part of a round (manager.c, threads.c) */
+int hooks_round_begin(char *err, size_t errlen);
+void hooks_round_resumed(void);
+void hooks_round_restarted(void);
+void hooks_after_fork_in_child(void);
+int hooks_running_here(void);
+enum ckpt_event;
+typedef void (*ckpt_hook_fn)(enum ckpt_event event, void *arg);
+int api_hook_add(enum ckpt_event event, ckpt_hook_fn fn, void *arg);
+/* futex.c */
+int ckpt_futex_wait_until(int *addr, int val, int64_t deadline_ms);
+void ckpt_futex_wake(int *addr);
+
 /* restore.c */
 void ckpt_restore_entry(struct ckpt_restart_args *args)
 	__attribute__((noreturn));

@@ -398,6 +398,9 @@ static void handle_write_image(const struct ckpt_msg_do_checkpoint *m)
 	r = checkpoint_write(m->generation, compress, dir, path, sizeof(path),
 			     tmp, sizeof(tmp), err, sizeof(err));
 	if (r == CKPT_RESTARTED) {
+		/* the image this process came back from, where it was
+		 * committed */
+		ckpt_fmt(ckpt.image_path, sizeof(ckpt.image_path), "%s", path);
 		manager_after_restart(m->generation);
 		/* a later checkpoint's writer may have been killed */
 		image_remove_leftovers(dir);
@@ -453,6 +456,8 @@ static void handle_suspend(const struct ckpt_msg_do_checkpoint *first)
 	for (;;) {
 		err[0] = 0;
 		r = ordered_dir_check(m.ckpt_dir, err, sizeof(err));
+		if (r == 0) /* the program's sections and hooks */
+			r = hooks_round_begin(err, sizeof(err));
 		if (r == 0)
 			r = checkpoint_suspend(m.generation, m.ckpt_dir[0] ?
 					       m.ckpt_dir : ckpt.ckpt_dir, err,
@@ -720,6 +725,7 @@ void manager_after_restart(uint64_t image_generation)
 		ckpt_log("restarted, but cannot reach the coordinator at %s: "
 			 "%s; checkpoints of this process are off",
 			 ckpt.coord_addr, strerror(-r));
+	hooks_round_restarted();
 }
 
 static void start_in_this_process(uint32_t flags)
@@ -776,6 +782,8 @@ static void after_fork_in_child(void)
 	thread_ids_after_fork();
 	ckpt.vpid = vpid_self();
 	ckpt.generation = 0;
+	sections_after_fork_in_child();
+	hooks_after_fork_in_child();
 	make_identity();
 	start_in_this_process(0);
 }
@@ -868,5 +876,6 @@ __attribute__((constructor)) static void ckpt_init(void)
 	pthread_atfork(NULL, NULL, after_fork_in_child);
 	manager_fds_init();
 	ckpt_accel_open();
+	embedding_enable();
 	start_in_this_process(0);
 }

@@ -151,5 +151,6 @@ void ckpt_restore_entry(struct ckpt_restart_args *args)
 	log_to_program_stderr();
 	if (files_restored_a_terminal())
 		syscall(SYS_kill, ckpt_real_getpid(), SIGWINCH);
+	embedding_note_restored();
 	threads_release_restored();
 }

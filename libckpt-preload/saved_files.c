@@ -27,7 +27,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
-#include "../coordinator/client_internal.h"
+#include "../protocol/client_internal.h"
 #include "internal.h"
 
 #define MAX_NOTED 1024

@@ -577,6 +577,7 @@ void threads_resume_all(void)
 	__atomic_store_n(&round_active, 0, __ATOMIC_RELEASE);
 	__atomic_add_fetch(&resume_word, 1, __ATOMIC_RELEASE);
 	futex_wake_all(&resume_word);
+	hooks_round_resumed();
 }
 
 int threads_count(void)

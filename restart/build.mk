@@ -49,8 +49,8 @@ $(LIBDIR)/ckpt_restart_loader.bin: $(LOADER_OBJS) restart/loader/blob.lds
 RESTART_COMMON_SRCS := restart/image_check.c restart/image_trust.c \
 	restart/image_fields.c $(wildcard $(RESTART_ARCH)/*.c)
 RESTART_COMMON_OBJS := $(patsubst %,$(OBJ)/app/%.o,$(RESTART_COMMON_SRCS))
-# The coordinator client (coordinator/client*.c); overridable for testing.
-RESTART_CLIENT_OBJS ?= $(patsubst %,$(OBJ)/app/%.o,$(CLIENT_SRCS))
+# The coordinator client (protocol/client*.c); overridable for testing.
+RESTART_CLIENT_OBJS ?= $(CLIENT_OBJS)
 
 RESTART_OBJS := $(OBJ)/app/restart/ckpt_restart.c.o \
 	$(OBJ)/app/restart/loader_exec.c.o \

@@ -1214,8 +1214,8 @@ def test_c_client_library_spawns_and_serves(env):
         os.makedirs(os.path.join(d, sub))
     os.symlink(COORDINATOR, os.path.join(d, "bin", "ckpt_coordinator"))
     lib = os.path.join(d, "lib", "ckpt", "libclient.so")
-    srcs = [os.path.join(ROOT, "coordinator", f)
-            for f in sorted(os.listdir(os.path.join(ROOT, "coordinator")))
+    srcs = [os.path.join(ROOT, "protocol", f)
+            for f in sorted(os.listdir(os.path.join(ROOT, "protocol")))
             if f.startswith("client") and f.endswith(".c")]
     r = run(["cc", "-shared", "-fPIC", "-O2", "-D_GNU_SOURCE",
              "-I" + os.path.join(ROOT, "include"), "-o", lib, *srcs])

@@ -2,7 +2,7 @@
 /*
  * Client side of the coordinator protocol (include/ckpt/protocol.h), shared
  * by libckpt.so and the command-line tools. Implemented in
- * coordinator/client*.c. Every function returns >= 0 on success or -errno;
+ * protocol/client*.c. Every function returns >= 0 on success or -errno;
  * none of them calls malloc or takes a lock, so libckpt may call them while
  * the application's threads are suspended.
  */

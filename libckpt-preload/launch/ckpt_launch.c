@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "ckpt/coord_client.h"
-#include "../../coordinator/client_internal.h"
-#include "../../coordinator/tool_common.h"
+#include "../../protocol/client_internal.h"
+#include "../../control/tool_common.h"
 #include "setid_exec.h"
 
 #define COORD_TIMEOUT_MS	10000

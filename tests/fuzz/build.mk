@@ -11,7 +11,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_DIR := $(BUILD)/fuzz
 FUZZ_CFLAGS := -g -O1 -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined -std=gnu11 -D_GNU_SOURCE -Iinclude \
-	-Icoordinator -DCKPT_VERSION=\"$(VERSION)\" \
+	-DCKPT_VERSION=\"$(VERSION)\" \
 	-DCKPT_ARCH_$(subst -,_,$(ARCH))=1
 
 .PHONY: fuzz
@@ -22,13 +22,13 @@ FUZZ_SRCS_coord_msg := coordinator/conn.c coordinator/listener.c \
 	coordinator/checkpoint_round.c coordinator/commands.c \
 	coordinator/round_members.c coordinator/restart_groups.c \
 	coordinator/conn_guard.c \
-	coordinator/peer_pid.c coordinator/sanitize.c \
+	coordinator/peer_pid.c protocol/sanitize.c \
 	coordinator/round_timeouts.c coordinator/auth_handshake.c \
 	$(CLIENT_SRCS)
 
 $(FUZZ_DIR)/fuzz_coord_msg: tests/fuzz/fuzz_coord_msg.c \
 		$(FUZZ_SRCS_coord_msg) coordinator/coordinator.c \
-		$(wildcard coordinator/*.h include/ckpt/*.h)
+		$(wildcard coordinator/*.h protocol/*.h include/ckpt/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) tests/fuzz/fuzz_coord_msg.c \
 		$(FUZZ_SRCS_coord_msg) -o $@

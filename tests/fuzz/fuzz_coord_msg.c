@@ -23,7 +23,7 @@
 
 #include <sys/socket.h>
 
-#include "sanitize.h"
+#include "../../protocol/sanitize.h"
 
 #define FUZZ_CONNS 4
 

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""coordinator/client_sha256.c against Python's hashlib/hmac: SHA-256 and
+"""protocol/client_sha256.c against Python's hashlib/hmac: SHA-256 and
 HMAC-SHA256 of messages around the 55/56/64-byte padding edges and keys
 shorter than, equal to and longer than a block."""
 
@@ -68,8 +68,8 @@ def driver(tmp_path_factory):
     src.write_text(DRIVER)
     r = subprocess.run(
         ["cc", "-O2", "-Wall", "-Werror", "-I", os.path.join(ROOT, "include"),
-         "-I", os.path.join(ROOT, "coordinator"), str(src),
-         os.path.join(ROOT, "coordinator", "client_sha256.c"), "-o",
+         "-I", os.path.join(ROOT, "protocol"), str(src),
+         os.path.join(ROOT, "protocol", "client_sha256.c"), "-o",
          str(exe)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     return str(exe)

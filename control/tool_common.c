@@ -12,7 +12,7 @@
 #include <sys/socket.h>
 
 #include "ckpt/coord_client.h"
-#include "client_internal.h"
+#include "../protocol/client_internal.h"
 #include "tool_common.h"
 
 const char *tool_strerror(int err)
@@ -23,7 +23,7 @@ const char *tool_strerror(int err)
 	return strerror(err < 0 ? -err : err);
 }
 
-static int numeric_host(const char *prog, char *addr, size_t len)
+static int numeric_host(char *addr, size_t len, char *msg, size_t msglen)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM };
 	struct addrinfo *ai = NULL;
@@ -44,8 +44,8 @@ static int numeric_host(const char *prog, char *addr, size_t len)
 		return 0;
 	r = getaddrinfo(host, port, &hints, &ai);
 	if (r) {
-		fprintf(stderr, "%s: cannot resolve coordinator host '%s': "
-			"%s\n", prog, host, gai_strerror(r));
+		snprintf(msg, msglen, "cannot resolve coordinator host '%s': "
+			 "%s", host, gai_strerror(r));
 		return -EINVAL;
 	}
 	family = ai->ai_family;
@@ -62,21 +62,33 @@ static int numeric_host(const char *prog, char *addr, size_t len)
 	return r < 0 || (size_t)r >= len ? -ENAMETOOLONG : 0;
 }
 
-int tool_resolve_addr(const char *prog, const char *explicit_addr,
-		      char *out, size_t len)
+int tool_resolve_addr_quiet(const char *explicit_addr, char *out,
+			    size_t len, char *msg, size_t msglen)
 {
 	int r = ckpt_coord_resolve_addr(explicit_addr, out, len);
 
 	if (r < 0) {
-		fprintf(stderr, "%s: cannot use coordinator address '%s': "
-			"%s\n", prog, explicit_addr && *explicit_addr ?
-			explicit_addr : getenv("CKPT_COORD") ?
-			getenv("CKPT_COORD") : "(default)", tool_strerror(r));
+		snprintf(msg, msglen, "cannot use coordinator address '%s': "
+			 "%s", explicit_addr && *explicit_addr ?
+			 explicit_addr : getenv("CKPT_COORD") ?
+			 getenv("CKPT_COORD") : "(default)", tool_strerror(r));
 		return r;
 	}
 	if (ckpt_cc_is_tcp_addr(out))
-		return numeric_host(prog, out, len);
+		return numeric_host(out, len, msg, msglen);
 	return 0;
+}
+
+int tool_resolve_addr(const char *prog, const char *explicit_addr,
+		      char *out, size_t len)
+{
+	char msg[512];
+	int r = tool_resolve_addr_quiet(explicit_addr, out, len, msg,
+					sizeof(msg));
+
+	if (r < 0)
+		fprintf(stderr, "%s: %s\n", prog, msg);
+	return r;
 }
 
 /* *text: the reply's text; *warnings (if asked for): the text after it,

@@ -11,9 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ckpt/coord_client.h"
-#include "client_internal.h"
-#include "sanitize.h"
+#include "ckpt/control.h"
+#include "ckpt/protocol.h"
+#include "../protocol/sanitize.h"
 #include "tool_common.h"
 
 #define CONNECT_TIMEOUT_MS	5000
@@ -193,38 +193,51 @@ static void print_warnings(const char *warnings)
 	}
 }
 
+/* The request through libckpt-control (include/ckpt/control.h). */
+static int send_request(struct ckpt_control *c, const struct request *q,
+			struct ckpt_control_reply *rep,
+			struct ckpt_control_error *err)
+{
+	switch (q->cmd) {
+	case CKPT_CMD_CHECKPOINT:
+		return ckpt_control_checkpoint(c, q->compress ?
+					       CKPT_CONTROL_COMPRESS : 0, rep,
+					       err);
+	case CKPT_CMD_STATUS:
+		return ckpt_control_status(c, rep, err);
+	case CKPT_CMD_LIST:
+		return ckpt_control_list(c, rep, err);
+	case CKPT_CMD_INTERVAL:
+		return ckpt_control_set_interval(c, q->arg, rep, err);
+	case CKPT_CMD_KILL:
+		return ckpt_control_kill(c, rep, err);
+	default:
+		return ckpt_control_quit(c, rep, err);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct request q = { 0 };
-	char addr[512];
-	char *text = NULL, *warnings = NULL;
-	int fd, r, status = 0;
+	struct ckpt_control c;
+	struct ckpt_control_reply rep = { 0 };
+	struct ckpt_control_error err;
 
 	parse_args(argc, argv, &q);
-	if (tool_resolve_addr("ckpt_command", q.coord, addr, sizeof(addr)) < 0)
-		return 1;
-	fd = ckpt_coord_connect(addr, CONNECT_TIMEOUT_MS);
-	if (fd < 0) {
-		fprintf(stderr, "ckpt_command: no coordinator at %s: %s\n",
-			addr, fd == -EACCES ? "it runs as another user" :
-			tool_strerror(fd));
+	if (ckpt_control_open(&c, q.coord, &err) < 0) {
+		fprintf(stderr, "ckpt_command: %s\n", err.message);
 		return 1;
 	}
-	r = tool_command_warnings(fd, q.cmd, q.arg, q.timeout_ms, &status,
-				  &text, &warnings);
-	close(fd);
-	if (r < 0) {
-		fprintf(stderr, "ckpt_command: coordinator at %s: no reply: "
-			"%s\n", addr, r == -ECONNRESET ?
-			"it closed the connection" : tool_strerror(r));
+	send_request(&c, &q, &rep, &err);
+	if (!rep.text) {	/* no answer at all */
+		fprintf(stderr, "ckpt_command: %s\n", err.message);
 		return 1;
 	}
-	print_text(status ? stderr : stdout, text);
-	print_warnings(warnings);
-	if (status && !text[0])
+	print_text(rep.status ? stderr : stdout, rep.text);
+	print_warnings(rep.warnings);
+	if (rep.status && !rep.text[0])
 		fprintf(stderr, "ckpt_command: the coordinator reports "
-			"failure: %s\n", tool_strerror(status));
-	free(text);
-	free(warnings);
-	return status ? 1 : 0;
+			"failure: %s\n", tool_strerror(rep.status));
+	ckpt_control_reply_free(&rep);
+	return rep.status ? 1 : 0;
 }

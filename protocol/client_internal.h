@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Helpers shared by coordinator/client*.c. They run inside libckpt while
+ * Helpers shared by protocol/client*.c. They run inside libckpt while
  * the application's threads are suspended, so: no malloc, no stdio, no
  * locks; only stack buffers and plain system calls.
  */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * SHA-256 (FIPS 180-4) and HMAC-SHA256 (RFC 2104) for the coordinator
- * handshake and message MACs (coordinator/client_auth.c). Freestanding:
+ * handshake and message MACs (protocol/client_auth.c). Freestanding:
  * no malloc, no stdio, no libc beyond memcpy/memset, so libckpt may use it
  * while the application's threads are stopped.
  */

@@ -16,6 +16,9 @@
  * "<prog>: ..." and returns -errno on failure. */
 int tool_resolve_addr(const char *prog, const char *explicit_addr,
 		      char *out, size_t len);
+/* The same, printing nothing: msg says what failed. */
+int tool_resolve_addr_quiet(const char *explicit_addr, char *out,
+			    size_t len, char *msg, size_t msglen);
 
 /* Send CMD and wait for CMD_REPLY (fd from ckpt_coord_connect, which
  * authenticated a TCP connection). *text is malloc'ed. Returns 0 (then

@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * libckpt-control (include/ckpt/control.h): one command per call, on a
+ * connection of its own, with the timeouts ckpt_command always used.
+ * Prints nothing.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ckpt/control.h"
+#include "ckpt/coord_client.h"
+#include "tool_common.h"
+
+#define CONNECT_TIMEOUT_MS	5000
+#define CHECKPOINT_TIMEOUT_MS	600000	/* coordinator gives up at 300 s */
+#define KILL_TIMEOUT_MS		60000	/* coordinator gives up at 10 s */
+#define QUICK_TIMEOUT_MS	10000
+
+static int fail(struct ckpt_control_error *err, int r, const char *fmt,
+		const char *a, const char *b)
+{
+	if (err) {
+		err->code = r < 0 ? -r : r;
+		snprintf(err->message, sizeof(err->message), fmt, a, b);
+	}
+	return r < 0 ? r : -r;
+}
+
+int ckpt_control_open(struct ckpt_control *c, const char *addr,
+		      struct ckpt_control_error *err)
+{
+	char msg[512];
+	int r;
+
+	memset(c, 0, sizeof(*c));
+	c->connect_timeout_ms = CONNECT_TIMEOUT_MS;
+	if (err)
+		memset(err, 0, sizeof(*err));
+	r = tool_resolve_addr_quiet(addr, c->addr, sizeof(c->addr), msg,
+				    sizeof(msg));
+	return r < 0 ? fail(err, r, "%s%s", msg, "") : 0;
+}
+
+static int command(struct ckpt_control *c, uint32_t cmd, uint32_t arg,
+		   int timeout_ms, struct ckpt_control_reply *reply,
+		   struct ckpt_control_error *err)
+{
+	struct ckpt_control_reply ignored;
+	int fd, r;
+
+	if (!reply)
+		reply = &ignored;
+	memset(reply, 0, sizeof(*reply));
+	if (err)
+		memset(err, 0, sizeof(*err));
+	fd = ckpt_coord_connect(c->addr, c->connect_timeout_ms);
+	if (fd < 0)
+		return fail(err, fd, "no coordinator at %s: %s", c->addr,
+			    fd == -EACCES ? "it runs as another user" :
+			    tool_strerror(fd));
+	r = tool_command_warnings(fd, cmd, arg, timeout_ms, &reply->status,
+				  &reply->text, &reply->warnings);
+	close(fd);
+	if (r < 0)
+		return fail(err, r, "coordinator at %s: no reply: %s", c->addr,
+			    r == -ECONNRESET ? "it closed the connection" :
+			    tool_strerror(r));
+	if (reply->status)
+		r = fail(err, reply->status, "the coordinator reports "
+			 "failure: %s%s", reply->text[0] ? reply->text :
+			 tool_strerror(reply->status), "");
+	if (reply == &ignored)
+		ckpt_control_reply_free(reply);
+	return r;
+}
+
+int ckpt_control_checkpoint(struct ckpt_control *c, uint32_t flags,
+			    struct ckpt_control_reply *reply,
+			    struct ckpt_control_error *err)
+{
+	return command(c, CKPT_CMD_CHECKPOINT, flags & CKPT_CONTROL_COMPRESS ?
+		       CKPT_CHECKPOINT_F_COMPRESS : 0, CHECKPOINT_TIMEOUT_MS,
+		       reply, err);
+}
+
+int ckpt_control_list(struct ckpt_control *c,
+		      struct ckpt_control_reply *reply,
+		      struct ckpt_control_error *err)
+{
+	return command(c, CKPT_CMD_LIST, 0, QUICK_TIMEOUT_MS, reply, err);
+}
+
+int ckpt_control_status(struct ckpt_control *c,
+			struct ckpt_control_reply *reply,
+			struct ckpt_control_error *err)
+{
+	return command(c, CKPT_CMD_STATUS, 0, QUICK_TIMEOUT_MS, reply, err);
+}
+
+int ckpt_control_set_interval(struct ckpt_control *c, uint32_t seconds,
+			      struct ckpt_control_reply *reply,
+			      struct ckpt_control_error *err)
+{
+	return command(c, CKPT_CMD_INTERVAL, seconds, QUICK_TIMEOUT_MS, reply,
+		       err);
+}
+
+int ckpt_control_kill(struct ckpt_control *c,
+		      struct ckpt_control_reply *reply,
+		      struct ckpt_control_error *err)
+{
+	return command(c, CKPT_CMD_KILL, 0, KILL_TIMEOUT_MS, reply, err);
+}
+
+int ckpt_control_quit(struct ckpt_control *c,
+		      struct ckpt_control_reply *reply,
+		      struct ckpt_control_error *err)
+{
+	return command(c, CKPT_CMD_QUIT, 0, KILL_TIMEOUT_MS, reply, err);
+}
+
+void ckpt_control_reply_free(struct ckpt_control_reply *reply)
+{
+	free(reply->text);
+	free(reply->warnings);
+	reply->text = reply->warnings = NULL;
+}

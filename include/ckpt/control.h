@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The control API (libckpt-control): what ckpt_command does, for a tool to
+ * link. Each call connects to the coordinator (addresses as for every
+ * tool: explicit, else $CKPT_COORD, else the per-user socket), sends one
+ * command and returns its reply. Nothing is printed: every call returns 0
+ * or -errno and, on failure, fills err with the code and a message naming
+ * what failed. Text from the coordinator is returned as it came (it holds
+ * text from the processes: sanitize it before showing it on a terminal).
+ */
+#ifndef CKPT_CONTROL_H
+#define CKPT_CONTROL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct ckpt_control_error {
+	int code;		/* positive errno; 0 when there is none */
+	char message[1024];
+};
+
+struct ckpt_control {
+	char addr[512];		/* the resolved coordinator address */
+	int connect_timeout_ms;
+};
+
+/* A reply: malloc'ed text (free with ckpt_control_reply_free). */
+struct ckpt_control_reply {
+	int status;		/* the coordinator's: 0 or a positive errno */
+	char *text;		/* e.g. one image path per line */
+	char *warnings;		/* checkpoint: what a restart will not
+				   restore, one line each ("" if none) */
+};
+
+/* ckpt_control_checkpoint() flags */
+#define CKPT_CONTROL_COMPRESS	0x1
+
+int ckpt_control_open(struct ckpt_control *c, const char *addr,
+		      struct ckpt_control_error *err);
+
+/* Each: 0 when the coordinator answered with status 0; -errno otherwise
+ * (err says why; reply, if filled, has the coordinator's own text). */
+int ckpt_control_checkpoint(struct ckpt_control *c, uint32_t flags,
+			    struct ckpt_control_reply *reply,
+			    struct ckpt_control_error *err);
+int ckpt_control_list(struct ckpt_control *c,
+		      struct ckpt_control_reply *reply,
+		      struct ckpt_control_error *err);
+int ckpt_control_status(struct ckpt_control *c,
+			struct ckpt_control_reply *reply,
+			struct ckpt_control_error *err);
+int ckpt_control_set_interval(struct ckpt_control *c, uint32_t seconds,
+			      struct ckpt_control_reply *reply,
+			      struct ckpt_control_error *err);
+int ckpt_control_kill(struct ckpt_control *c,
+		      struct ckpt_control_reply *reply,
+		      struct ckpt_control_error *err);
+/* Kill every process, then stop the coordinator. */
+int ckpt_control_quit(struct ckpt_control *c,
+		      struct ckpt_control_reply *reply,
+		      struct ckpt_control_error *err);
+
+void ckpt_control_reply_free(struct ckpt_control_reply *reply);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CKPT_CONTROL_H */
