@@ -85,6 +85,10 @@ int region_is_file(const struct ckpt_region *r);
 
 /* restart/arch/<arch>/cpu_features.c */
 uint32_t restart_arch_id(void);
+/* This CPU's features as an image records them (x86_64: XCR0). */
+uint64_t restart_arch_cpu_features(void);
+/* The features of mask by name ("AVX-512 state, PKRU state"). */
+void restart_arch_describe_features(uint64_t mask, char *out, size_t len);
 /* 0 if this CPU can take the saved register state: every feature the
  * checkpointing CPU had or, with cpu_compat, every one the saved threads
  * hold (then, if some are missing, a warning line in warning). Else
