@@ -74,6 +74,8 @@ int image_content_hash(struct ckpt_image *img, uint64_t off, uint64_t size,
 		       char *buf, uint64_t *hash);
 
 const char *image_string(const struct ckpt_image *img, uint32_t off);
+/* Thread record i's saved name; "" when unnamed or not saved. */
+const char *image_thread_name(const struct ckpt_image *img, uint32_t i);
 int image_socket_info(const struct ckpt_image *img,
 		      const struct ckpt_fd_info *f,
 		      struct ckpt_socket_info *si);
