@@ -52,10 +52,23 @@ $(LIBDIR)/libckpt.so: $(PRELOAD_OBJS)
 -include $(sort $(wildcard */build.mk))
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
+# Man pages (docs/man) and bash completion (dist/bash-completion: one
+# copy per tool name, as bash-completion loads them on demand).
+MANDIR ?= $(PREFIX)/share/man
+COMPLETIONDIR ?= $(PREFIX)/share/bash-completion/completions
+TOOL_NAMES := ckpt_launch ckpt_command ckpt_coordinator ckpt_restart \
+	ckpt_inspect ckpt_check
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/ckpt
 	install -m 0755 $(wildcard $(BIN)/*) $(DESTDIR)$(PREFIX)/bin/
 	cp -a $(LIBDIR)/. $(DESTDIR)$(PREFIX)/lib/ckpt/
+	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man7 \
+		$(DESTDIR)$(COMPLETIONDIR)
+	install -m 0644 $(wildcard docs/man/*.1) $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 $(wildcard docs/man/*.7) $(DESTDIR)$(MANDIR)/man7/
+	for t in $(TOOL_NAMES); do install -m 0644 dist/bash-completion/ckpt \
+		$(DESTDIR)$(COMPLETIONDIR)/$$t || exit 1; done
 
 clean:
 	rm -rf $(BUILD)
