@@ -24,7 +24,7 @@ PRELOAD_SRCS := $(wildcard libckpt-preload/*.c wrappers/*.c vpid/*.c) \
 	$(wildcard libckpt-preload/arch/$(ARCH)/*.S) $(CLIENT_SRCS)
 PRELOAD_OBJS := $(patsubst %,$(OBJ)/pic/%.o,$(PRELOAD_SRCS))
 
-.PHONY: all install test bench clean kernel-check demo check
+.PHONY: all install install-dev deb test bench clean kernel-check demo check
 all: $(LIBDIR)/libckpt.so
 
 $(OBJ)/pic/%.c.o: %.c
@@ -69,6 +69,22 @@ install: all
 	install -m 0644 $(wildcard docs/man/*.7) $(DESTDIR)$(MANDIR)/man7/
 	for t in $(TOOL_NAMES); do install -m 0644 dist/bash-completion/ckpt \
 		$(DESTDIR)$(COMPLETIONDIR)/$$t || exit 1; done
+
+# ckpt-dev's files: the headers and a pkg-config file.
+install-dev:
+	install -d $(DESTDIR)$(PREFIX)/include/ckpt \
+		$(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 0644 $(wildcard include/ckpt/*.h) \
+		$(DESTDIR)$(PREFIX)/include/ckpt/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
+		dist/pkgconfig/ckpt.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ckpt.pc
+
+# The Debian packages ckpt and ckpt-dev (debian/), built from a copy of
+# the tree into $(BUILD)/deb; not part of make test (a full build).
+deb:
+	rm -rf $(BUILD)/deb && mkdir -p $(BUILD)/deb/src
+	git ls-files -z | xargs -0 cp --parents -t $(BUILD)/deb/src
+	cd $(BUILD)/deb/src && dpkg-buildpackage -us -uc -b
 
 clean:
 	rm -rf $(BUILD)
