@@ -29,7 +29,7 @@ PRELOAD_SRCS := $(wildcard libckpt-preload/*.c wrappers/*.c vpid/*.c) \
 	$(wildcard libckpt-preload/arch/$(ARCH)/*.S) $(CLIENT_SRCS)
 PRELOAD_OBJS := $(patsubst %,$(OBJ)/pic/%.o,$(PRELOAD_SRCS))
 
-.PHONY: all install test bench clean kernel-check demo check
+.PHONY: all install install-runtime install-dev deb test bench clean kernel-check demo check
 all: $(LIBDIR)/libckpt.so
 
 $(OBJ)/pic/%.c.o: %.c
@@ -57,23 +57,47 @@ $(LIBDIR)/libckpt.so: $(PRELOAD_OBJS)
 -include $(sort $(wildcard */build.mk))
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
-# ckpt.pc, written for this PREFIX: the in-process API is header only
-# (include/ckpt.h looks libckpt up at run time), so it names no library
-# of ckpt; -ldl for a glibc older than 2.34, where dlsym lives there.
-install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/ckpt \
-		$(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
+# Man pages (docs/man) and bash completion (dist/bash-completion: one
+# copy per tool name, as bash-completion loads them on demand).
+MANDIR ?= $(PREFIX)/share/man
+COMPLETIONDIR ?= $(PREFIX)/share/bash-completion/completions
+TOOL_NAMES := ckpt_launch ckpt_command ckpt_coordinator ckpt_restart \
+	ckpt_inspect ckpt_check
+
+install: install-runtime install-dev
+
+# Debian's ckpt: the tools, libckpt, man pages, completion.
+install-runtime: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/ckpt
 	install -m 0755 $(wildcard $(BIN)/*) $(DESTDIR)$(PREFIX)/bin/
 	cp -a $(LIBDIR)/. $(DESTDIR)$(PREFIX)/lib/ckpt/
+	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man7 \
+		$(DESTDIR)$(COMPLETIONDIR)
+	install -m 0644 $(wildcard docs/man/*.1) $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 $(wildcard docs/man/*.7) $(DESTDIR)$(MANDIR)/man7/
+	for t in $(TOOL_NAMES); do install -m 0644 dist/bash-completion/ckpt \
+		$(DESTDIR)$(COMPLETIONDIR)/$$t || exit 1; done
+
+# Debian's ckpt-dev: the in-process API (include/ckpt.h, header only:
+# it looks libckpt up at run time, so ckpt.pc names no library of ckpt;
+# -ldl for a glibc older than 2.34), the control API (ckpt/control.h,
+# libckpt-control.a) and the format and protocol headers.
+install-dev: all
+	install -d $(DESTDIR)$(PREFIX)/include/ckpt \
+		$(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 0644 include/ckpt.h $(DESTDIR)$(PREFIX)/include/ckpt.h
-	install -d $(DESTDIR)$(PREFIX)/include/ckpt
-	install -m 0644 include/ckpt/control.h $(DESTDIR)$(PREFIX)/include/ckpt/
+	install -m 0644 $(wildcard include/ckpt/*.h) \
+		$(DESTDIR)$(PREFIX)/include/ckpt/
 	install -m 0644 $(BUILD)/lib/libckpt-control.a $(DESTDIR)$(PREFIX)/lib/
-	printf '%s\n' 'prefix=$(PREFIX)' 'includedir=$${prefix}/include' \
-		'' 'Name: ckpt' \
-		'Description: in-process API of ckpt (checkpoint/restart)' \
-		'Version: $(VERSION)' 'Cflags: -I$${includedir}' 'Libs: -ldl' \
-		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/ckpt.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' \
+		dist/pkgconfig/ckpt.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ckpt.pc
+
+# The Debian packages ckpt and ckpt-dev (debian/), built from a copy of
+# the tree into $(BUILD)/deb; not part of make test (a full build).
+deb:
+	rm -rf $(BUILD)/deb && mkdir -p $(BUILD)/deb/src
+	git ls-files -z | xargs -0 cp --parents -t $(BUILD)/deb/src
+	cd $(BUILD)/deb/src && dpkg-buildpackage -us -uc -b
 
 clean:
 	rm -rf $(BUILD)

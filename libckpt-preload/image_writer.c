@@ -45,6 +45,8 @@ struct image_writer {
 	int has_brk;
 	uint32_t cmdline, cmdline_size;		/* in the string table */
 	uint32_t environment, environment_size;
+	uint32_t thread_names, thread_names_size;
+	int32_t manager_vtid;
 };
 
 static int table_reserve(struct table *t, size_t more)
@@ -274,14 +276,35 @@ void writer_set_brk(struct image_writer *w, uint64_t start, uint64_t end)
 	w->has_brk = 1;
 }
 
+/* Each thread's name, NUL-terminated, in thread-record order (an
+ * unnamed thread's is a lone NUL, unlike add_string's ""). */
+static int add_thread_name(struct image_writer *w, const char *name)
+{
+	size_t len = strnlen(name, 15) + 1;
+	uint32_t unused;
+
+	if (add_string(w, "", &unused) < 0 ||	/* offset 0 stays "" */
+	    table_reserve(&w->strings, len) < 0)
+		return -ENOMEM;
+	if (!w->thread_names_size)
+		w->thread_names = w->strings.n;
+	memcpy(w->strings.base + w->strings.n, name, len - 1);
+	w->strings.base[w->strings.n + len - 1] = 0;
+	w->strings.n += len;
+	w->thread_names_size += len;
+	return 0;
+}
+
 static int add_threads(struct image_writer *w)
 {
 	for (int i = 0; i <= threads_count(); i++) {
 		const struct ckpt_thread *t = threads_get(i);
 		struct ckpt_thread_info *ti = table_push(&w->threads);
 
-		if (!ti)
+		if (!ti || add_thread_name(w, t->name) < 0)
 			return -ENOMEM;
+		if (t->is_manager)
+			w->manager_vtid = t->vtid;
 		ti->vtid = t->vtid;
 		ti->is_main = t->is_main;
 		ti->tls = t->tls;
@@ -559,6 +582,9 @@ static void fill_header(struct ckpt_image_header *h, struct image_writer *w,
 	h->cmdline_size = w->cmdline_size;
 	h->environment = w->environment;
 	h->environment_size = w->environment_size;
+	h->thread_names = w->thread_names;
+	h->thread_names_size = w->thread_names_size;
+	h->manager_vtid = w->manager_vtid;
 }
 
 static int write_header(int fd, struct ckpt_image_header *h)

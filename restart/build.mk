@@ -73,9 +73,14 @@ $(BIN)/ckpt_restart: $(RESTART_OBJS) $(RESTART_CLIENT_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ -lzstd
 
-$(BIN)/ckpt_inspect: $(OBJ)/app/restart/ckpt_inspect.c.o $(RESTART_COMMON_OBJS)
+# ckpt_inspect's backtraces: libunwind (remote unwinding over the image),
+# libelf (the mapped files' symbols and unwind tables).
+INSPECT_SRCS := $(wildcard restart/inspect_*.c)
+INSPECT_LIBS := -lunwind-x86_64 -lunwind -lelf -lzstd
+$(BIN)/ckpt_inspect: $(OBJ)/app/restart/ckpt_inspect.c.o \
+		$(patsubst %,$(OBJ)/app/%.o,$(INSPECT_SRCS)) $(RESTART_COMMON_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $^ -lzstd
+	$(CC) -o $@ $^ $(INSPECT_LIBS)
 
 # --- the self-test: a synthetic image of a tiny freestanding program ------
 SELFTEST_DIR := $(BUILD)/selftest/restart

@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * ckpt_inspect IMAGE: decode a checkpoint image (header, regions, extents,
- * threads, fds) and verify every checksum. Exit 1 if the image is corrupt;
- * whether this machine could restart it is only reported.
+ * ckpt_inspect IMAGE...: decode checkpoint images (header, regions,
+ * extents, threads and where each was, fds, files) and verify every
+ * checksum; --json for scripts (inspect_json.c, docs/ckpt_inspect.md).
+ * Exit 1 if an image is corrupt; whether this machine could restart it is
+ * only reported.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -15,6 +19,8 @@
 #include "ckpt/socket_options.h"
 #include "image_check.h"
 #include "image_trust.h"
+#include "inspect_backtrace.h"
+#include "inspect_json.h"
 
 /* The saved command line, its strings joined by spaces (validated:
  * NUL-terminated inside the string table). */
@@ -91,35 +97,6 @@ static void prot_string(uint32_t prot, char out[4])
 	out[3] = '\0';
 }
 
-static uint64_t region_saved_bytes(const struct ckpt_image *img,
-				   const struct ckpt_region *r)
-{
-	uint64_t i, sum = 0;
-
-	for (i = 0; i < r->nextents; i++)
-		sum += img->extents[r->first_extent + i].len;
-	return sum;
-}
-
-/* Bytes the region's extents take in the file, and how they are stored:
- * "raw", "zstd", "mixed" (some of each) or "-" (nothing saved). */
-static uint64_t region_stored_bytes(const struct ckpt_image *img,
-				    const struct ckpt_region *r,
-				    const char **encoding)
-{
-	uint64_t i, sum = 0, nzstd = 0;
-
-	for (i = 0; i < r->nextents; i++) {
-		const struct ckpt_extent *e = &img->extents[r->first_extent + i];
-
-		sum += e->stored_len;
-		nzstd += e->encoding == CKPT_EXTENT_ZSTD;
-	}
-	*encoding = !r->nextents ? "-" : !nzstd ? "raw" :
-		    nzstd == r->nextents ? "zstd" : "mixed";
-	return sum;
-}
-
 static void print_storage(const struct ckpt_image *img, uint64_t saved,
 			  uint64_t stored)
 {
@@ -179,8 +156,29 @@ static void print_regions(const struct ckpt_image *img)
 		       "the same vdso layout\n");
 }
 
-static void print_threads(const struct ckpt_image *img)
+/* "thread 4243 (worker-2): pthread_cond_wait <- queue_pop <- ..." */
+static void print_backtrace(const struct ckpt_image *img, uint32_t i,
+			    const struct backtrace *bt)
 {
+	const struct ckpt_thread_info *t = &img->threads[i];
+	char text[BACKTRACE_MAX_FRAMES * 64];
+
+	printf("    thread %d (%s%s%s):", t->vtid,
+	       t->vtid == img->hdr.manager_vtid ? "ckpt manager, " : "",
+	       image_thread_name(img, i)[0] ? image_thread_name(img, i) :
+	       "unnamed", bt->registers[0] == 'p' ? ", pc and sp only" : "");
+	backtrace_text(bt, text, sizeof(text));
+	printf(" %s", text);
+	if (bt->stop[0])
+		printf(" (unwinding stopped: %s)", bt->stop);
+	printf("\n");
+}
+
+static void print_threads(struct ckpt_image *img, int backtraces)
+{
+	struct inspect_unwinder *u = backtraces ? inspect_unwinder_new(img) :
+						  NULL;
+	struct backtrace bt;
 	uint32_t i;
 
 	printf("\n%u threads:\n", img->hdr.nthreads);
@@ -190,7 +188,12 @@ static void print_threads(const struct ckpt_image *img)
 		printf("  vtid %-7d %-4s tls %#llx sp %#llx pc %#llx\n", t->vtid,
 		       t->is_main ? "main" : "", (unsigned long long)t->tls,
 		       (unsigned long long)t->sp, (unsigned long long)t->pc);
+		if (!u)
+			continue;
+		inspect_backtrace(u, i, &bt);
+		print_backtrace(img, i, &bt);
 	}
+	inspect_unwinder_free(u);
 }
 
 /* The options saved (those read at checkpoint), on a line of their
@@ -441,24 +444,40 @@ static void print_trust_note(const struct ckpt_image *img)
 		       "--trust-image: it is %s\n", why);
 }
 
+/* What to show; the defaults are those of the fuzzer's inspect(). */
+static struct inspect_options options = { .verify = 1, .backtraces = 1 };
+
+static void print_text(struct ckpt_image *img)
+{
+	print_header(img);
+	print_regions(img);
+	print_threads(img, options.backtraces);
+	print_fds(img);
+	print_files(img);
+	print_unrestored(img);
+}
+
 /* Decode and verify path; on failure img->err says why. The image is
  * closed either way (tests/fuzz/fuzz_image.c calls it in a loop). */
 static int inspect(struct ckpt_image *img, const char *path)
 {
 	int err = image_open(img, path, O_CLOEXEC);
 
-	if (!err) {
-		print_header(img);
-		print_regions(img);
-		print_threads(img);
-		print_fds(img);
-		print_files(img);
-		print_unrestored(img);
+	if (!err && options.json) {
+		err = options.verify ? image_verify_data(img) : 0;
+		inspect_print_json(img, &options, err == 0);
+	} else if (!err) {
+		print_text(img);
 		fflush(stdout);
-		err = image_verify_data(img);
+		if (options.verify)
+			err = image_verify_data(img);
+		if (!err && options.verify)
+			printf("\nall checksums verified\n");
+		else if (!err)
+			printf("\nchecksums of the memory data not verified "
+			       "(--no-verify)\n");
 	}
-	if (!err) {
-		printf("\nall checksums verified\n");
+	if (!err && !options.json) {
 		print_host_notes(img);
 		print_trust_note(img);
 	}
@@ -466,27 +485,72 @@ static int inspect(struct ckpt_image *img, const char *path)
 	return err;
 }
 
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: ckpt_inspect [OPTIONS] IMAGE...\n"
+"Decode checkpoint images: header, memory regions, threads with a\n"
+"backtrace of each (where it was at the checkpoint), file descriptors,\n"
+"files, what a restart will not restore; verify every checksum.\n"
+"\n"
+"  --json              one JSON object per image on stdout, one per line\n"
+"                      (docs/ckpt_inspect.md)\n"
+"  --no-verify         do not read the memory data to verify its\n"
+"                      checksums: read only the metadata and the pages\n"
+"                      the backtraces need (fast on large images)\n"
+"  --no-backtraces     do not unwind the threads' stacks\n"
+"  --help, --version\n"
+"\n"
+"Exit status: 0, or 1 if an image is corrupt or cannot be read (the\n"
+"others are still shown) or on bad usage.\n");
+}
+
+static int parse_args(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "no-verify", no_argument, NULL, 'n' },
+		{ "no-backtraces", no_argument, NULL, 'b' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ 0 }
+	};
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'j': options.json = 1; break;
+		case 'n': options.verify = 0; break;
+		case 'b': options.backtraces = 0; break;
+		case 'h': usage(stdout); exit(0);
+		case 'V': printf("ckpt_inspect %s\n", CKPT_VERSION); exit(0);
+		default: usage(stderr); return -1;
+		}
+	}
+	if (optind == argc) {
+		fprintf(stderr, "ckpt_inspect: no image given\n");
+		usage(stderr);
+		return -1;
+	}
+	return optind;
+}
+
 int main(int argc, char **argv)
 {
 	struct ckpt_image img;
+	int first = parse_args(argc, argv), status = 0;
 
-	if (argc == 2 && !strcmp(argv[1], "--help")) {
-		printf("Usage: ckpt_inspect IMAGE\nDecode a checkpoint image "
-		       "and verify its checksums (exit 1 if corrupt).\n");
-		return 0;
-	}
-	if (argc == 2 && !strcmp(argv[1], "--version")) {
-		printf("ckpt_inspect %s\n", CKPT_VERSION);
-		return 0;
-	}
-	if (argc != 2) {
-		fprintf(stderr, "Usage: ckpt_inspect IMAGE\n");
+	if (first < 0)
 		return 1;
+	for (int i = first; i < argc; i++) {
+		if (!options.json && i > first)
+			printf("\n");
+		if (inspect(&img, argv[i])) {
+			fflush(stdout);
+			fprintf(stderr, "ckpt_inspect: %s: %s\n", argv[i],
+				img.err);
+			status = 1;
+		}
 	}
-	if (inspect(&img, argv[1])) {
-		fflush(stdout);
-		fprintf(stderr, "ckpt_inspect: %s: %s\n", argv[1], img.err);
-		return 1;
-	}
-	return 0;
+	return status;
 }

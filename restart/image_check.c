@@ -146,6 +146,19 @@ const char *image_string(const struct ckpt_image *img, uint32_t off)
 	return img->strings + off;
 }
 
+/* The blob was validated at open: inside the table, NUL-terminated. */
+const char *image_thread_name(const struct ckpt_image *img, uint32_t i)
+{
+	const char *p = image_string(img, img->hdr.thread_names);
+	const char *end = p + img->hdr.thread_names_size;
+
+	if (!img->hdr.thread_names_size)
+		return "";
+	for (; i && p < end; i--)
+		p += strlen(p) + 1;
+	return p < end ? p : "";
+}
+
 /* Magic before size: a short text file is "not a ckpt image", not
  * "truncated". */
 static int check_header(struct ckpt_image *img)
@@ -332,6 +345,9 @@ static int find_tables(struct ckpt_image *img)
 	if (!err)
 		err = check_strings_blob(img, h->environment,
 					 h->environment_size, "environment");
+	if (!err)
+		err = check_strings_blob(img, h->thread_names,
+					 h->thread_names_size, "thread names");
 	return err;
 }
 

@@ -74,6 +74,8 @@ int image_content_hash(struct ckpt_image *img, uint64_t off, uint64_t size,
 		       char *buf, uint64_t *hash);
 
 const char *image_string(const struct ckpt_image *img, uint32_t off);
+/* Thread record i's saved name; "" when unnamed or not saved. */
+const char *image_thread_name(const struct ckpt_image *img, uint32_t i);
 int image_socket_info(const struct ckpt_image *img,
 		      const struct ckpt_fd_info *f,
 		      struct ckpt_socket_info *si);
@@ -85,6 +87,10 @@ int region_is_file(const struct ckpt_region *r);
 
 /* restart/arch/<arch>/cpu_features.c */
 uint32_t restart_arch_id(void);
+/* This CPU's features as an image records them (x86_64: XCR0). */
+uint64_t restart_arch_cpu_features(void);
+/* The features of mask by name ("AVX-512 state, PKRU state"). */
+void restart_arch_describe_features(uint64_t mask, char *out, size_t len);
 /* 0 if this CPU can take the saved register state: every feature the
  * checkpointing CPU had or, with cpu_compat, every one the saved threads
  * hold (then, if some are missing, a warning line in warning). Else

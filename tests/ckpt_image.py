@@ -9,9 +9,9 @@ import subprocess
 
 import pytest
 
-# struct ckpt_image_header (include/ckpt/image.h), 392 bytes; the first
+# struct ckpt_image_header (include/ckpt/image.h), 408 bytes; the first
 # 352 (up to header_hash) are all an older image has.
-HEADER_FMT = "<8sIIIIQQQQQQQIIIIQQQQQQQQQQQiiQQ64s64sQQQQIIIIII"
+HEADER_FMT = "<8sIIIIQQQQQQQIIIIQQQQQQQQQQQiiQQ64s64sQQQQIIIIIIIIiI"
 HEADER_FIELDS = (
     "magic version header_size arch page_size cpu_features flags "
     "image_size meta_offset meta_size meta_hash data_offset nregions "
@@ -20,9 +20,10 @@ HEADER_FIELDS = (
     "restore_stack_top restore_tls brk_start brk_end vpid vppid "
     "generation ckpt_time_ns program unique_id cpu_features_in_use "
     "header_hash computation_id files_offset nfiles unrestored cmdline "
-    "cmdline_size environment environment_size").split()
+    "cmdline_size environment environment_size thread_names "
+    "thread_names_size manager_vtid reserved_tail").split()
 HEADER_SIZE = struct.calcsize(HEADER_FMT)
-assert HEADER_SIZE == 392
+assert HEADER_SIZE == 408
 OLD_HEADER_SIZE = 352
 REGION_FMT = "<QQIIIIQQQQQII"     # struct ckpt_region, 80 bytes
 EXTENT_FMT = "<QQQQII"            # struct ckpt_extent, 40 bytes (version 4)

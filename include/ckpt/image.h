@@ -120,6 +120,14 @@ struct ckpt_image_header {
 	uint32_t cmdline_size;
 	uint32_t environment;
 	uint32_t environment_size;
+	/* The threads' names (PR_GET_NAME) in thread-record order, one
+	 * NUL-terminated string each ("" when unnamed), thread_names_size
+	 * bytes at this string table offset; 0, 0 = not saved. */
+	uint32_t thread_names;
+	uint32_t thread_names_size;
+	int32_t manager_vtid;		/* the vtid of libckpt's manager
+					   thread; 0 = not recorded */
+	uint32_t reserved_tail;		/* 0 */
 };
 
 /* The size of the header before fields were appended to it. */

@@ -42,14 +42,14 @@ $(FUZZ_DIR)/seeds-coord_msg: tests/fuzz/coord_msg_seeds.c \
 
 # --- image: the image reader (restart/image_check.c, image_fields.c) -------
 FUZZ_TARGETS += image
-FUZZ_SRCS_image = $(RESTART_COMMON_SRCS)
+FUZZ_SRCS_image = $(RESTART_COMMON_SRCS) $(INSPECT_SRCS)
 
 $(FUZZ_DIR)/fuzz_image: tests/fuzz/fuzz_image.c $(FUZZ_SRCS_image) \
 		restart/ckpt_inspect.c restart/image_check.h \
 		$(wildcard include/ckpt/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -Irestart tests/fuzz/fuzz_image.c \
-		$(FUZZ_SRCS_image) -o $@ -lzstd
+		$(FUZZ_SRCS_image) -o $@ $(INSPECT_LIBS)
 
 # Small real images (about 45 KiB each) of the loader self-test generator,
 # in its variants; the files they map lie beside, in seed-files-image.

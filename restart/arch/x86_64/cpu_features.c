@@ -35,7 +35,7 @@ uint32_t restart_arch_id(void)
 	return CKPT_ARCH_X86_64;
 }
 
-static uint64_t current_xcr0(void)
+uint64_t restart_arch_cpu_features(void)
 {
 	unsigned a, b, c, d;
 	uint32_t lo, hi;
@@ -54,7 +54,7 @@ static void append(char *why, size_t len, const char *text)
 }
 
 /* "AVX-512 state, XSAVE component 62" */
-static void describe(uint64_t missing, char *out, size_t len)
+void restart_arch_describe_features(uint64_t missing, char *out, size_t len)
 {
 	char other[64];
 	size_t i;
@@ -94,7 +94,8 @@ static const char *glibc_hint(uint64_t missing)
 int restart_arch_check_cpu(const struct ckpt_image_header *h, int cpu_compat,
 			   char *why, size_t len, char *warning, size_t wlen)
 {
-	uint64_t cur = current_xcr0(), missing = h->cpu_features & ~cur;
+	uint64_t cur = restart_arch_cpu_features();
+	uint64_t missing = h->cpu_features & ~cur;
 	uint64_t held = features_in_use(h) & ~cur;
 	char names[256];
 
@@ -102,7 +103,7 @@ int restart_arch_check_cpu(const struct ckpt_image_header *h, int cpu_compat,
 	if (!missing)
 		return 0;
 	if (!cpu_compat) {
-		describe(missing, names, sizeof(names));
+		restart_arch_describe_features(missing, names, sizeof(names));
 		snprintf(why, len, "this CPU lacks %s (saved XCR0 %#llx, this "
 			 "CPU %#llx); if the program never uses it, see "
 			 "ckpt_restart --cpu-compat", names,
@@ -111,7 +112,7 @@ int restart_arch_check_cpu(const struct ckpt_image_header *h, int cpu_compat,
 		return -ENOTSUP;
 	}
 	if (!h->cpu_features_in_use) {
-		describe(missing, names, sizeof(names));
+		restart_arch_describe_features(missing, names, sizeof(names));
 		snprintf(why, len, "this CPU lacks %s (saved XCR0 %#llx, this "
 			 "CPU %#llx), and the image does not record which "
 			 "state its threads hold (made by an older ckpt): not "
@@ -121,7 +122,7 @@ int restart_arch_check_cpu(const struct ckpt_image_header *h, int cpu_compat,
 		return -ENOTSUP;
 	}
 	if (held) {
-		describe(held, names, sizeof(names));
+		restart_arch_describe_features(held, names, sizeof(names));
 		snprintf(why, len, "this CPU lacks %s, which the saved threads "
 			 "hold (their state %#llx, this CPU's XCR0 %#llx): "
 			 "not even --cpu-compat can restart it", names,
@@ -129,7 +130,7 @@ int restart_arch_check_cpu(const struct ckpt_image_header *h, int cpu_compat,
 			 (unsigned long long)cur);
 		return -ENOTSUP;
 	}
-	describe(missing, names, sizeof(names));
+	restart_arch_describe_features(missing, names, sizeof(names));
 	snprintf(warning, wlen, "warning: --cpu-compat: this CPU lacks %s "
 		 "(saved XCR0 %#llx, this CPU %#llx), which no saved thread "
 		 "holds; you guarantee that the program never uses it (e.g. "

@@ -1,0 +1,165 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""ckpt_check: what it reports agrees with what this test probes itself
+(uname, Yama's ptrace_scope, /dev/ckpt_accel, the checkpoint directory,
+a running coordinator); text and --json agree; a bad --ckptdir or
+coordinator address is named and fails with exit 1."""
+
+import json
+import os
+import re
+import stat
+
+import pytest
+
+import ckpt_harness
+from ckpt_harness import run
+
+CHECK = ckpt_harness.tool("ckpt_check")
+NAMES = ["kernel", "pagemap", "rseq", "clone3_set_tid", "kcmp",
+         "ptrace_scope", "soft_dirty", "userfaultfd", "uffd_wp",
+         "pagemap_scan", "ckpt_accel", "cpu_features", "coordinator",
+         "ckptdir"]
+
+
+@pytest.fixture
+def check_env(tmp_path):
+    if not os.path.exists(CHECK):
+        pytest.fail("ckpt_check not built: run make")
+    env = dict(os.environ)
+    for var in list(env):
+        if var.startswith("CKPT_"):
+            del env[var]
+    env["CKPT_COORD"] = str(tmp_path / "c.sock")
+    env["CKPT_DIR"] = str(tmp_path)
+    return env
+
+
+def ckpt_check(env, *args):
+    return run([CHECK] + list(args), 30, env=env)
+
+
+def as_json(env, *args):
+    r = ckpt_check(env, "--json", *args)
+    doc = json.loads(r.stdout)
+    assert doc["tool"] == "ckpt_check" and doc["schema"] == 1
+    return r, doc, {c["name"]: c for c in doc["checks"]}
+
+
+def text_lines(stdout):
+    """{name: (yes/no, detail)} of the text report."""
+    found = {}
+    for line in stdout.splitlines():
+        m = re.match(r"(\w+)\s+(yes|no)\s+(.*)$", line)
+        if m:
+            found[m.group(1)] = (m.group(2), m.group(3))
+    return found
+
+
+def test_reports_every_check_in_text_and_json_alike(check_env):
+    r = ckpt_check(check_env)
+    assert r.returncode == 0, r.stderr
+    text = text_lines(r.stdout)
+    rj, doc, checks = as_json(check_env)
+    assert rj.returncode == 0 and doc["usable"] is True
+    assert [c["name"] for c in doc["checks"]] == NAMES
+    assert sorted(text) == sorted(NAMES)
+    for name, c in checks.items():
+        assert text[name] == ("yes" if c["available"] else "no",
+                              c["detail"]), name
+        assert set(c) == {"name", "available", "required", "value",
+                          "detail", "without"}
+        # Every missing feature says what ckpt does without it.
+        if not c["available"]:
+            assert c["without"], name
+            assert "without it: " + c["without"] in r.stdout
+
+
+def test_kernel_and_ptrace_scope_match_the_machine(check_env):
+    _, _, checks = as_json(check_env)
+    assert checks["kernel"]["value"] == os.uname().release
+    assert os.uname().release in checks["kernel"]["detail"]
+    yama = "/proc/sys/kernel/yama/ptrace_scope"
+    if os.path.exists(yama):
+        with open(yama) as f:
+            assert checks["ptrace_scope"]["value"] == f.read().strip()
+    else:
+        assert checks["ptrace_scope"]["value"] == "absent"
+    # ckpt needs no ptrace: any scope is fine.
+    assert checks["ptrace_scope"]["available"] is True
+
+
+def test_module_and_cpu_match_the_machine(check_env):
+    _, _, checks = as_json(check_env)
+    accel = checks["ckpt_accel"]
+    assert accel["available"] == os.path.exists("/dev/ckpt_accel")
+    assert (accel["value"] != "absent") == os.path.exists(
+        "/sys/module/ckpt_accel")
+    with open("/proc/cpuinfo") as f:
+        flags = re.search(r"^flags\s*:(.*)$", f.read(), re.M).group(1).split()
+    xcr0 = int(checks["cpu_features"]["value"], 16)
+    assert xcr0 & 3 == 3
+    assert bool(xcr0 & 4) == ("avx" in flags)
+    assert bool(xcr0 & 0xe0) == ("avx512f" in flags)
+    assert checks["pagemap"]["available"] and checks["pagemap"]["required"]
+
+
+def test_bad_ckptdir_is_named_and_fails(check_env, tmp_path):
+    missing = str(tmp_path / "no" / "such")
+    r = ckpt_check(check_env, "--ckptdir", missing)
+    assert r.returncode == 1
+    assert "ckpt_check: ckptdir: %s: No such file or directory" % missing \
+        in r.stderr
+    afile = tmp_path / "file"
+    afile.write_text("x")
+    r, doc, checks = as_json(check_env, "--ckptdir", str(afile))
+    assert r.returncode == 1 and doc["usable"] is False
+    assert checks["ckptdir"]["available"] is False
+    assert "not a directory" in checks["ckptdir"]["detail"]
+    assert "checkpoints fail" in checks["ckptdir"]["without"]
+    # $CKPT_DIR is what ckpt_launch uses without --ckptdir.
+    env = dict(check_env, CKPT_DIR=missing)
+    assert ckpt_check(env).returncode == 1
+
+
+def test_read_only_ckptdir_fails_even_for_root(check_env, tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    os.chmod(ro, stat.S_IRUSR | stat.S_IXUSR)
+    r, _, checks = as_json(check_env, "--ckptdir", "/proc")
+    assert r.returncode == 1
+    assert checks["ckptdir"]["detail"].startswith("/proc: cannot create")
+    if os.geteuid() != 0:
+        r = ckpt_check(check_env, "--ckptdir", str(ro))
+        assert r.returncode == 1 and str(ro) in r.stderr
+
+
+def test_coordinator_address(check_env, tmp_path):
+    _, _, checks = as_json(check_env)
+    coord = checks["coordinator"]
+    assert coord["available"] and coord["value"] == check_env["CKPT_COORD"]
+    assert "ckpt_launch starts one there" in coord["detail"]
+    bad = str(tmp_path / "missing-dir" / "c.sock")
+    r, _, checks = as_json(check_env, "--coord", bad)
+    assert r.returncode == 1
+    assert checks["coordinator"]["value"] == bad
+    assert "none can be started there" in checks["coordinator"]["detail"]
+    assert "ckpt_check: coordinator: " in r.stderr
+
+
+def test_running_coordinator_answers(session):
+    p = session.launch([ckpt_harness.app("counter"), "100000", "20"])
+    p.wait_line(r"^count (\d+)")
+    r = run([CHECK, "--json"], 30, env=session.env)
+    checks = {c["name"]: c for c in json.loads(r.stdout)["checks"]}
+    assert checks["coordinator"]["detail"] == (
+        "a coordinator answers at %s" % session.coord)
+    assert checks["ckptdir"]["value"] == session.ckptdir
+
+
+def test_usage_errors(check_env):
+    r = ckpt_check(check_env, "--no-such-option")
+    assert r.returncode == 2 and "Usage: ckpt_check" in r.stderr
+    r = ckpt_check(check_env, "extra")
+    assert r.returncode == 2 and "unexpected argument 'extra'" in r.stderr
+    r = ckpt_check(check_env, "--version")
+    assert r.returncode == 0 and r.stdout.startswith("ckpt_check ")
