@@ -33,6 +33,7 @@ const struct ckpt_resource_ops *const ckpt_resources[] = {
 	&shared_memory_resource_ops,	/* before files moves the handed fds */
 	&saved_files_resource_ops,	/* before files notes its fds */
 	&file_resource_ops,
+	&peer_creds_resource_ops,	/* after files puts the sockets back */
 	&zombie_resource_ops,
 	&posix_timer_resource_ops,	/* restored after the threads */
 };

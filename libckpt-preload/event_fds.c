@@ -326,6 +326,8 @@ static int signalfd_restore(const struct event_fd *e)
 	if (ckpt.signal > 0)
 		mask &= ~(1ULL << (ckpt.signal - 1));
 	fd = syscall(SYS_signalfd4, -1, &mask, sizeof(mask), SFD_CLOEXEC);
+	if (fd >= 0)
+		signalfd_reads_note(e->fd);	/* where files.c puts it */
 	return fd < 0 ? -errno : fd;
 }
 

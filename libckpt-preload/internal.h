@@ -127,6 +127,7 @@ extern const struct ckpt_resource_ops session_resource_ops;
 extern const struct ckpt_resource_ops process_group_resource_ops;
 extern const struct ckpt_resource_ops saved_files_resource_ops;
 extern const struct ckpt_resource_ops posix_timer_resource_ops;
+extern const struct ckpt_resource_ops peer_creds_resource_ops;
 extern const struct ckpt_resource_ops *const ckpt_resources[];
 
 /* saved_files.c: regular files whose identity (and for some, content)
@@ -433,6 +434,14 @@ int socket_state_restore_closed(int fd, const struct ckpt_socket_info *si,
 				int status_flags);
 int socket_state_settle(int fd, int *budget_ms);
 void socket_state_restore_options(int fd, const struct ckpt_socket_info *si);
+
+/* wrappers/signalfd_read.c: reads of this fd (a signalfd) name senders
+ * by their virtual pids */
+void signalfd_reads_note(int fd);
+
+/* peer_creds.c: SO_PEERCRED as saved at the checkpoint */
+struct ucred;
+int peer_creds_saved(int fd, struct ucred *uc);
 
 /* multicast.c */
 int multicast_is_membership(int level, int name);

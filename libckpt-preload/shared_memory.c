@@ -14,16 +14,20 @@
  * place by a MAP_SHARED mapping of that memfd, so the processes share the
  * memory again (one semaphore, not one copy per process).
  *
- * A SysV segment so restored is a plain mapping, not an attachment: the
- * program's shmdt() of it (postgres at shutdown) would fail with EINVAL.
- * The addresses where restored segments start are kept (in memory that
- * every later image saves) and the shmdt wrapper unmaps them instead
+ * A SysV segment comes back as one: ckpt_restart made a new segment with
+ * its content (restart/restart_shm.c), attached here at the saved address
+ * with SHM_REMAP and marked removed, so the kernel's shmdt() knows it.
+ * When that fails the segment is a plain mapping of the memfd, and the
+ * program's shmdt() of it (postgres at shutdown) would fail with EINVAL:
+ * the addresses where such segments start are kept (in memory that every
+ * later image saves) and the shmdt wrapper unmaps them instead
  * (wrappers/shm.c).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/shm.h>
 #include <unistd.h>
 #include "ckpt/restart_plan.h"
 #include "internal.h"
@@ -101,12 +105,47 @@ static int remap_shared(const struct shared_region *r, int fd)
 	return 0;
 }
 
-static int handed_fd(const struct ckpt_plan_shm *shm, int n, uint64_t ino)
+static const struct ckpt_plan_shm *handed(const struct ckpt_plan_shm *shm,
+					  int n, uint64_t ino)
 {
 	for (int i = 0; i < n; i++)
 		if (shm[i].ino == ino)
-			return shm[i].fd;
-	return -1;
+			return &shm[i];
+	return NULL;
+}
+
+/* The new SysV segment over the whole segment that starts at region r
+ * (its first part): 0, or -errno after saying why. */
+static int attach_sysv(const struct shared_region *r, int id)
+{
+	int flags = SHM_REMAP | (r->prot & PROT_WRITE ? 0 : SHM_RDONLY) |
+		    (r->prot & PROT_EXEC ? SHM_EXEC : 0);
+	void *got = shmat(id, (void *)(uintptr_t)r->start, flags);
+
+	if (got == (void *)-1) {
+		int e = errno;
+
+		ckpt_log("SysV shared memory at %p (object %llu): attaching "
+			 "the restored segment %d failed: %s; it stays a plain "
+			 "shared mapping", (void *)(uintptr_t)r->start,
+			 (unsigned long long)r->ino, id, strerror(e));
+		return -e;
+	}
+	shmctl(id, IPC_RMID, NULL);	/* gone with the last process */
+	return 0;
+}
+
+/* One part of a SysV segment: attached with its first part (offset 0),
+ * its own protection set again. */
+static int restore_sysv_part(const struct shared_region *r,
+			     const struct ckpt_plan_shm *h, int *attached)
+{
+	if (r->offset == 0)
+		*attached = attach_sysv(r, h->sysv_id - 1) == 0;
+	if (!*attached)
+		return -1;
+	return mprotect((void *)(uintptr_t)r->start, r->end - r->start,
+			(int)r->prot) < 0 ? -1 : 0;
 }
 
 /* Before files.c moves the handed fds (they are closed with the rest of
@@ -115,6 +154,7 @@ static int shared_memory_restore(const struct ckpt_restart_args *args)
 {
 	static struct ckpt_plan_shm shm[CKPT_PLAN_MAX_SHM];
 	int n = handover_read_shm(args->plan_fd, shm, CKPT_PLAN_MAX_SHM), r = 0;
+	int attached = 0;	/* the segment of the last offset-0 part */
 
 	if (n < 0) {
 		ckpt_log("cannot read the shared memory of the restart plan: "
@@ -122,12 +162,15 @@ static int shared_memory_restore(const struct ckpt_restart_args *args)
 		return n;
 	}
 	for (int i = 0; i < nregions && r == 0; i++) {
-		int fd = handed_fd(shm, n, regions[i].ino);
+		const struct ckpt_plan_shm *h = handed(shm, n, regions[i].ino);
 
+		if (h && regions[i].sysv && h->sysv_id > 0 &&
+		    restore_sysv_part(&regions[i], h, &attached) == 0)
+			continue;
 		if (regions[i].sysv)
 			note_sysv(&regions[i]);
-		if (fd >= 0)
-			r = remap_shared(&regions[i], fd);
+		if (h)
+			r = remap_shared(&regions[i], h->fd);
 	}
 	return r;
 }

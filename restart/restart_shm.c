@@ -6,12 +6,21 @@
  * moment, so their copies agree; together they cover every page any of
  * them had), handed to every process in the plan. libckpt maps it over
  * the private copy the loader made (libckpt-preload/shared_memory.c).
+ *
+ * A SysV segment (its region named /SYSV...) comes back as a SysV segment,
+ * also when one process attached it: a new IPC_PRIVATE segment with the
+ * content, whose id goes into the plan beside the memfd; each process
+ * attaches it at the saved address (SHM_REMAP) and marks it removed, so it
+ * goes when the last process detaches. A program's shmdt() of it then
+ * works, whichever way it reaches the kernel (UCX, under MPICH, detaches
+ * with a raw system call).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/shm.h>
 #include <unistd.h>
 #include "ckpt/copy_range.h"
 #include "process_tree.h"
@@ -21,13 +30,20 @@ static int is_shared_object(const struct ckpt_region *r)
 	return r->kind == CKPT_REGION_ANON_SHARED && r->file_ino;
 }
 
-/* How many images map the object, and how large it must be. */
+static int is_sysv(const struct ckpt_image *img, const struct ckpt_region *r)
+{
+	return !strncmp(image_string(img, r->name), "/SYSV", 5);
+}
+
+/* How many images map the object, how large it must be, and whether it
+ * is a SysV segment. */
 static int object_users(struct ckpt_image *imgs, int n, uint64_t ino,
-			uint64_t *size)
+			uint64_t *size, int *sysv)
 {
 	int users = 0;
 
 	*size = 0;
+	*sysv = 0;
 	for (int i = 0; i < n; i++) {
 		int here = 0;
 
@@ -37,6 +53,7 @@ static int object_users(struct ckpt_image *imgs, int n, uint64_t ino,
 			if (!is_shared_object(r) || r->file_ino != ino)
 				continue;
 			here = 1;
+			*sysv |= is_sysv(&imgs[i], r);
 			if (r->file_offset + (r->end - r->start) > *size)
 				*size = r->file_offset + (r->end - r->start);
 		}
@@ -84,6 +101,35 @@ static int make_object(struct ckpt_image *imgs, int n, uint64_t ino,
 	return memfd;
 }
 
+/* A new SysV segment with the memfd's content: its id, or -errno. It is
+ * not marked removed here: the processes do so once attached (a
+ * restart that fails before leaves it; ipcrm removes it). */
+static int make_sysv_copy(int memfd, uint64_t size)
+{
+	int id = shmget(IPC_PRIVATE, size, IPC_CREAT | 0600), r = 0;
+	char *mem;
+
+	if (id < 0)
+		return -errno;
+	mem = shmat(id, NULL, 0);
+	if (mem == (void *)-1) {
+		r = -errno;
+	} else {
+		for (uint64_t done = 0; done < size && r == 0;) {
+			ssize_t got = pread(memfd, mem + done, size - done,
+					    (off_t)done);
+
+			if (got <= 0)
+				r = got < 0 ? -errno : -EIO;
+			done += got > 0 ? (uint64_t)got : 0;
+		}
+		shmdt(mem);
+	}
+	if (r < 0)
+		shmctl(id, IPC_RMID, NULL);
+	return r < 0 ? r : id;
+}
+
 static int known(const struct ckpt_restart_plan *plan, uint64_t ino)
 {
 	for (uint32_t i = 0; i < plan->nshm; i++)
@@ -96,9 +142,11 @@ static int add_object(struct ckpt_image *imgs, int n, uint64_t ino,
 		      struct ckpt_restart_plan *plan, int *keep_fd_end)
 {
 	uint64_t size;
-	int fd, placed;
+	int fd, placed, sysv, id = -1;
 
-	if (known(plan, ino) || object_users(imgs, n, ino, &size) < 2)
+	if (known(plan, ino))
+		return 0;
+	if (object_users(imgs, n, ino, &size, &sysv) < 2 && !sysv)
 		return 0;
 	if (plan->nshm == CKPT_PLAN_MAX_SHM) {
 		fprintf(stderr, "ckpt_restart: more than %d shared memory "
@@ -122,8 +170,17 @@ static int add_object(struct ckpt_image *imgs, int n, uint64_t ino,
 			*keep_fd_end);
 		return -EBADF;
 	}
+	if (sysv)
+		id = make_sysv_copy(placed, size);
+	if (id < -1)
+		fprintf(stderr, "ckpt_restart: warning: SysV shared memory "
+			"object %llu (%llu bytes): making the segment again "
+			"failed: %s; it comes back as plain shared memory\n",
+			(unsigned long long)ino, (unsigned long long)size,
+			strerror(-id));
 	plan->shm[plan->nshm].ino = ino;
 	plan->shm[plan->nshm].fd = placed;
+	plan->shm[plan->nshm].sysv_id = id >= 0 ? id + 1 : 0;
 	plan->nshm++;
 	return 0;
 }

@@ -1,6 +1,7 @@
 # Test programs and the test suite. Included by the top-level Makefile.
 
-TEST_APP_SRCS := $(wildcard tests/apps/*.c)
+# tests/apps/mpi_*.c need mpicc: tests/test_mpi.py builds them itself
+TEST_APP_SRCS := $(filter-out tests/apps/mpi_%.c,$(wildcard tests/apps/*.c))
 TEST_APPS := $(patsubst tests/apps/%.c,$(BUILD)/tests/apps/%,$(TEST_APP_SRCS))
 
 .PHONY: test-apps realprogs

@@ -26,6 +26,8 @@ def pytest_configure(config):
         "markers", "time_limit(seconds): hard limit for one test")
     config.addinivalue_line(
         "markers", "needs_core: needs the built ckpt tools and libckpt.so")
+    config.addinivalue_line(
+        "markers", "mpi: an MPICH job (tests/test_mpi.py; needs mpich)")
 
 
 class TimeLimitExceeded(Exception):

@@ -56,12 +56,12 @@ static uint64_t program_handlers[_NSIG];
 
 /* Does si_pid name a process? (kill/sigqueue/tgkill/mq_notify senders,
  * and SIGCHLD's child; not timers, async I/O or SIGIO.) */
-static int names_a_sender(int sig, const siginfo_t *si)
+int signal_names_a_sender(int sig, int code)
 {
-	if (sig == SIGCHLD && si->si_code > 0)
+	if (sig == SIGCHLD && code > 0)
 		return 1;
-	return si->si_code == SI_USER || si->si_code == SI_QUEUE ||
-	       si->si_code == SI_TKILL || si->si_code == SI_MESGQ;
+	return code == SI_USER || code == SI_QUEUE || code == SI_TKILL ||
+	       code == SI_MESGQ;
 }
 
 /* Every handler of the program runs through here: the sender's pid is
@@ -76,7 +76,7 @@ static void run_program_handler(int sig, siginfo_t *si, void *uc)
 	unsigned moves = ckpt_signal_moves();
 	uint64_t outer = ckpt_signal_frame_program_mask(uc), blocked;
 
-	if (si && si->si_pid > 0 && names_a_sender(sig, si))
+	if (si && si->si_pid > 0 && signal_names_a_sender(sig, si->si_code))
 		si->si_pid = vpid_virt_from_real(si->si_pid);
 	if (h & TAKES_SIGINFO)
 		((siginfo_handler)(uintptr_t)(h & ~TAKES_SIGINFO))(sig, si, uc);
@@ -427,8 +427,11 @@ CKPT_WRAPPER int sigpending(sigset_t *set)
 CKPT_WRAPPER int signalfd(int fd, const sigset_t *mask, int flags)
 {
 	sigset_t copy;
+	int r = NEXT_FN(signalfd)(fd, without_reserved(mask, &copy), flags);
 
-	return NEXT_FN(signalfd)(fd, without_reserved(mask, &copy), flags);
+	if (r >= 0)
+		signalfd_reads_note(r);
+	return r;
 }
 
 /* With every signal blocked until the kernel takes the mask, no move
@@ -458,7 +461,7 @@ CKPT_WRAPPER int sigsuspend(const sigset_t *mask)
 
 static int with_virtual_sender(int sig, siginfo_t *si)
 {
-	if (sig > 0 && si && si->si_pid > 0 && names_a_sender(sig, si))
+	if (sig > 0 && si && si->si_pid > 0 && signal_names_a_sender(sig, si->si_code))
 		si->si_pid = vpid_virt_from_real(si->si_pid);
 	return sig;
 }

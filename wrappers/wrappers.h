@@ -85,4 +85,7 @@ static inline void ckpt_restore_mask(const sigset_t *old)
 		r_;                                                       \
 	})
 
+/* signal.c: does si_pid of this signal and si_code name a process? */
+int signal_names_a_sender(int sig, int code);
+
 #endif /* CKPT_WRAPPERS_H */

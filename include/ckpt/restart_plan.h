@@ -68,11 +68,14 @@ struct ckpt_plan_socket {
 #define CKPT_PLAN_PTY_SLAVE(n)	(0xc000000000000000ULL | (uint32_t)(n))
 
 /* A shared memory object several processes mapped (ckpt_region kind
- * ANON_SHARED with the same file_ino): one memfd with its content. */
+ * ANON_SHARED with the same file_ino), or a SysV segment even one process
+ * attached: one memfd with its content; for a SysV segment also a new
+ * segment (IPC_PRIVATE) with the same content, which each process
+ * attaches in place and marks removed. */
 struct ckpt_plan_shm {
 	uint64_t ino;			/* the object's inode at the checkpoint */
 	int32_t fd;
-	int32_t reserved;
+	int32_t sysv_id;		/* shmid + 1; 0: none (was reserved) */
 };
 
 struct ckpt_restart_plan {
