@@ -335,10 +335,11 @@ def test_extent_outside_file(work, coord):
     im = Image(work())
     h = im.header()
     off = h["extents_offset"]
-    addr, length, foff, hsh, enc, stored = struct.unpack_from(
+    addr, length, foff, hsh, enc, stored, src, res = struct.unpack_from(
         EXTENT_FMT, im.data, off)
     struct.pack_into(EXTENT_FMT, im.data, off, addr, length,
-                     h["image_size"] + 4096 * 16, hsh, enc, stored)
+                     h["image_size"] + 4096 * 16, hsh, enc, stored, src,
+                     res)
     im.rehash()
     img = im.write(str(work.dir / "extent.img"))
     assert_refused(restart(img, coord), img, r"outside the image")

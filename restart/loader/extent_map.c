@@ -25,7 +25,7 @@
  * may be on a noexec mount. The data must be stored raw: a compressed
  * extent is decompressed (extent_decode.c).
  */
-int extent_can_be_mapped(const struct loader *l, const struct ckpt_region *r,
+int extent_mappable_kind(const struct loader *l, const struct ckpt_region *r,
 			 const struct ckpt_extent *e)
 {
 	if (!l->map_image || e->encoding != CKPT_EXTENT_RAW)
@@ -40,11 +40,19 @@ int extent_can_be_mapped(const struct loader *l, const struct ckpt_region *r,
 	return (e->addr | e->len | e->file_offset) % l->page_size == 0;
 }
 
+/* ... and from the one file memory is mapped from (chain.c). */
+int extent_can_be_mapped(const struct loader *l, const struct ckpt_region *r,
+			 const struct ckpt_extent *e)
+{
+	return e->source == l->map_source && extent_mappable_kind(l, r, e);
+}
+
 /* The buffer extents are verified in, from the work area that
  * ckpt_restart sized for it; without room, extents are hashed where they
  * are mapped instead. */
 void extent_map_prepare(struct loader *l)
 {
+	chain_choose_map_source(l);
 	if (l->map_image &&
 	    l->work_end - l->work_next >= LOADER_VERIFY_BUF + l->page_size)
 		l->verify_buf = (unsigned char *)work_alloc(l,
@@ -53,11 +61,13 @@ void extent_map_prepare(struct loader *l)
 
 /* Hash e where it is mapped, its pages brought in read-only from the
  * page cache: for an extent larger than the verify buffer. */
-static void verify_in_place(const struct ckpt_extent *e)
+static void verify_in_place(const struct loader *l,
+			    const struct ckpt_extent *e)
 {
 	if (ckpt_hash64((const void *)e->addr, e->len, 0) != e->hash)
-		loader_fail("memory %lx-%lx: checksum mismatch: the saved data "
-			    "is corrupt", e->addr, e->addr + e->len);
+		loader_fail("memory %lx-%lx: checksum mismatch: the saved data%s "
+			    "is corrupt", e->addr, e->addr + e->len,
+			    extent_source_name(l, e));
 }
 
 /*
@@ -77,15 +87,16 @@ void map_extent(struct loader *l, const struct ckpt_extent *e)
 	if (in_buffer)
 		read_extent(l, e, l->verify_buf);
 	ret = sys_mmap(e->addr, e->len, PROT_READ, MAP_PRIVATE | MAP_FIXED |
-		       (in_buffer ? 0 : MAP_POPULATE), l->image_fd,
+		       (in_buffer ? 0 : MAP_POPULATE), extent_source_fd(l, e),
 		       e->file_offset);
 	if (ret < 0 || (uint64_t)ret != e->addr)
 		loader_fail("memory %lx-%lx: mapping its data at image offset "
-			    "%lu failed: %s", e->addr, e->addr + e->len,
-			    e->file_offset, ret < 0 ? errno_text(ret) :
+			    "%lu%s failed: %s", e->addr, e->addr + e->len,
+			    e->file_offset, extent_source_name(l, e),
+			    ret < 0 ? errno_text(ret) :
 			    "mapped elsewhere");
 	if (!in_buffer)
-		verify_in_place(e);
+		verify_in_place(l, e);
 	if (!l->image_mapped_at)
 		l->image_mapped_at = e->addr;
 }

@@ -166,20 +166,22 @@ void read_extent(const struct loader *l, const struct ckpt_extent *e,
 
 	while (done < e->len) {
 		n = e->len - done < READ_CHUNK ? e->len - done : READ_CHUNK;
-		got = sys_pread(l->image_fd, dst + done, n,
+		got = sys_pread(extent_source_fd(l, e), dst + done, n,
 				e->file_offset + done);
 		if (got == -4)	/* EINTR */
 			continue;
 		if (got <= 0)
 			loader_fail("memory %lx-%lx: reading its data at image "
-				    "offset %lu failed: %s", e->addr,
+				    "offset %lu%s failed: %s", e->addr,
 				    e->addr + e->len, e->file_offset + done,
+				    extent_source_name(l, e),
 				    got ? errno_text(got) : "image truncated");
 		done += got;
 	}
 	if (ckpt_hash64(dst, e->len, 0) != e->hash)
-		loader_fail("memory %lx-%lx: checksum mismatch: the saved data "
-			    "is corrupt", e->addr, e->addr + e->len);
+		loader_fail("memory %lx-%lx: checksum mismatch: the saved data%s "
+			    "is corrupt", e->addr, e->addr + e->len,
+			    extent_source_name(l, e));
 }
 
 /* The extents of r, checked to lie inside it; NULL if the table is out
@@ -210,6 +212,9 @@ static void read_or_queue_extent(const struct loader *l,
 				 const struct ckpt_extent *e,
 				 unsigned char *dst)
 {
+	if (e->encoding != CKPT_EXTENT_RAW && e->source)
+		loader_fail("memory %lx-%lx: compressed data in a chain link",
+			    e->addr, e->addr + e->len);
 	if (e->encoding != CKPT_EXTENT_RAW)
 		extent_decode_queue(l, e, dst);
 	else
