@@ -585,12 +585,6 @@ void chain_image_committed(const char *path, uint64_t generation)
 	remove_older_images(dir[0] ? dir : "/", generation);
 }
 
-void chain_final_name(char *buf, size_t len, uint64_t generation)
-{
-	ckpt_fmt(buf, len, "ckpt_%s_%s.g%llu.img", ckpt.program,
-		 ckpt.unique_id, (unsigned long long)generation);
-}
-
 /* A restarted process continues the chain of the image it came from. */
 static int chain_restore(const struct ckpt_restart_args *args)
 {

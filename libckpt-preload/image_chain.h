@@ -21,7 +21,5 @@ void chain_write_plain(void);
 /* The image written last is durable at path: the base of the next one;
  * a full one removes this process's older images. */
 void chain_image_committed(const char *path, uint64_t generation);
-/* "ckpt_<prog>_<id>.g<generation>.img" */
-void chain_final_name(char *buf, size_t len, uint64_t generation);
 
 #endif /* CKPT_IMAGE_CHAIN_H */

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "ckpt/hash.h"
+#include "ckpt/image_names.h"
 #include "image_chain.h"
 #include "image_writer.h"
 #include "internal.h"
@@ -671,11 +672,8 @@ static void image_paths(const char *dir, int chain, uint64_t generation,
 {
 	char name[600];
 
-	if (chain)
-		chain_final_name(name, sizeof(name), generation);
-	else
-		ckpt_fmt(name, sizeof(name), "ckpt_%s_%s.img", ckpt.program,
-			 ckpt.unique_id);
+	image_final_name(name, sizeof(name), ckpt.program, ckpt.unique_id,
+			 chain, generation);
 	ckpt_fmt(final_path, pathlen, "%s/%s", dir, name);
 	image_tmp_name(name, sizeof(name));
 	ckpt_fmt(tmp_path, tmplen, "%s/%s", dir, name);

@@ -112,7 +112,7 @@ static uint64_t region_stored_bytes(const struct ckpt_image *img,
 	for (i = 0; i < r->nextents; i++) {
 		const struct ckpt_extent *e = &img->extents[r->first_extent + i];
 
-		sum += e->stored_len;
+		sum += e->source ? 0 : e->stored_len;	/* in a link */
 		nzstd += e->encoding == CKPT_EXTENT_ZSTD;
 	}
 	*encoding = !r->nextents ? "-" : !nzstd ? "raw" :
@@ -177,6 +177,37 @@ static void print_regions(const struct ckpt_image *img)
 	else
 		printf("no vdso code saved: restartable only on a kernel with "
 		       "the same vdso layout\n");
+}
+
+/* An incremental image: its place in its chain, and the memory each of
+ * its links holds for it. */
+static void print_chain(const struct ckpt_image *img)
+{
+	const struct ckpt_image_header *h = &img->hdr;
+	uint64_t bytes[CKPT_LINKS_MAX + 1] = { 0 };
+	uint32_t count[CKPT_LINKS_MAX + 1] = { 0 };
+
+	if (!(h->flags & CKPT_IMG_F_CHAIN))
+		return;
+	for (uint32_t i = 0; i < h->nextents; i++) {
+		const struct ckpt_extent *e = &img->extents[i];
+
+		if (e->source <= h->nlinks) {
+			bytes[e->source] += e->len;
+			count[e->source]++;
+		}
+	}
+	printf("\nchain: image %u of its chain, %s; %llu bytes of page "
+	       "hashes\n", h->chain_length, h->nlinks ? "a delta" :
+	       "a full image", (unsigned long long)h->page_hashes_size);
+	printf("  this image                 %8u extents %14llu bytes\n",
+	       count[0], (unsigned long long)bytes[0]);
+	for (uint32_t i = 0; i < h->nlinks; i++)
+		printf("  link %-2u generation %-6llu %8u extents %14llu bytes "
+		       "in %s\n", i + 1,
+		       (unsigned long long)img->links[i].generation,
+		       count[i + 1], (unsigned long long)bytes[i + 1],
+		       image_string(img, img->links[i].name));
 }
 
 static void print_threads(const struct ckpt_image *img)
@@ -450,6 +481,7 @@ static int inspect(struct ckpt_image *img, const char *path)
 	if (!err) {
 		print_header(img);
 		print_regions(img);
+		print_chain(img);
 		print_threads(img);
 		print_fds(img);
 		print_files(img);
