@@ -743,9 +743,12 @@ static int verify_extent(struct ckpt_image *img, const struct ckpt_extent *e,
 
 	if (!err && hash != e->hash)
 		err = image_fail(img, EINVAL, "memory %llx-%llx: checksum "
-				 "mismatch: the saved data is corrupt",
+				 "mismatch: the saved data%s%s is corrupt",
 				 (unsigned long long)e->addr,
-				 (unsigned long long)(e->addr + e->len));
+				 (unsigned long long)(e->addr + e->len),
+				 e->source ? " in chain link " : "",
+				 e->source ? image_string(img,
+				 img->links[e->source - 1].name) : "");
 	return err;
 }
 

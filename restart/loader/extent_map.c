@@ -12,10 +12,10 @@
 #include "loader.h"
 #include "../loader_abi.h"
 
-/* Below this an extent is copied: a mapping costs a VMA of the
- * kernel's vm.max_map_count and keeps the image's inode alive; for a
- * few pages the copy is as fast. */
-#define MAP_EXTENT_MIN	(256UL << 10)
+/* Below this a span is copied: a mapping costs a VMA of the kernel's
+ * vm.max_map_count and keeps the image's inode alive; for a few pages
+ * the copy is as fast. */
+#define MAP_SPAN_MIN	(256UL << 10)
 
 /*
  * Can this extent be mapped from the image? Only plain private memory:
@@ -35,16 +35,41 @@ int extent_mappable_kind(const struct loader *l, const struct ckpt_region *r,
 		return 0;
 	if (r->prot & PROT_EXEC)
 		return 0;
-	if (e->len < MAP_EXTENT_MIN)
-		return 0;
 	return (e->addr | e->len | e->file_offset) % l->page_size == 0;
 }
 
-/* ... and from the one file memory is mapped from (chain.c). */
-int extent_can_be_mapped(const struct loader *l, const struct ckpt_region *r,
-			 const struct ckpt_extent *e)
+static int in_span(const struct loader *l, const struct ckpt_region *r,
+		   const struct ckpt_extent *first, const struct ckpt_extent *e)
 {
-	return e->source == l->map_source && extent_mappable_kind(l, r, e);
+	return e->source == l->map_source && extent_mappable_kind(l, r, e) &&
+	       e->file_offset - first->file_offset == e->addr - first->addr;
+}
+
+/*
+ * The span of extents e[i..*last] that one mapping of the map source
+ * (chain.c) covers: the memory holds no hole from e[i] to e[*last], and
+ * the map source's extents among them lie in its file as in memory.
+ * Extents of other files between them (the pages a delta changed) are
+ * copied over the mapping afterwards. 1 if the span is mapped (at least
+ * MAP_SPAN_MIN bytes), else its extents are copied.
+ */
+int extent_span(const struct loader *l, const struct ckpt_region *r,
+		const struct ckpt_extent *e, uint64_t n, uint64_t i,
+		uint64_t *last)
+{
+	*last = i;
+	if (!in_span(l, r, &e[i], &e[i]))
+		return 0;
+	for (uint64_t k = i + 1; k < n; k++) {
+		if (e[k].addr != e[k - 1].addr + e[k - 1].len)
+			break;
+		if (e[k].source != l->map_source)
+			continue;
+		if (!in_span(l, r, &e[i], &e[k]))
+			break;
+		*last = k;
+	}
+	return e[*last].addr + e[*last].len - e[i].addr >= MAP_SPAN_MIN;
 }
 
 /* The buffer extents are verified in, from the work area that
@@ -71,32 +96,43 @@ static void verify_in_place(const struct loader *l,
 }
 
 /*
- * Verify e, then map it read-only at its address (map_regions() then
- * gives the region its protection; a write takes a private copy of the
- * page). The data is read once through the verify buffer, as fast as
- * cat reads it, and hashed there: no instruction of the program runs on
+ * Verify the map source's extents of the span e[first..last], then map
+ * the span private and writable at its address (map_regions() then gives
+ * the region its protection; a write takes a private copy of the page).
+ * Each extent is read once through the verify buffer, as fast as cat
+ * reads it, and hashed there: no instruction of the program runs on
  * unverified memory, and the pages are in the page cache for the
  * mapping. The mapping itself costs no reads; the program's first
- * touches fault the pages in.
+ * touches fault the pages in. The other extents of the span are copied
+ * over it by the caller, each checked where it lands.
  */
-void map_extent(struct loader *l, const struct ckpt_extent *e)
+void map_span(struct loader *l, const struct ckpt_extent *e, uint64_t first,
+	      uint64_t last)
 {
-	int in_buffer = l->verify_buf && e->len <= LOADER_VERIFY_BUF;
+	uint64_t addr = e[first].addr, len = e[last].addr + e[last].len - addr;
+	int populate = 0;
 	long ret;
 
-	if (in_buffer)
-		read_extent(l, e, l->verify_buf);
-	ret = sys_mmap(e->addr, e->len, PROT_READ, MAP_PRIVATE | MAP_FIXED |
-		       (in_buffer ? 0 : MAP_POPULATE), extent_source_fd(l, e),
-		       e->file_offset);
-	if (ret < 0 || (uint64_t)ret != e->addr)
+	for (uint64_t k = first; k <= last; k++) {
+		if (e[k].source != l->map_source)
+			continue;
+		if (l->verify_buf && e[k].len <= LOADER_VERIFY_BUF)
+			read_extent(l, &e[k], l->verify_buf);
+		else
+			populate = 1;
+	}
+	ret = sys_mmap(addr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE |
+		       MAP_FIXED | (populate ? MAP_POPULATE : 0),
+		       extent_source_fd(l, &e[first]), e[first].file_offset);
+	if (ret < 0 || (uint64_t)ret != addr)
 		loader_fail("memory %lx-%lx: mapping its data at image offset "
-			    "%lu%s failed: %s", e->addr, e->addr + e->len,
-			    e->file_offset, extent_source_name(l, e),
-			    ret < 0 ? errno_text(ret) :
-			    "mapped elsewhere");
-	if (!in_buffer)
-		verify_in_place(l, e);
+			    "%lu%s failed: %s", addr, addr + len,
+			    e[first].file_offset, extent_source_name(l, &e[first]),
+			    ret < 0 ? errno_text(ret) : "mapped elsewhere");
+	for (uint64_t k = first; k <= last && populate; k++)
+		if (e[k].source == l->map_source &&
+		    !(l->verify_buf && e[k].len <= LOADER_VERIFY_BUF))
+			verify_in_place(l, &e[k]);
 	if (!l->image_mapped_at)
-		l->image_mapped_at = e->addr;
+		l->image_mapped_at = addr;
 }

@@ -144,9 +144,11 @@ const char *extent_source_name(const struct loader *l,
 /* extent_map.c */
 int extent_mappable_kind(const struct loader *l, const struct ckpt_region *r,
 			 const struct ckpt_extent *e);
-int extent_can_be_mapped(const struct loader *l, const struct ckpt_region *r,
-			 const struct ckpt_extent *e);
-void map_extent(struct loader *l, const struct ckpt_extent *e);
+int extent_span(const struct loader *l, const struct ckpt_region *r,
+		const struct ckpt_extent *e, uint64_t n, uint64_t i,
+		uint64_t *last);
+void map_span(struct loader *l, const struct ckpt_extent *e, uint64_t first,
+	      uint64_t last);
 void extent_map_prepare(struct loader *l);
 
 /* extent_decode.c */

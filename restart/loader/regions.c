@@ -112,15 +112,18 @@ static uint64_t copied_bytes(const struct loader *l,
 			     const struct ckpt_region *r)
 {
 	const struct ckpt_extent *e;
-	uint64_t n = 0;
+	uint64_t n = 0, last;
+	int mapped;
 
 	if (r->first_extent > l->hdr.nextents ||
 	    r->nextents > l->hdr.nextents - r->first_extent)
 		return 0;
-	for (uint64_t i = 0; i < r->nextents; i++) {
-		e = &l->extents[r->first_extent + i];
-		if (!extent_can_be_mapped(l, r, e))
-			n += e->len;
+	e = &l->extents[r->first_extent];
+	for (uint64_t i = 0; i < r->nextents; i = last + 1) {
+		mapped = extent_span(l, r, e, r->nextents, i, &last);
+		for (uint64_t k = i; k <= last; k++)
+			if (!mapped || e[k].source != l->map_source)
+				n += e[k].len;
 	}
 	return n;
 }
@@ -234,17 +237,23 @@ void region_read_data(const struct loader *l, const struct ckpt_region *r,
 }
 
 /* The region's saved pages at their addresses: mapped from the image
- * where the rule allows (extent_map.c), else read in or decompressed. */
+ * where the rule allows (extent_map.c), then the rest read in or
+ * decompressed, over the mappings where a span covers them. */
 static void region_fill(struct loader *l, const struct ckpt_region *r)
 {
 	const struct ckpt_extent *e = region_extents(l, r);
+	uint64_t n = r->nextents, last;
+	int mapped;
 
-	for (uint64_t i = 0; i < r->nextents; i++) {
-		if (extent_can_be_mapped(l, r, &e[i]))
-			map_extent(l, &e[i]);
-		else
-			read_or_queue_extent(l, &e[i],
-					     (unsigned char *)e[i].addr);
+	for (uint64_t i = 0; i < n; i = last + 1)
+		if (extent_span(l, r, e, n, i, &last))
+			map_span(l, e, i, last);
+	for (uint64_t i = 0; i < n; i = last + 1) {
+		mapped = extent_span(l, r, e, n, i, &last);
+		for (uint64_t k = i; k <= last; k++)
+			if (!mapped || e[k].source != l->map_source)
+				read_or_queue_extent(l, &e[k], (unsigned char *)
+						     e[k].addr);
 	}
 	extent_decode_wait(l);	/* the compressed ones, in parallel */
 }
