@@ -95,11 +95,68 @@ static void verify_in_place(const struct loader *l,
 			    extent_source_name(l, e));
 }
 
+/* len bytes at file offset off of the span's file into the verify
+ * buffer. */
+static void read_window(const struct loader *l, const struct ckpt_extent *e,
+			uint64_t len, uint64_t off)
+{
+	int fd = extent_source_fd(l, e);
+	uint64_t done = 0;
+	long got;
+
+	while (done < len) {
+		got = sys_pread(fd, l->verify_buf + done, len - done,
+				off + done);
+		if (got == -4)	/* EINTR */
+			continue;
+		if (got <= 0)
+			loader_fail("memory from %lx: reading its data at image "
+				    "offset %lu%s failed: %s", e->addr,
+				    off + done, extent_source_name(l, e),
+				    got ? errno_text(got) : "image truncated");
+		done += got;
+	}
+}
+
+/* The map source's extents of the span, hashed in the verify buffer,
+ * read in windows of its size (a delta splits the full image's memory
+ * into many extents: one read each would cost a system call per few
+ * pages). 1 if an extent is larger than the buffer: hashed in place. */
+static int verify_span(struct loader *l, const struct ckpt_extent *e,
+		       uint64_t first, uint64_t last)
+{
+	uint64_t end = e[last].file_offset + e[last].len, win = 0, wlen = 0;
+	int larger = 0;
+
+	for (uint64_t k = first; k <= last; k++) {
+		const struct ckpt_extent *x = &e[k];
+
+		if (x->source != l->map_source)
+			continue;
+		if (!l->verify_buf || x->len > LOADER_VERIFY_BUF) {
+			larger = 1;
+			continue;
+		}
+		if (!wlen || x->file_offset + x->len > win + wlen) {
+			win = x->file_offset;
+			wlen = end - win < LOADER_VERIFY_BUF ? end - win :
+							      LOADER_VERIFY_BUF;
+			read_window(l, x, wlen, win);
+		}
+		if (ckpt_hash64(l->verify_buf + (x->file_offset - win), x->len,
+				0) != x->hash)
+			loader_fail("memory %lx-%lx: checksum mismatch: the "
+				    "saved data%s is corrupt", x->addr,
+				    x->addr + x->len, extent_source_name(l, x));
+	}
+	return larger;
+}
+
 /*
  * Verify the map source's extents of the span e[first..last], then map
  * the span private and writable at its address (map_regions() then gives
  * the region its protection; a write takes a private copy of the page).
- * Each extent is read once through the verify buffer, as fast as cat
+ * The data is read once through the verify buffer, as fast as cat
  * reads it, and hashed there: no instruction of the program runs on
  * unverified memory, and the pages are in the page cache for the
  * mapping. The mapping itself costs no reads; the program's first
@@ -110,17 +167,9 @@ void map_span(struct loader *l, const struct ckpt_extent *e, uint64_t first,
 	      uint64_t last)
 {
 	uint64_t addr = e[first].addr, len = e[last].addr + e[last].len - addr;
-	int populate = 0;
+	int populate = verify_span(l, e, first, last);
 	long ret;
 
-	for (uint64_t k = first; k <= last; k++) {
-		if (e[k].source != l->map_source)
-			continue;
-		if (l->verify_buf && e[k].len <= LOADER_VERIFY_BUF)
-			read_extent(l, &e[k], l->verify_buf);
-		else
-			populate = 1;
-	}
 	ret = sys_mmap(addr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE |
 		       MAP_FIXED | (populate ? MAP_POPULATE : 0),
 		       extent_source_fd(l, &e[first]), e[first].file_offset);

@@ -250,10 +250,18 @@ static void region_fill(struct loader *l, const struct ckpt_region *r)
 			map_span(l, e, i, last);
 	for (uint64_t i = 0; i < n; i = last + 1) {
 		mapped = extent_span(l, r, e, n, i, &last);
-		for (uint64_t k = i; k <= last; k++)
-			if (!mapped || e[k].source != l->map_source)
-				read_or_queue_extent(l, &e[k], (unsigned char *)
-						     e[k].addr);
+		for (uint64_t k = i; k <= last; k++) {
+			if (mapped && e[k].source == l->map_source)
+				continue;
+			/* over a mapping: its private copies made in one
+			 * call, not one page fault each (costly in a VM);
+			 * a kernel before 5.14 faults them in as usual */
+			if (mapped)
+				sys_madvise(e[k].addr, e[k].len,
+					    MADV_POPULATE_WRITE);
+			read_or_queue_extent(l, &e[k], (unsigned char *)
+					     e[k].addr);
+		}
 	}
 	extent_decode_wait(l);	/* the compressed ones, in parallel */
 }
