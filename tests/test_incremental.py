@@ -40,13 +40,15 @@ def chain_info(img):
 
 def checkpoints(session, proc, count, steps_apart=4):
     """count checkpoints, steps_apart steps of the program between them;
-    returns the image paths (one process) and the last step seen."""
+    returns the image paths (one process) and the last step seen before
+    the last checkpoint was requested."""
     images = []
     for _ in range(count):
+        start = max(numbers(proc.lines(), PROGRESS))
+        proc.wait_line(PROGRESS, minimum=start + steps_apart)
         seen = max(numbers(proc.lines(), PROGRESS))
-        proc.wait_line(PROGRESS, minimum=seen + steps_apart)
         images += checkpoint_silently(session, expect_images=1)
-    return images, max(numbers(proc.lines(), PROGRESS))
+    return images, seen
 
 
 def kill(proc):
