@@ -36,8 +36,16 @@ its target (--only wrappers; --only programs: the programs alone).
 
 Usage: bench/bench.py [--sizes 16,256,1024] [--dir DIR] [--json FILE]
                       [--only sizes,small,restart,sockets,redis,compress,
-                              wrappers,programs]
+                              incremental,wrappers,programs]
                       [--restart-mib MIB] [--sockets N] [--redis MIB]
+
+--only incremental (docs/performance.md, "Incremental checkpoints"):
+fill_idle of --incremental-mib (1024) MiB writing 1% of its pages
+between checkpoints: a full checkpoint (plain, best of --repeat) against
+an incremental one (`ckpt_command --checkpoint --incremental`, the best
+of the 9 deltas of a chain of 10), time and image size (goal <= 5%), and
+the restart of the chain of 10 against the restart of the full image
+(best of --repeat each, alternating; goal <= 1.2x).
 
 --only compress (docs/performance.md, "Compression"): a 1 GiB random fill
 checkpointed with and without `ckpt_command --checkpoint --compress`
@@ -844,6 +852,83 @@ def report_compress(c):
               c["zero_scan_s"] / c["hash_s"], ms(c["hash_s"]).strip()))
 
 
+# --- incremental checkpoints (--only incremental) -------------------------
+
+def dirty_one_percent(app):
+    n = len(app.lines)
+    app.popen.stdin.write(b"dirty\n")
+    app.popen.stdin.flush()
+    app.wait_line(("dirtied",), after=n, timeout=60)
+
+
+def timed_checkpoints(bench, app, count, argv_extra):
+    """count checkpoints, 1% of the pages written before each: [(seconds,
+    image bytes)] and the last one's images."""
+    out = []
+    for _ in range(count):
+        dirty_one_percent(app)
+        t, r = timed([tool("ckpt_command"), "--checkpoint"] + argv_extra,
+                     bench.env)
+        images = r.stdout.decode().split()
+        if not images:
+            raise BenchError("ckpt_command --checkpoint printed no image")
+        out.append((t, sum(os.path.getsize(i) for i in images)))
+    return out, images
+
+
+def measure_incremental(bench, mib, chain, repeat):
+    """Full (plain) checkpoints against the deltas of a chain of `chain`
+    images, 1% of the memory written before each; restart of the chain's
+    last image against the restart of the full one."""
+    app = bench.launch(mib)
+    try:
+        full, full_images = timed_checkpoints(bench, app, repeat, [])
+        incr, chain_images = timed_checkpoints(bench, app, chain,
+                                               ["--incremental"])
+    finally:
+        bench.kill_computation(app)
+    deltas = incr[1:]
+    out = {"mib": mib, "chain": chain, "repeat": repeat,
+           "full_s": min(t for t, _ in full),
+           "full_bytes": min(b for _, b in full),
+           "first_chain_s": incr[0][0],
+           "delta_s": min(t for t, _ in deltas),
+           "delta_bytes": max(b for _, b in deltas)}
+    best = {}
+    for _ in range(repeat):
+        for kind, images in (("full", full_images), ("chain", chain_images)):
+            t, restarted = bench.restart(images)
+            bench.wait_rejoined(len(images))
+            bench.kill_computation(restarted)
+            best[kind] = min(best.get(kind, t), t)
+    bench.clear_images()
+    out["restart_full_s"], out["restart_chain_s"] = best["full"], \
+        best["chain"]
+    out["time_ratio"] = out["delta_s"] / out["full_s"]
+    out["size_ratio"] = out["delta_bytes"] / out["full_bytes"]
+    out["restart_ratio"] = out["restart_chain_s"] / out["restart_full_s"]
+    return out
+
+
+def report_incremental(c):
+    print()
+    print("incremental checkpoints: fill_idle %d MiB writing 1%% of its "
+          "pages between checkpoints (best of %d full, of the %d deltas "
+          "of a chain of %d)" % (c["mib"], c["repeat"], c["chain"] - 1,
+                                 c["chain"]))
+    print("full checkpoint %s, %.1f MiB; incremental %s, %.1f MiB: time "
+          "%.3fx, size %.3fx (goal <= 0.05x)" % (
+              ms(c["full_s"]).strip(), c["full_bytes"] / 2**20,
+              ms(c["delta_s"]).strip(), c["delta_bytes"] / 2**20,
+              c["time_ratio"], c["size_ratio"]))
+    print("first image of the chain (full, with page hashes) %s" %
+          ms(c["first_chain_s"]).strip())
+    print("restart from the chain of %d %s, from the full image %s: "
+          "%.2fx (goal <= 1.2x)" % (
+              c["chain"], ms(c["restart_chain_s"]).strip(),
+              ms(c["restart_full_s"]).strip(), c["restart_ratio"]))
+
+
 def report_cycles(label, r):
     print("%-22s %12s %9s %9.1f %12s" % (
         label, ms(r["checkpoint_s"]),
@@ -950,7 +1035,7 @@ def report(results, small, sockets=None, redis=None, restart_modes=None,
 
 
 PARTS = ("sizes", "small", "restart", "sockets", "redis", "compress",
-         "wrappers", "programs")
+         "incremental", "wrappers", "programs")
 
 
 def main():
@@ -976,6 +1061,9 @@ def main():
     ap.add_argument("--heap-mib", type=int, default=256, metavar="MIB",
                     help="MiB of the python3 heap of the compress part "
                     "(256)")
+    ap.add_argument("--incremental-mib", type=int, default=1024,
+                    metavar="MIB", help="MiB of the incremental part's "
+                    "process (1024)")
     ap.add_argument("--redis", type=int, default=1024, metavar="MIB",
                     help="MiB of values redis holds in the redis part "
                     "(1024)")
@@ -999,6 +1087,7 @@ def main():
     workdir = tempfile.mkdtemp(prefix="ckb-", dir=args.dir or "/tmp")
     bench = Bench(workdir)
     results, small, sockets, redis, compress = [], None, None, None, None
+    incremental = None
     restart_modes = None
     wrappers = {}
     try:
@@ -1033,23 +1122,33 @@ def main():
             print("measuring compression...", flush=True)
             compress = measure_compress(bench, args.compress_mib,
                                         args.heap_mib, args.repeat)
+        if "incremental" in parts:
+            print("measuring incremental checkpoints of %d MiB..." %
+                  args.incremental_mib, flush=True)
+            incremental = measure_incremental(bench, args.incremental_mib,
+                                              10, args.repeat)
         run_wrapper_parts(bench, parts, args.repeat, wrappers)
     except (BenchError, OSError, subprocess.SubprocessError) as e:
         print("bench: %s" % e, file=sys.stderr)
         report(results, small, sockets, redis, restart_modes, compress)
+        if incremental:
+            report_incremental(incremental)
         report_wrappers(wrappers.get("calls"), wrappers.get("programs"))
         return 1
     finally:
         bench.stop()
         shutil.rmtree(workdir, ignore_errors=True)
     report(results, small, sockets, redis, restart_modes, compress)
+    if incremental:
+        report_incremental(incremental)
     report_wrappers(wrappers.get("calls"), wrappers.get("programs"))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"sizes": results, "small": small,
                        "restart_modes": restart_modes,
                        "sockets": sockets, "redis": redis,
-                       "compress": compress, "wrappers": wrappers}, f,
+                       "compress": compress, "incremental": incremental,
+                       "wrappers": wrappers}, f,
                       indent=2)
     return 0
 

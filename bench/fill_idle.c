@@ -7,7 +7,9 @@
  * The lines "read" and "write" are answered instead with one timed pass
  * over all the memory, "read N us" (summing every word) or "write N us"
  * (adding 1 to every word): the first pass after a restart against the
- * same pass in the original process.
+ * same pass in the original process. The line "dirty" writes one word
+ * in 1% of the pages, picked at random, and answers "dirtied N" (the
+ * incremental checkpoint benchmark).
  * The benchmark times a restart until the first "pong" or "resumed" line,
  * and reads how long a checkpoint kept the process stopped.
  */
@@ -76,8 +78,28 @@ static void timed_pass(struct memory *m, int write)
 	fflush(stdout);
 }
 
+/* One word in 1% of the pages, at random: "dirtied N". */
+static void dirty_pages(struct memory *m)
+{
+	static uint64_t s = 0x9e3779b97f4a7c15ull;
+	size_t pages = m->words / 512, n = pages / 100, i;
+
+	for (i = 0; i < n; i++) {
+		s ^= s << 13;
+		s ^= s >> 7;
+		s ^= s << 17;
+		m->w[(s % pages) * 512 + (s >> 40) % 512] ^= s;
+	}
+	printf("dirtied %zu\n", n);
+	fflush(stdout);
+}
+
 static void answer_line(struct memory *m, unsigned long *pongs)
 {
+	if (!strcmp(m->line, "dirty")) {
+		dirty_pages(m);
+		return;
+	}
 	if (!strcmp(m->line, "read") || !strcmp(m->line, "write")) {
 		timed_pass(m, m->line[0] == 'w');
 		return;

@@ -33,6 +33,9 @@ static void usage(FILE *f)
 "     --compress        with --checkpoint: compress this checkpoint's\n"
 "                       images (zstd; a process launched with\n"
 "                       ckpt_launch --compress compresses all of its)\n"
+"     --incremental     with --checkpoint: write only what changed since\n"
+"                       each process's previous image (a delta of its\n"
+"                       chain; ckpt_launch --incremental: every image)\n"
 "  -s, --status         coordinator address, processes, interval, last\n"
 "                       checkpoint, running round, accelerator use\n"
 "  -l, --list           one line per process\n"
@@ -52,6 +55,7 @@ struct request {
 	uint32_t cmd;
 	uint32_t arg;
 	int compress;			/* --compress */
+	int incremental;		/* --incremental */
 	int timeout_ms;
 };
 
@@ -87,6 +91,7 @@ static void parse_args(int argc, char **argv, struct request *q)
 		{ "coord", required_argument, NULL, 'C' },
 		{ "checkpoint", no_argument, NULL, 'c' },
 		{ "compress", no_argument, NULL, 'z' },
+		{ "incremental", no_argument, NULL, 'I' },
 		{ "status", no_argument, NULL, 's' },
 		{ "list", no_argument, NULL, 'l' },
 		{ "interval", required_argument, NULL, 'i' },
@@ -109,6 +114,9 @@ static void parse_args(int argc, char **argv, struct request *q)
 			break;
 		case 'z':
 			q->compress = 1;
+			break;
+		case 'I':
+			q->incremental = 1;
 			break;
 		case 's':
 			set_cmd(q, CKPT_CMD_STATUS, QUICK_TIMEOUT_MS);
@@ -148,13 +156,11 @@ static void parse_args(int argc, char **argv, struct request *q)
 			"--help)\n");
 		exit(2);
 	}
-	if (q->compress && q->cmd != CKPT_CMD_CHECKPOINT) {
-		fprintf(stderr, "ckpt_command: --compress goes with "
-			"--checkpoint only\n");
+	if ((q->compress || q->incremental) && q->cmd != CKPT_CMD_CHECKPOINT) {
+		fprintf(stderr, "ckpt_command: --%s goes with --checkpoint "
+			"only\n", q->compress ? "compress" : "incremental");
 		exit(2);
 	}
-	if (q->compress)
-		q->arg = CKPT_CHECKPOINT_F_COMPRESS;
 }
 
 /* The reply carries text from the processes (failure messages, names):
@@ -200,9 +206,11 @@ static int send_request(struct ckpt_control *c, const struct request *q,
 {
 	switch (q->cmd) {
 	case CKPT_CMD_CHECKPOINT:
-		return ckpt_control_checkpoint(c, q->compress ?
-					       CKPT_CONTROL_COMPRESS : 0, rep,
-					       err);
+		return ckpt_control_checkpoint(c, (q->compress ?
+					       CKPT_CONTROL_COMPRESS : 0) |
+					       (q->incremental ?
+						CKPT_CONTROL_INCREMENTAL : 0),
+					       rep, err);
 	case CKPT_CMD_STATUS:
 		return ckpt_control_status(c, rep, err);
 	case CKPT_CMD_LIST:

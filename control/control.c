@@ -81,8 +81,12 @@ int ckpt_control_checkpoint(struct ckpt_control *c, uint32_t flags,
 			    struct ckpt_control_reply *reply,
 			    struct ckpt_control_error *err)
 {
-	return command(c, CKPT_CMD_CHECKPOINT, flags & CKPT_CONTROL_COMPRESS ?
-		       CKPT_CHECKPOINT_F_COMPRESS : 0, CHECKPOINT_TIMEOUT_MS,
+	uint32_t wire = (flags & CKPT_CONTROL_COMPRESS ?
+			 CKPT_CHECKPOINT_F_COMPRESS : 0) |
+			(flags & CKPT_CONTROL_INCREMENTAL ?
+			 CKPT_CHECKPOINT_F_INCREMENTAL : 0);
+
+	return command(c, CKPT_CMD_CHECKPOINT, wire, CHECKPOINT_TIMEOUT_MS,
 		       reply, err);
 }
 

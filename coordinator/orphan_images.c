@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "ckpt/image.h"
+#include "ckpt/image_names.h"
 #include "coordinator.h"
 
 /* 0 when fd is the complete image of process c for this round; names the
@@ -65,8 +66,8 @@ static int check_image(int fd, const struct conn *c, uint64_t generation,
 			 (long long)st.st_size,
 			 (unsigned long long)hdr.image_size);
 	else {
-		snprintf(final, len, "ckpt_%s_%s.img", hdr.program,
-			 hdr.unique_id);
+		image_final_name(final, len, hdr.program, hdr.unique_id,
+				 hdr.flags & CKPT_IMG_F_CHAIN, generation);
 		return 0;
 	}
 	return -EINVAL;
@@ -98,9 +99,14 @@ static bool already_committed(const struct conn *c, uint64_t generation,
 	if (faccessat(dir_fd, tmp_base, F_OK, AT_SYMLINK_NOFOLLOW) == 0 ||
 	    errno != ENOENT)
 		return false;
-	snprintf(final, len, "ckpt_%s_%s.img", c->proc.hello.program,
-		 c->proc.hello.unique_id);
+	image_final_name(final, len, c->proc.hello.program,
+			 c->proc.hello.unique_id, 0, generation);
 	fd = openat(dir_fd, final, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {	/* an incremental image is named by generation */
+		image_final_name(final, len, c->proc.hello.program,
+				 c->proc.hello.unique_id, 1, generation);
+		fd = openat(dir_fd, final, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	}
 	if (fd < 0)
 		return false;
 	r = check_image(fd, c, generation, final, len, why, sizeof(why));

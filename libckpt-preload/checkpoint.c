@@ -36,6 +36,7 @@ const struct ckpt_resource_ops *const ckpt_resources[] = {
 	&peer_creds_resource_ops,	/* after files puts the sockets back */
 	&zombie_resource_ops,
 	&posix_timer_resource_ops,	/* restored after the threads */
+	&image_chain_resource_ops,
 };
 const size_t ckpt_nresources =
 	sizeof(ckpt_resources) / sizeof(ckpt_resources[0]);
@@ -85,7 +86,8 @@ static int drain_resources(char *err, size_t errlen)
 /* Returns 0 once the image is written, with the threads still stopped
  * (the caller resumes them once every process has written its image),
  * CKPT_RESTARTED in a restarted process, or -errno (threads resumed). */
-int checkpoint_write(uint64_t generation, int compress, const char *dir,
+int checkpoint_write(uint64_t generation, int compress, int incremental,
+		     const char *dir,
 		     char *path, size_t pathlen, char *tmp, size_t tmplen,
 		     char *err, size_t errlen)
 {
@@ -100,7 +102,8 @@ int checkpoint_write(uint64_t generation, int compress, const char *dir,
 	pipes_begin_round(generation, dir && dir[0] ? dir : ckpt.ckpt_dir);
 	r = drain_resources(err, errlen);
 	if (r == 0)
-		r = image_write(generation, compress, dir, path, pathlen, tmp,
+		r = image_write(generation, compress, incremental, dir, path,
+				pathlen, tmp,
 				tmplen, err, errlen);
 	pipes_end_round();
 	if (r < 0)

@@ -23,33 +23,14 @@
 #include <time.h>
 #include <unistd.h>
 #include "ckpt/hash.h"
+#include "ckpt/image_names.h"
+#include "image_chain.h"
+#include "image_writer.h"
 #include "internal.h"
 
 #define PAGE 4096UL
 
-struct table {
-	char *base;
-	size_t elem, n, cap;
-};
-
-struct blob {
-	int fd;			/* the process's own descriptor */
-	uint64_t size;
-	uint32_t index;		/* which record gets the offset */
-	int is_file;		/* a ckpt_file_record, else a ckpt_fd_info */
-};
-
-struct image_writer {
-	struct table regions, extents, threads, fds, files, strings, blobs;
-	uint64_t brk_start, brk_end;
-	int has_brk;
-	uint32_t cmdline, cmdline_size;		/* in the string table */
-	uint32_t environment, environment_size;
-	uint32_t thread_names, thread_names_size;
-	int32_t manager_vtid;
-};
-
-static int table_reserve(struct table *t, size_t more)
+int table_reserve(struct table *t, size_t more)
 {
 	size_t need = (t->n + more) * t->elem, cap;
 	void *p;
@@ -72,14 +53,14 @@ static int table_reserve(struct table *t, size_t more)
 	return 0;
 }
 
-static void *table_push(struct table *t)
+void *table_push(struct table *t)
 {
 	if (table_reserve(t, 1) < 0)
 		return NULL;
 	return t->base + t->elem * t->n++;
 }
 
-static void table_free(struct table *t)
+void table_free(struct table *t)
 {
 	if (t->base)
 		munmap(t->base, t->cap * t->elem);
@@ -88,7 +69,7 @@ static void table_free(struct table *t)
 }
 
 /* Offset of a copy of s in the string table; 0 is the empty string. */
-static int add_string(struct image_writer *w, const char *s, uint32_t *off)
+int add_string(struct image_writer *w, const char *s, uint32_t *off)
 {
 	size_t len = strlen(s) + 1;
 
@@ -314,7 +295,7 @@ static int add_threads(struct image_writer *w)
 	return 0;
 }
 
-static int write_all(int fd, const void *buf, size_t len, off_t off)
+int write_all(int fd, const void *buf, size_t len, off_t off)
 {
 	const char *p = buf;
 
@@ -339,11 +320,16 @@ static uint64_t page_align(uint64_t x)
 	return (x + PAGE - 1) & ~(PAGE - 1);
 }
 
-/* The metadata block's place; the data follows it, page-aligned. */
-static void lay_out_meta(struct image_writer *w, struct ckpt_image_header *h)
+/* The metadata block's place, from off on, and the table counts. */
+static void lay_out_meta(struct image_writer *w, struct ckpt_image_header *h,
+			 uint64_t off)
 {
-	uint64_t off = CKPT_HEADER_SIZE;
-
+	h->nregions = w->regions.n;
+	h->nextents = w->extents.n;
+	h->nthreads = w->threads.n;
+	h->nfds = w->fds.n;
+	h->nfiles = w->files.n;
+	h->nlinks = w->links.n;
 	h->meta_offset = off;
 	h->regions_offset = off;
 	off += w->regions.n * sizeof(struct ckpt_region);
@@ -355,11 +341,12 @@ static void lay_out_meta(struct image_writer *w, struct ckpt_image_header *h)
 	off += w->fds.n * sizeof(struct ckpt_fd_info);
 	h->files_offset = off;
 	off += w->files.n * sizeof(struct ckpt_file_record);
+	h->links_offset = w->links.n ? off : 0;
+	off += w->links.n * sizeof(struct ckpt_image_link);
 	h->strings_offset = off;
 	h->strings_size = w->strings.n;
 	off += w->strings.n;
 	h->meta_size = off - h->meta_offset;
-	h->data_offset = page_align(off);
 }
 
 /* Every blob's page-aligned place after the extents (which end at off);
@@ -520,7 +507,8 @@ static int write_meta(struct image_writer *w, int fd,
 		      struct ckpt_image_header *h)
 {
 	const struct table *parts[] = { &w->regions, &w->extents, &w->threads,
-					&w->fds, &w->files, &w->strings };
+					&w->fds, &w->files, &w->links,
+					&w->strings };
 	size_t len = h->meta_size ? h->meta_size : 1, off = 0;
 	char *blk;
 	int r;
@@ -551,11 +539,6 @@ static void fill_header(struct ckpt_image_header *h, struct image_writer *w,
 	h->page_size = PAGE;
 	h->cpu_features = arch_cpu_features();
 	h->cpu_features_in_use = threads_features_in_use();
-	h->nregions = w->regions.n;
-	h->nextents = w->extents.n;
-	h->nthreads = w->threads.n;
-	h->nfds = w->fds.n;
-	h->nfiles = w->files.n;
 	h->restore_entry = (uintptr_t)ckpt_restore_entry;
 	h->restore_stack_top = ((uintptr_t)ckpt_restore_stack +
 				ckpt_restore_stack_size) & ~15UL;
@@ -607,6 +590,7 @@ static void writer_free(struct image_writer *w)
 	table_free(&w->files);
 	table_free(&w->strings);
 	table_free(&w->blobs);
+	table_free(&w->links);
 }
 
 static int build_tables(struct image_writer *w, char *err, size_t errlen)
@@ -638,8 +622,22 @@ static int build_tables(struct image_writer *w, char *err, size_t errlen)
 	return memory_scan(w, err, errlen);
 }
 
+/* The memory of a plain image: the metadata first, then the extents
+ * from the next page on. */
+static int write_plain_memory(struct image_writer *w, int fd,
+			      struct ckpt_image_header *h, int compress,
+			      uint64_t *end, char *err, size_t errlen)
+{
+	lay_out_meta(w, h, CKPT_HEADER_SIZE);
+	h->data_offset = page_align(h->meta_offset + h->meta_size);
+	chain_write_plain();
+	return write_extents(w, fd, h->data_offset, compress, end, err,
+			     errlen);
+}
+
 /* Write the whole image into tmp_path (a new file beside final_path).
- * Called with every other thread stopped. */
+ * Called with every other thread stopped. An incremental image has its
+ * metadata last: its extent table is known once the data is written. */
 static int write_image_file(struct image_writer *w, uint64_t generation,
 			    int compress, const char *dir,
 			    const char *tmp_path, char *err, size_t errlen)
@@ -654,10 +652,18 @@ static int write_image_file(struct image_writer *w, uint64_t generation,
 		return fd;
 	fchmod(fd, 0600);	/* whatever the program's umask */
 	fill_header(&h, w, generation);
-	lay_out_meta(w, &h);
-	r = write_extents(w, fd, h.data_offset, compress, &data_end, err,
-			  errlen);
+	if (w->chain) {
+		h.data_offset = CKPT_HEADER_SIZE;
+		r = chain_write_memory(w, fd, dir, &h, &data_end, err, errlen);
+	} else {
+		r = write_plain_memory(w, fd, &h, compress, &data_end, err,
+				       errlen);
+	}
 	h.image_size = lay_out_blobs(w, data_end);
+	if (w->chain) {
+		lay_out_meta(w, &h, (h.image_size + 7) & ~7ULL);
+		h.image_size = h.meta_offset + h.meta_size;
+	}
 	if (r == 0)
 		r = write_blobs(w, fd, err, errlen);
 	if (r == 0 && (r = write_meta(w, fd, &h)) < 0)
@@ -684,18 +690,21 @@ static int write_image_file(struct image_writer *w, uint64_t generation,
 	return r;
 }
 
-static void image_paths(const char *dir, char *final_path, size_t pathlen,
-			char *tmp_path, size_t tmplen)
+static void image_paths(const char *dir, int chain, uint64_t generation,
+			char *final_path, size_t pathlen, char *tmp_path,
+			size_t tmplen)
 {
-	char tmp_name[600];
+	char name[600];
 
-	ckpt_fmt(final_path, pathlen, "%s/ckpt_%s_%s.img", dir, ckpt.program,
-		 ckpt.unique_id);
-	image_tmp_name(tmp_name, sizeof(tmp_name));
-	ckpt_fmt(tmp_path, tmplen, "%s/%s", dir, tmp_name);
+	image_final_name(name, sizeof(name), ckpt.program, ckpt.unique_id,
+			 chain, generation);
+	ckpt_fmt(final_path, pathlen, "%s/%s", dir, name);
+	image_tmp_name(name, sizeof(name));
+	ckpt_fmt(tmp_path, tmplen, "%s/%s", dir, name);
 }
 
-int image_write(uint64_t generation, int compress, const char *dir,
+int image_write(uint64_t generation, int compress, int incremental,
+		const char *dir,
 		char *final_path, size_t pathlen, char *tmp_path,
 		size_t tmplen, char *err, size_t errlen)
 {
@@ -710,6 +719,8 @@ int image_write(uint64_t generation, int compress, const char *dir,
 	w.files.elem = sizeof(struct ckpt_file_record);
 	w.strings.elem = 1;
 	w.blobs.elem = sizeof(struct blob);
+	w.links.elem = sizeof(struct ckpt_image_link);
+	w.chain = incremental;
 	/* Reserve (virtual, untouched) room up front: growing a table by
 	 * mremap during the memory scan could punch a hole into a region
 	 * that is already listed. The region and extent tables are made
@@ -721,7 +732,8 @@ int image_write(uint64_t generation, int compress, const char *dir,
 			 strerror(ENOMEM));
 		return -ENOMEM;
 	}
-	image_paths(dir, final_path, pathlen, tmp_path, tmplen);
+	image_paths(dir, incremental, generation, final_path, pathlen, tmp_path,
+		    tmplen);
 	r = build_tables(&w, err, errlen);
 	if (r == 0)
 		r = write_image_file(&w, generation, compress, dir, tmp_path,

@@ -64,6 +64,8 @@ struct ckpt_state {
 	uint32_t restarts;		/* times this process was restarted */
 	int compress;			/* CKPT_COMPRESS (ckpt_launch
 					   --compress): every image */
+	int incremental;		/* CKPT_INCREMENTAL (ckpt_launch
+					   --incremental): chains of images */
 	char coord_addr[512];
 	char ckpt_dir[4096];
 	char program[64];
@@ -128,6 +130,7 @@ extern const struct ckpt_resource_ops process_group_resource_ops;
 extern const struct ckpt_resource_ops saved_files_resource_ops;
 extern const struct ckpt_resource_ops posix_timer_resource_ops;
 extern const struct ckpt_resource_ops peer_creds_resource_ops;
+extern const struct ckpt_resource_ops image_chain_resource_ops;
 extern const struct ckpt_resource_ops *const ckpt_resources[];
 
 /* saved_files.c: regular files whose identity (and for some, content)
@@ -368,7 +371,8 @@ int image_commit(const char *tmp_path, const char *final_path, char *err,
 		 size_t errlen);
 
 /* image_writer.c */
-int image_write(uint64_t generation, int compress, const char *dir,
+int image_write(uint64_t generation, int compress, int incremental,
+		const char *dir,
 		char *final_path, size_t pathlen, char *tmp_path,
 		size_t tmplen, char *err, size_t errlen);
 int image_sync(const char *tmp_path, char *err, size_t errlen);
@@ -473,7 +477,8 @@ void handover_close_all(void);
 /* checkpoint.c */
 int checkpoint_suspend(uint64_t generation, const char *dir, char *err,
 		       size_t errlen);
-int checkpoint_write(uint64_t generation, int compress, const char *dir,
+int checkpoint_write(uint64_t generation, int compress, int incremental,
+		     const char *dir,
 		     char *path, size_t pathlen, char *tmp, size_t tmplen,
 		     char *err, size_t errlen);
 #define CKPT_RESTARTED 1

@@ -21,6 +21,7 @@
 #include <unistd.h>
 #include "ckpt/accel.h"
 #include "ckpt/coord_client.h"
+#include "image_chain.h"
 #include "internal.h"
 
 struct ckpt_state ckpt = { .coord_fd = -1 };
@@ -92,6 +93,8 @@ static void read_settings(void)
 	saved_files_read_settings();
 	ckpt.compress = getenv("CKPT_COMPRESS") &&
 			!strcmp(getenv("CKPT_COMPRESS"), "1");
+	ckpt.incremental = getenv("CKPT_INCREMENTAL") &&
+			   !strcmp(getenv("CKPT_INCREMENTAL"), "1");
 }
 
 static int send_result(uint16_t type, uint64_t gen, int error,
@@ -387,6 +390,8 @@ static void handle_write_image(const struct ckpt_msg_do_checkpoint *m)
 	const char *dir = m->ckpt_dir[0] ? m->ckpt_dir : ckpt.ckpt_dir;
 	int compress = ckpt.compress ||
 		       (m->flags & CKPT_CHECKPOINT_F_COMPRESS);
+	int incremental = ckpt.incremental ||
+			  (m->flags & CKPT_CHECKPOINT_F_INCREMENTAL);
 	int r;
 
 	r = ordered_dir_check(m->ckpt_dir, err, sizeof(err));
@@ -395,7 +400,8 @@ static void handle_write_image(const struct ckpt_msg_do_checkpoint *m)
 		send_result(CKPT_MSG_FAILED, m->generation, -r, NULL, err);
 		return;
 	}
-	r = checkpoint_write(m->generation, compress, dir, path, sizeof(path),
+	r = checkpoint_write(m->generation, compress, incremental, dir, path,
+			     sizeof(path),
 			     tmp, sizeof(tmp), err, sizeof(err));
 	if (r == CKPT_RESTARTED) {
 		/* the image this process came back from, where it was
@@ -438,6 +444,7 @@ static void handle_write_image(const struct ckpt_msg_do_checkpoint *m)
 	}
 	ckpt.generation = m->generation;
 	ckpt_fmt(ckpt.image_path, sizeof(ckpt.image_path), "%s", path);
+	chain_image_committed(path, m->generation);
 	send_result(CKPT_MSG_DURABLE, m->generation, 0, path, NULL);
 }
 

@@ -46,7 +46,8 @@ $(LIBDIR)/ckpt_restart_loader.bin: $(LOADER_OBJS) restart/loader/blob.lds
 	$(call link_blob,$@,$(LOADER_ELF),$(LOADER_OBJS) $(LIBZSTD_A))
 
 # --- ckpt_restart and ckpt_inspect ----------------------------------------
-RESTART_COMMON_SRCS := restart/image_check.c restart/image_trust.c \
+RESTART_COMMON_SRCS := restart/image_check.c restart/image_links.c \
+	restart/image_trust.c \
 	restart/image_fields.c $(wildcard $(RESTART_ARCH)/*.c)
 RESTART_COMMON_OBJS := $(patsubst %,$(OBJ)/app/%.o,$(RESTART_COMMON_SRCS))
 # The coordinator client (protocol/client*.c); overridable for testing.

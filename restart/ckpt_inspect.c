@@ -156,6 +156,37 @@ static void print_regions(const struct ckpt_image *img)
 		       "the same vdso layout\n");
 }
 
+/* An incremental image: its place in its chain, and the memory each of
+ * its links holds for it. */
+static void print_chain(const struct ckpt_image *img)
+{
+	const struct ckpt_image_header *h = &img->hdr;
+	uint64_t bytes[CKPT_LINKS_MAX + 1] = { 0 };
+	uint32_t count[CKPT_LINKS_MAX + 1] = { 0 };
+
+	if (!(h->flags & CKPT_IMG_F_CHAIN))
+		return;
+	for (uint32_t i = 0; i < h->nextents; i++) {
+		const struct ckpt_extent *e = &img->extents[i];
+
+		if (e->source <= h->nlinks) {
+			bytes[e->source] += e->len;
+			count[e->source]++;
+		}
+	}
+	printf("\nchain: image %u of its chain, %s; %llu bytes of page "
+	       "hashes\n", h->chain_length, h->nlinks ? "a delta" :
+	       "a full image", (unsigned long long)h->page_hashes_size);
+	printf("  this image                 %8u extents %14llu bytes\n",
+	       count[0], (unsigned long long)bytes[0]);
+	for (uint32_t i = 0; i < h->nlinks; i++)
+		printf("  link %-2u generation %-6llu %8u extents %14llu bytes "
+		       "in %s\n", i + 1,
+		       (unsigned long long)img->links[i].generation,
+		       count[i + 1], (unsigned long long)bytes[i + 1],
+		       image_string(img, img->links[i].name));
+}
+
 /* "thread 4243 (worker-2): pthread_cond_wait <- queue_pop <- ..." */
 static void print_backtrace(const struct ckpt_image *img, uint32_t i,
 			    const struct backtrace *bt)
@@ -451,6 +482,7 @@ static void print_text(struct ckpt_image *img)
 {
 	print_header(img);
 	print_regions(img);
+	print_chain(img);
 	print_threads(img, options.backtraces);
 	print_fds(img);
 	print_files(img);

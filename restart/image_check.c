@@ -20,10 +20,7 @@
 #include <zstd.h>
 #include "image_check.h"
 
-static int image_fail(struct ckpt_image *img, int err, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int image_fail(struct ckpt_image *img, int err, const char *fmt, ...)
+int image_fail(struct ckpt_image *img, int err, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -39,14 +36,14 @@ static bool range_inside(uint64_t off, uint64_t len, uint64_t lo, uint64_t hi)
 	return off >= lo && off <= hi && len <= hi - off;
 }
 
-static int read_exact(struct ckpt_image *img, void *buf, size_t len,
-		      uint64_t off, const char *what)
+int image_read_at(struct ckpt_image *img, int fd, void *buf, size_t len,
+		  uint64_t off, const char *what)
 {
 	size_t done = 0;
 	ssize_t n;
 
 	while (done < len) {
-		n = pread(img->fd, (char *)buf + done, len - done, off + done);
+		n = pread(fd, (char *)buf + done, len - done, off + done);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
@@ -59,6 +56,12 @@ static int read_exact(struct ckpt_image *img, void *buf, size_t len,
 		done += n;
 	}
 	return 0;
+}
+
+static int read_exact(struct ckpt_image *img, void *buf, size_t len,
+		      uint64_t off, const char *what)
+{
+	return image_read_at(img, img->fd, buf, len, off, what);
 }
 
 const char *arch_name(uint32_t arch)
@@ -331,6 +334,11 @@ static int find_tables(struct ckpt_image *img)
 	if (err)
 		return err;
 	img->files = p;
+	err = meta_table(img, h->links_offset, h->nlinks, sizeof(*img->links),
+			 "link", &p);
+	if (err)
+		return err;
+	img->links = p;
 	err = meta_table(img, h->strings_offset, h->strings_size, 1, "string",
 			 &p);
 	if (err)
@@ -364,6 +372,7 @@ static int check_extent(struct ckpt_image *img, const struct ckpt_region *r,
 			const struct ckpt_extent *e, uint64_t prev_end)
 {
 	uint64_t page = img->hdr.page_size;
+	int err;
 
 	if (e->addr % page || e->len % page || !e->len ||
 	    (e->encoding == CKPT_EXTENT_RAW && e->file_offset % page))
@@ -400,7 +409,11 @@ static int check_extent(struct ckpt_image *img, const struct ckpt_region *r,
 				  "overlap or are out of order",
 				  (unsigned long long)e->addr,
 				  (unsigned long long)(e->addr + e->len));
-	if (!range_inside(e->file_offset, e->stored_len, img->hdr.data_offset,
+	err = image_check_extent_source(img, r, e);
+	if (err)
+		return err;
+	if (!e->source &&
+	    !range_inside(e->file_offset, e->stored_len, img->hdr.data_offset,
 			  img->hdr.image_size))
 		return image_fail(img, EINVAL, "memory %llx-%llx: its data "
 				  "(%llu bytes at offset %llu) lies outside the "
@@ -505,6 +518,9 @@ static int check_tables(struct ckpt_image *img)
 	uint32_t i;
 	int err;
 
+	err = image_check_link_table(img);
+	if (err)
+		return err;
 	for (i = 0; i < h->nregions; i++) {
 		err = check_region(img, &img->regions[i], prev_end);
 		if (err)
@@ -514,7 +530,8 @@ static int check_tables(struct ckpt_image *img)
 	for (i = 0; i < h->nextents; i++) {
 		const struct ckpt_extent *e = &img->extents[i];
 
-		if (!range_inside(e->file_offset, e->stored_len,
+		if (!e->source &&
+		    !range_inside(e->file_offset, e->stored_len,
 				  h->data_offset, h->image_size))
 			return image_fail(img, EINVAL, "extent %u: its data "
 					  "lies outside the image's data area",
@@ -562,6 +579,8 @@ int image_open(struct ckpt_image *img, const char *path, int open_flags)
 
 	memset(img, 0, sizeof(*img));
 	img->path = path;
+	for (int i = 0; i < CKPT_LINKS_MAX; i++)
+		img->link_fds[i] = -1;
 	/* O_NONBLOCK: opening a FIFO for reading must not wait for a
 	 * writer; anything but a regular file is refused right after. */
 	img->fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | open_flags);
@@ -587,6 +606,8 @@ int image_open(struct ckpt_image *img, const char *path, int open_flags)
 		err = find_tables(img);
 	if (!err)
 		err = check_tables(img);
+	if (!err)
+		err = image_open_links(img);
 	return err;
 }
 
@@ -595,6 +616,7 @@ void image_close(struct ckpt_image *img)
 	if (img->fd >= 0)
 		close(img->fd);
 	img->fd = -1;
+	image_close_links(img);
 	free(img->meta);
 	img->meta = NULL;
 }
@@ -617,8 +639,8 @@ static int zstd_extent_hash(struct ckpt_image *img,
 		return image_fail(img, ENOMEM, "no memory to decompress memory "
 				  "%llx-%llx", (unsigned long long)e->addr,
 				  (unsigned long long)(e->addr + e->len));
-	err = read_exact(img, stored, e->stored_len, e->file_offset,
-			 "compressed extent data");
+	err = image_read_at(img, image_extent_fd(img, e), stored, e->stored_len,
+			    e->file_offset, "compressed extent data");
 	n = err ? 0 : ZSTD_decompress(buf, e->len, stored, e->stored_len);
 	free(stored);
 	if (err)
@@ -643,13 +665,14 @@ static int extent_hash(struct ckpt_image *img, const struct ckpt_extent *e,
 	if (e->encoding == CKPT_EXTENT_ZSTD)
 		return zstd_extent_hash(img, e, buf, hash);
 	if (e->len <= VERIFY_READ_MAX) {
-		err = read_exact(img, buf, e->len, e->file_offset,
-				 "extent data");
+		err = image_read_at(img, image_extent_fd(img, e), buf, e->len,
+				    e->file_offset, "extent data");
 		if (!err)
 			*hash = ckpt_hash64(buf, e->len, 0);
 		return err;
 	}
-	p = mmap(NULL, e->len, PROT_READ, MAP_PRIVATE, img->fd, e->file_offset);
+	p = mmap(NULL, e->len, PROT_READ, MAP_PRIVATE, image_extent_fd(img, e),
+		 e->file_offset);
 	if (p == MAP_FAILED)
 		return image_fail(img, errno, "memory %llx-%llx: mapping its "
 				  "data failed: %s",
@@ -736,9 +759,12 @@ static int verify_extent(struct ckpt_image *img, const struct ckpt_extent *e,
 
 	if (!err && hash != e->hash)
 		err = image_fail(img, EINVAL, "memory %llx-%llx: checksum "
-				 "mismatch: the saved data is corrupt",
+				 "mismatch: the saved data%s%s is corrupt",
 				 (unsigned long long)e->addr,
-				 (unsigned long long)(e->addr + e->len));
+				 (unsigned long long)(e->addr + e->len),
+				 e->source ? " in chain link " : "",
+				 e->source ? image_string(img,
+				 img->links[e->source - 1].name) : "");
 	return err;
 }
 

@@ -33,6 +33,8 @@ struct ckpt_image {
 	const struct ckpt_thread_info *threads;
 	const struct ckpt_fd_info *fds;
 	const struct ckpt_file_record *files;
+	const struct ckpt_image_link *links;	/* nlinks: a delta's chain */
+	int link_fds[CKPT_LINKS_MAX];		/* open, checked; -1 */
 	const char *strings;
 	uint64_t strings_size;
 	bool vdso_redirect;		/* image_check_vdso(): another kernel */
@@ -76,6 +78,31 @@ int image_content_hash(struct ckpt_image *img, uint64_t off, uint64_t size,
 const char *image_string(const struct ckpt_image *img, uint32_t off);
 /* Thread record i's saved name; "" when unnamed or not saved. */
 const char *image_thread_name(const struct ckpt_image *img, uint32_t i);
+
+/* img->err = the message; returns -err. */
+int image_fail(struct ckpt_image *img, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* len bytes at off of fd (the image or a link) into buf. */
+int image_read_at(struct ckpt_image *img, int fd, void *buf, size_t len,
+		  uint64_t off, const char *what);
+
+/* Chains of incremental images (image_links.c). The link table: names
+ * of files in the image's directory. */
+int image_check_link_table(struct ckpt_image *img);
+/* An extent's source: a link of the table, raw, not in a region that
+ * ckpt_restart copies itself, its data inside the linked image. */
+int image_check_extent_source(struct ckpt_image *img,
+			      const struct ckpt_region *r,
+			      const struct ckpt_extent *e);
+/* Open every link and check that it is the image recorded: a missing,
+ * replaced or damaged one is named. */
+int image_open_links(struct ckpt_image *img);
+void image_close_links(struct ckpt_image *img);
+/* The descriptor that holds e's stored bytes. */
+int image_extent_fd(const struct ckpt_image *img, const struct ckpt_extent *e);
+/* The path of link i: the image's directory and the link's name. */
+void image_link_path(const struct ckpt_image *img, uint32_t i, char *buf,
+		     size_t len);
 int image_socket_info(const struct ckpt_image *img,
 		      const struct ckpt_fd_info *f,
 		      struct ckpt_socket_info *si);

@@ -93,7 +93,8 @@ static int decompress_extent(struct inspect_memory *m,
 	stored = malloc(e->stored_len);
 	if (!stored)
 		return -ENOMEM;
-	err = read_exact(m->img->fd, stored, e->stored_len, e->file_offset);
+	err = read_exact(image_extent_fd(m->img, e), stored, e->stored_len,
+			 e->file_offset);
 	n = err ? 0 : ZSTD_decompress(m->zstd_data, CKPT_EXTENT_MAX, stored,
 				      e->stored_len);
 	free(stored);
@@ -112,7 +113,7 @@ static int read_saved_page(struct inspect_memory *m,
 	int err;
 
 	if (e->encoding == CKPT_EXTENT_RAW)
-		return read_exact(m->img->fd, out, INSPECT_PAGE,
+		return read_exact(image_extent_fd(m->img, e), out, INSPECT_PAGE,
 				  e->file_offset + (page - e->addr));
 	err = decompress_extent(m, e);
 	if (!err)
@@ -243,7 +244,7 @@ uint64_t region_stored_bytes(const struct ckpt_image *img,
 	for (i = 0; i < r->nextents; i++) {
 		const struct ckpt_extent *e = &img->extents[r->first_extent + i];
 
-		sum += e->stored_len;
+		sum += e->source ? 0 : e->stored_len;	/* in a link */
 		nzstd += e->encoding == CKPT_EXTENT_ZSTD;
 	}
 	*encoding = !r->nextents ? "-" : !nzstd ? "raw" :

@@ -53,6 +53,10 @@ enum loader_arg {
 					   the image where they may be
 					   (restart/memory_mode.c); "0": copy
 					   every one */
+	LOADER_ARG_LINK_FDS,		/* an incremental image's chain links
+					   (image_links.c), open, not
+					   close-on-exec: "fd,fd,...", in
+					   link table order; "" = none */
 	LOADER_ARGC
 };
 

@@ -341,11 +341,33 @@ static int exec_with_program_args(int fd, const struct ckpt_image *img,
 	return -errno;
 }
 
+/* The chain links' fds for the loader ("fd,fd,..."), kept open across
+ * the exec; the loader closes them before the hand-off. */
+static int link_fds_arg(const struct ckpt_image *img, char *buf, size_t len)
+{
+	size_t used = 0;
+
+	buf[0] = 0;
+	for (uint32_t i = 0; i < img->hdr.nlinks; i++) {
+		int fd = img->link_fds[i];
+
+		if (fd < 0 || fcntl(fd, F_SETFD, 0) < 0 ||
+		    fcntl(fd, F_SETFL, 0) < 0)
+			return fd < 0 ? -EBADF : -errno;
+		used += snprintf(buf + used, len - used, "%s%d", i ? "," : "",
+				 fd);
+		if (used >= len)
+			return -E2BIG;
+	}
+	return 0;
+}
+
 int loader_exec(const struct ckpt_image *img, const char *image_path,
 		const char *coord_addr, const char *ckpt_dir, int plan_fd,
 		int keep_fd_end, char *err, size_t errlen)
 {
 	char fd_arg[16], hash_arg[24], end_arg[24], plan_arg[16], keep_arg[16];
+	char links_arg[16 * CKPT_LINKS_MAX];
 	uint64_t base, size, anchor;
 	struct blob b;
 	int fd, ret;
@@ -374,6 +396,13 @@ int loader_exec(const struct ckpt_image *img, const char *image_path,
 		 (unsigned long long)img->hdr.header_hash);
 	snprintf(end_arg, sizeof(end_arg), "%llx",
 		 (unsigned long long)(base + size));
+	ret = link_fds_arg(img, links_arg, sizeof(links_arg));
+	if (ret) {
+		free(b.data);
+		return fail(err, errlen, -ret, "keeping the chain links open "
+			    "for the restart loader failed: %s",
+			    strerror(-ret));
+	}
 	char *const params[LOADER_ARGC] = {
 		[0] = LOADER_PARAMS_MAGIC,
 		[LOADER_ARG_IMAGE_FD] = fd_arg,
@@ -385,6 +414,7 @@ int loader_exec(const struct ckpt_image *img, const char *image_path,
 		[LOADER_ARG_PLAN_FD] = plan_arg,
 		[LOADER_ARG_KEEP_FD_END] = keep_arg,
 		[LOADER_ARG_MAP_IMAGE] = image_memory_mapped(img) ? "1" : "0",
+		[LOADER_ARG_LINK_FDS] = links_arg,
 	};
 
 	fd = make_loader_elf(&b, base, anchor, params, err, errlen);

@@ -9,9 +9,9 @@ import subprocess
 
 import pytest
 
-# struct ckpt_image_header (include/ckpt/image.h), 408 bytes; the first
+# struct ckpt_image_header (include/ckpt/image.h), 448 bytes; the first
 # 352 (up to header_hash) are all an older image has.
-HEADER_FMT = "<8sIIIIQQQQQQQIIIIQQQQQQQQQQQiiQQ64s64sQQQQIIIIIIIIiI"
+HEADER_FMT = "<8sIIIIQQQQQQQIIIIQQQQQQQQQQQiiQQ64s64sQQQQIIIIIIIIiIQIIQQQ"
 HEADER_FIELDS = (
     "magic version header_size arch page_size cpu_features flags "
     "image_size meta_offset meta_size meta_hash data_offset nregions "
@@ -21,18 +21,25 @@ HEADER_FIELDS = (
     "generation ckpt_time_ns program unique_id cpu_features_in_use "
     "header_hash computation_id files_offset nfiles unrestored cmdline "
     "cmdline_size environment environment_size thread_names "
-    "thread_names_size manager_vtid reserved_tail").split()
+    "thread_names_size manager_vtid reserved_tail links_offset nlinks "
+    "chain_length page_hashes_offset page_hashes_size "
+    "page_hashes_hash").split()
 HEADER_SIZE = struct.calcsize(HEADER_FMT)
-assert HEADER_SIZE == 408
+assert HEADER_SIZE == 448
 OLD_HEADER_SIZE = 352
 REGION_FMT = "<QQIIIIQQQQQII"     # struct ckpt_region, 80 bytes
-EXTENT_FMT = "<QQQQII"            # struct ckpt_extent, 40 bytes (version 4)
+EXTENT_FMT = "<QQQQIIII"          # struct ckpt_extent, 48 bytes (version 5):
+#                                   addr len file_offset hash encoding
+#                                   stored_len source reserved
+LINK_FMT = "<QQQII"               # struct ckpt_image_link, 32 bytes
 EXTENT_RAW, EXTENT_ZSTD = 0, 1    # ckpt_extent.encoding
 THREAD_FMT = "<iiQQQ"             # struct ckpt_thread_info, 32 bytes
 FD_FMT = "<iIIIqIIQQQ"            # struct ckpt_fd_info, 56 bytes (version 3)
 FILE_FMT = "<IIIIQQQQQQ"          # struct ckpt_file_record, 64 bytes
 assert struct.calcsize(REGION_FMT) == 80
-assert struct.calcsize(EXTENT_FMT) == 40
+assert struct.calcsize(EXTENT_FMT) == 48
+assert struct.calcsize(LINK_FMT) == 32
+IMG_F_CHAIN = 0x10
 assert struct.calcsize(THREAD_FMT) == 32
 assert struct.calcsize(FD_FMT) == 56
 assert struct.calcsize(FILE_FMT) == 64

@@ -250,24 +250,25 @@ def test_wrong_magic(work, coord):
 
 def test_wrong_version(work, coord):
     im = Image(work())
-    im.set_header(version=5)
+    im.set_header(version=6)
     im.rehash()
     img = im.write(str(work.dir / "version.img"))
     assert_refused(restart(img, coord), img,
-                   r"image format version 5, this ckpt reads 4: made by a "
+                   r"image format version 6, this ckpt reads 5: made by a "
                    r"newer ckpt")
 
 
-@pytest.mark.parametrize("version", [1, 2, 3])
+@pytest.mark.parametrize("version", [1, 2, 3, 4])
 def test_older_version_refused_clearly(work, coord, version):
     """An image of an older format (1: before file records; 2: before
     the content saved with fd records was hashed; 3: before compressed
-    extents) is refused, naming why, by ckpt_restart and ckpt_inspect."""
+    extents; 4: before chains of incremental images) is refused, naming
+    why, by ckpt_restart and ckpt_inspect."""
     im = Image(work())
     im.set_header(version=version)
     im.rehash()
     img = im.write(str(work.dir / "version.img"))
-    pattern = (r"image format version %d, this ckpt reads 4: made by an "
+    pattern = (r"image format version %d, this ckpt reads 5: made by an "
                r"older ckpt, restart it with the ckpt that made it" % version)
     assert_refused(restart(img, coord), img, pattern)
     assert_refused(run([INSPECT, img]), img, pattern)
@@ -335,10 +336,11 @@ def test_extent_outside_file(work, coord):
     im = Image(work())
     h = im.header()
     off = h["extents_offset"]
-    addr, length, foff, hsh, enc, stored = struct.unpack_from(
+    addr, length, foff, hsh, enc, stored, src, res = struct.unpack_from(
         EXTENT_FMT, im.data, off)
     struct.pack_into(EXTENT_FMT, im.data, off, addr, length,
-                     h["image_size"] + 4096 * 16, hsh, enc, stored)
+                     h["image_size"] + 4096 * 16, hsh, enc, stored, src,
+                     res)
     im.rehash()
     img = im.write(str(work.dir / "extent.img"))
     assert_refused(restart(img, coord), img, r"outside the image")

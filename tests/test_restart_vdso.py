@@ -33,7 +33,8 @@ def vdso_region(im):
 
 
 def extent_at(im, index):
-    off = im.header()["extents_offset"] + 40 * index
+    off = im.header()["extents_offset"] + \
+        struct.calcsize(EXTENT_FMT) * index
     return off, list(struct.unpack_from(EXTENT_FMT, im.data, off))
 
 
@@ -41,12 +42,13 @@ def change_vdso_code(im, change):
     """change(bytearray of the saved vdso) in place; extent hash redone."""
     _, reg = vdso_region(im)
     assert reg[5] == 1, "expected the vdso saved as one extent"
-    off, (addr, length, foff, _, enc, stored) = extent_at(im, reg[6])
+    off, (addr, length, foff, _, enc, stored, src, res) = extent_at(
+        im, reg[6])
     code = bytearray(im.data[foff:foff + length])
     change(code)
     im.data[foff:foff + length] = code
     struct.pack_into(EXTENT_FMT, im.data, off, addr, length, foff,
-                     ckpt_hash64(bytes(code)), enc, stored)
+                     ckpt_hash64(bytes(code)), enc, stored, src, res)
     im.rehash()
 
 

@@ -37,7 +37,9 @@ struct ckpt_control_reply {
 };
 
 /* ckpt_control_checkpoint() flags */
-#define CKPT_CONTROL_COMPRESS	0x1
+#define CKPT_CONTROL_COMPRESS	0x1	/* zstd-compressed images */
+#define CKPT_CONTROL_INCREMENTAL 0x2	/* only what changed since the
+					   previous image (a chain) */
 
 int ckpt_control_open(struct ckpt_control *c, const char *addr,
 		      struct ckpt_control_error *err);

@@ -15,11 +15,13 @@
  *                         struct ckpt_thread_info [nthreads]  (inspection)
  *                         struct ckpt_fd_info [nfds]          (inspection)
  *                         struct ckpt_file_record [nfiles]    (version 2)
+ *                         struct ckpt_image_link [nlinks]     (version 5)
  *                         (every byte above: meta_hash)
  *                         string table (NUL-terminated strings)
  *   data_offset         memory and file data, every extent page-aligned
  *                       (each extent: its hash; content saved with an fd
- *                       or file record: that record's data_hash)
+ *                       or file record: that record's data_hash);
+ *                       an incremental image's page hashes
  *   image_size          end of file
  */
 #ifndef CKPT_IMAGE_H
@@ -30,11 +32,14 @@
 #include "ckpt/hash.h"
 
 #define CKPT_IMAGE_MAGIC	"CKPTIMG1"	/* 8 bytes, no NUL */
-#define CKPT_IMAGE_VERSION	4	/* 2: file records (nfiles); 3: the
+#define CKPT_IMAGE_VERSION	5	/* 2: file records (nfiles); 3: the
 					   content saved with an fd record is
 					   hashed (ckpt_fd_info.data_hash);
 					   4: extents may be compressed
-					   (ckpt_extent.encoding) */
+					   (ckpt_extent.encoding); 5: chains
+					   of incremental images
+					   (ckpt_extent.source, links, page
+					   hashes) */
 #define CKPT_HEADER_SIZE	4096
 #define CKPT_PROGRAM_MAX	64
 
@@ -51,6 +56,12 @@
 					   image as anonymous memory: a
 					   restart may map this image's
 					   extents (docs/restart.md) */
+#define CKPT_IMG_F_CHAIN	0x10	/* a member of a chain of incremental
+					   images (ckpt_launch --incremental):
+					   named ckpt_<prog>_<id>.g<generation>
+					   .img, carries page hashes; with
+					   nlinks > 0 a delta whose extents
+					   may lie in the linked images */
 
 struct ckpt_image_header {
 	char magic[8];			/* CKPT_IMAGE_MAGIC */
@@ -128,6 +139,20 @@ struct ckpt_image_header {
 	int32_t manager_vtid;		/* the vtid of libckpt's manager
 					   thread; 0 = not recorded */
 	uint32_t reserved_tail;		/* 0 */
+	/* Incremental images (version 5, CKPT_IMG_F_CHAIN): the images this
+	 * one takes extents from (struct ckpt_image_link [nlinks] in the
+	 * metadata at links_offset), its place in its chain (1: a full
+	 * image, n: the (n-1)th delta after it) and one ckpt_hash64 per
+	 * saved page, in extent table order (page_hashes_size bytes at
+	 * page_hashes_offset in the data area, hashed as a whole into
+	 * page_hashes_hash): the next checkpoint compares memory with
+	 * them. 0: none. */
+	uint64_t links_offset;
+	uint32_t nlinks;
+	uint32_t chain_length;
+	uint64_t page_hashes_offset;
+	uint64_t page_hashes_size;
+	uint64_t page_hashes_hash;
 };
 
 /* The size of the header before fields were appended to it. */
@@ -213,6 +238,26 @@ struct ckpt_extent {
 	uint32_t encoding;		/* enum ckpt_extent_encoding */
 	uint32_t stored_len;		/* bytes at file_offset: len when
 					   RAW, less when ZSTD (version 4) */
+	uint32_t source;		/* which file holds the stored bytes:
+					   0 this image, n > 0 link n-1 of its
+					   link table (version 5) */
+	uint32_t reserved;
+};
+
+/* The most images a delta may take extents from (its chain less itself;
+ * libckpt writes a full image after CKPT_CHAIN_MAX - 1 deltas). */
+#define CKPT_LINKS_MAX		31
+
+/* An image a delta takes extents from: a file in the delta's own
+ * directory, known by its name and identified by its header hash, so a
+ * missing, replaced or damaged link is named at restart. */
+struct ckpt_image_link {
+	uint64_t generation;		/* the linked image's generation */
+	uint64_t header_hash;		/* ... its header_hash */
+	uint64_t image_size;		/* ... its image_size */
+	uint32_t name;			/* string table offset of its file
+					   name (no directory) */
+	uint32_t reserved;
 };
 
 /* Informational records (the restart path reads them from memory). */

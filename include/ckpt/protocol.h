@@ -151,6 +151,10 @@ struct ckpt_msg_unrestored {
 #define CKPT_CHECKPOINT_F_COMPRESS 0x1	/* zstd-compressed extents (a
 					   process launched with --compress
 					   compresses every image anyway) */
+#define CKPT_CHECKPOINT_F_INCREMENTAL 0x2 /* an incremental image: only
+					   what changed since the previous
+					   one (docs/image-format.md, "Chains
+					   of incremental images") */
 
 struct ckpt_msg_do_checkpoint {
 	uint64_t generation;

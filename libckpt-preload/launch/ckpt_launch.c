@@ -60,6 +60,12 @@ static void usage(FILE *f)
 "                      it is); kept in $CKPT_COMPRESS=1 for child\n"
 "                      processes. ckpt_command --checkpoint --compress\n"
 "                      compresses one checkpoint\n"
+"  --incremental       after a first full image, each checkpoint writes\n"
+"                      only the pages changed since the previous one: a\n"
+"                      chain of images ckpt_<prog>_<id>.g<N>.img that\n"
+"                      ckpt_restart follows; every 16th is full again\n"
+"                      (older images are then removed); kept in\n"
+"                      $CKPT_INCREMENTAL=1 for child processes\n"
 "  --tmp-file-max SIZE  save files on temporary storage (tmpfs, /tmp,\n"
 "                      /var/tmp) up to SIZE bytes (K, M, G suffixes;\n"
 "                      default 64M, also $CKPT_TMP_FILE_MAX); a larger\n"
@@ -134,6 +140,7 @@ static void parse_args(int argc, char **argv, struct launch *l)
 		{ "save-files", required_argument, NULL, 'S' },
 		{ "tmp-file-max", required_argument, NULL, 'T' },
 		{ "compress", no_argument, NULL, 'z' },
+		{ "incremental", no_argument, NULL, 'I' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
@@ -171,6 +178,9 @@ static void parse_args(int argc, char **argv, struct launch *l)
 			break;
 		case 'z':
 			setenv_or_die("CKPT_COMPRESS", "1");
+			break;
+		case 'I':
+			setenv_or_die("CKPT_INCREMENTAL", "1");
 			break;
 		case 'h':
 			usage(stdout);

@@ -108,6 +108,7 @@ void parse_kernel_stack(struct loader *l, const uint64_t *sp)
 		loader_fail("loader arguments plan fd %lu, kept fds up to %lu: "
 			    "out of range", fd, l->keep_fd_end);
 	l->plan_fd = (int)fd;
+	chain_parse_link_fds(l, param[LOADER_ARG_LINK_FDS]);
 
 	note_args_area(l, (char *const *)(sp + 1));
 	note_args_area(l, (char *const *)p);

@@ -12,10 +12,10 @@
 #include "loader.h"
 #include "../loader_abi.h"
 
-/* Below this an extent is copied: a mapping costs a VMA of the
- * kernel's vm.max_map_count and keeps the image's inode alive; for a
- * few pages the copy is as fast. */
-#define MAP_EXTENT_MIN	(256UL << 10)
+/* Below this a span is copied: a mapping costs a VMA of the kernel's
+ * vm.max_map_count and keeps the image's inode alive; for a few pages
+ * the copy is as fast. */
+#define MAP_SPAN_MIN	(256UL << 10)
 
 /*
  * Can this extent be mapped from the image? Only plain private memory:
@@ -25,7 +25,7 @@
  * may be on a noexec mount. The data must be stored raw: a compressed
  * extent is decompressed (extent_decode.c).
  */
-int extent_can_be_mapped(const struct loader *l, const struct ckpt_region *r,
+int extent_mappable_kind(const struct loader *l, const struct ckpt_region *r,
 			 const struct ckpt_extent *e)
 {
 	if (!l->map_image || e->encoding != CKPT_EXTENT_RAW)
@@ -35,9 +35,41 @@ int extent_can_be_mapped(const struct loader *l, const struct ckpt_region *r,
 		return 0;
 	if (r->prot & PROT_EXEC)
 		return 0;
-	if (e->len < MAP_EXTENT_MIN)
-		return 0;
 	return (e->addr | e->len | e->file_offset) % l->page_size == 0;
+}
+
+static int in_span(const struct loader *l, const struct ckpt_region *r,
+		   const struct ckpt_extent *first, const struct ckpt_extent *e)
+{
+	return e->source == l->map_source && extent_mappable_kind(l, r, e) &&
+	       e->file_offset - first->file_offset == e->addr - first->addr;
+}
+
+/*
+ * The span of extents e[i..*last] that one mapping of the map source
+ * (chain.c) covers: the memory holds no hole from e[i] to e[*last], and
+ * the map source's extents among them lie in its file as in memory.
+ * Extents of other files between them (the pages a delta changed) are
+ * copied over the mapping afterwards. 1 if the span is mapped (at least
+ * MAP_SPAN_MIN bytes), else its extents are copied.
+ */
+int extent_span(const struct loader *l, const struct ckpt_region *r,
+		const struct ckpt_extent *e, uint64_t n, uint64_t i,
+		uint64_t *last)
+{
+	*last = i;
+	if (!in_span(l, r, &e[i], &e[i]))
+		return 0;
+	for (uint64_t k = i + 1; k < n; k++) {
+		if (e[k].addr != e[k - 1].addr + e[k - 1].len)
+			break;
+		if (e[k].source != l->map_source)
+			continue;
+		if (!in_span(l, r, &e[i], &e[k]))
+			break;
+		*last = k;
+	}
+	return e[*last].addr + e[*last].len - e[i].addr >= MAP_SPAN_MIN;
 }
 
 /* The buffer extents are verified in, from the work area that
@@ -45,6 +77,7 @@ int extent_can_be_mapped(const struct loader *l, const struct ckpt_region *r,
  * are mapped instead. */
 void extent_map_prepare(struct loader *l)
 {
+	chain_choose_map_source(l);
 	if (l->map_image &&
 	    l->work_end - l->work_next >= LOADER_VERIFY_BUF + l->page_size)
 		l->verify_buf = (unsigned char *)work_alloc(l,
@@ -53,39 +86,102 @@ void extent_map_prepare(struct loader *l)
 
 /* Hash e where it is mapped, its pages brought in read-only from the
  * page cache: for an extent larger than the verify buffer. */
-static void verify_in_place(const struct ckpt_extent *e)
+static void verify_in_place(const struct loader *l,
+			    const struct ckpt_extent *e)
 {
 	if (ckpt_hash64((const void *)e->addr, e->len, 0) != e->hash)
-		loader_fail("memory %lx-%lx: checksum mismatch: the saved data "
-			    "is corrupt", e->addr, e->addr + e->len);
+		loader_fail("memory %lx-%lx: checksum mismatch: the saved data%s "
+			    "is corrupt", e->addr, e->addr + e->len,
+			    extent_source_name(l, e));
+}
+
+/* len bytes at file offset off of the span's file into the verify
+ * buffer. */
+static void read_window(const struct loader *l, const struct ckpt_extent *e,
+			uint64_t len, uint64_t off)
+{
+	int fd = extent_source_fd(l, e);
+	uint64_t done = 0;
+	long got;
+
+	while (done < len) {
+		got = sys_pread(fd, l->verify_buf + done, len - done,
+				off + done);
+		if (got == -4)	/* EINTR */
+			continue;
+		if (got <= 0)
+			loader_fail("memory from %lx: reading its data at image "
+				    "offset %lu%s failed: %s", e->addr,
+				    off + done, extent_source_name(l, e),
+				    got ? errno_text(got) : "image truncated");
+		done += got;
+	}
+}
+
+/* The map source's extents of the span, hashed in the verify buffer,
+ * read in windows of its size (a delta splits the full image's memory
+ * into many extents: one read each would cost a system call per few
+ * pages). 1 if an extent is larger than the buffer: hashed in place. */
+static int verify_span(struct loader *l, const struct ckpt_extent *e,
+		       uint64_t first, uint64_t last)
+{
+	uint64_t end = e[last].file_offset + e[last].len, win = 0, wlen = 0;
+	int larger = 0;
+
+	for (uint64_t k = first; k <= last; k++) {
+		const struct ckpt_extent *x = &e[k];
+
+		if (x->source != l->map_source)
+			continue;
+		if (!l->verify_buf || x->len > LOADER_VERIFY_BUF) {
+			larger = 1;
+			continue;
+		}
+		if (!wlen || x->file_offset + x->len > win + wlen) {
+			win = x->file_offset;
+			wlen = end - win < LOADER_VERIFY_BUF ? end - win :
+							      LOADER_VERIFY_BUF;
+			read_window(l, x, wlen, win);
+		}
+		if (ckpt_hash64(l->verify_buf + (x->file_offset - win), x->len,
+				0) != x->hash)
+			loader_fail("memory %lx-%lx: checksum mismatch: the "
+				    "saved data%s is corrupt", x->addr,
+				    x->addr + x->len, extent_source_name(l, x));
+	}
+	return larger;
 }
 
 /*
- * Verify e, then map it read-only at its address (map_regions() then
- * gives the region its protection; a write takes a private copy of the
- * page). The data is read once through the verify buffer, as fast as
- * cat reads it, and hashed there: no instruction of the program runs on
+ * Verify the map source's extents of the span e[first..last], then map
+ * the span private and writable at its address (map_regions() then gives
+ * the region its protection; a write takes a private copy of the page).
+ * The data is read once through the verify buffer, as fast as cat
+ * reads it, and hashed there: no instruction of the program runs on
  * unverified memory, and the pages are in the page cache for the
  * mapping. The mapping itself costs no reads; the program's first
- * touches fault the pages in.
+ * touches fault the pages in. The other extents of the span are copied
+ * over it by the caller, each checked where it lands.
  */
-void map_extent(struct loader *l, const struct ckpt_extent *e)
+void map_span(struct loader *l, const struct ckpt_extent *e, uint64_t first,
+	      uint64_t last)
 {
-	int in_buffer = l->verify_buf && e->len <= LOADER_VERIFY_BUF;
+	uint64_t addr = e[first].addr, len = e[last].addr + e[last].len - addr;
+	int populate = verify_span(l, e, first, last);
 	long ret;
 
-	if (in_buffer)
-		read_extent(l, e, l->verify_buf);
-	ret = sys_mmap(e->addr, e->len, PROT_READ, MAP_PRIVATE | MAP_FIXED |
-		       (in_buffer ? 0 : MAP_POPULATE), l->image_fd,
-		       e->file_offset);
-	if (ret < 0 || (uint64_t)ret != e->addr)
+	ret = sys_mmap(addr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE |
+		       MAP_FIXED | (populate ? MAP_POPULATE : 0),
+		       extent_source_fd(l, &e[first]), e[first].file_offset);
+	if (ret < 0 || (uint64_t)ret != addr)
 		loader_fail("memory %lx-%lx: mapping its data at image offset "
-			    "%lu failed: %s", e->addr, e->addr + e->len,
-			    e->file_offset, ret < 0 ? errno_text(ret) :
-			    "mapped elsewhere");
-	if (!in_buffer)
-		verify_in_place(e);
+			    "%lu%s failed: %s", addr, addr + len,
+			    e[first].file_offset, extent_source_name(l, &e[first]),
+			    ret < 0 ? errno_text(ret) : "mapped elsewhere");
+	for (uint64_t k = first; k <= last && populate; k++)
+		if (e[k].source == l->map_source &&
+		    !(l->verify_buf && e[k].len <= LOADER_VERIFY_BUF))
+			verify_in_place(l, &e[k]);
 	if (!l->image_mapped_at)
-		l->image_mapped_at = e->addr;
+		l->image_mapped_at = addr;
 }

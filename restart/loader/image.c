@@ -101,6 +101,7 @@ void image_read(struct loader *l)
 	l->strings_size = h->strings_size;
 	if (l->strings_size && l->strings[l->strings_size - 1])
 		loader_fail("string table is not NUL-terminated");
+	chain_read_links(l);
 }
 
 const char *image_string(const struct loader *l, uint32_t off)

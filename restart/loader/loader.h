@@ -65,6 +65,10 @@ struct loader {
 	int map_image;			/* extents may be mapped from the
 					   image (extent_map.c) */
 	uint64_t image_mapped_at;	/* inside the first one mapped; 0 */
+	int link_fds[CKPT_LINKS_MAX];	/* chain links (chain.c) */
+	unsigned nlinks;
+	unsigned map_source;		/* the one file mapped from: 0 the
+					   image, n link n-1 */
 	unsigned char *verify_buf;	/* LOADER_VERIFY_BUF bytes or 0 */
 	char image_path[4096];
 	char coord_addr[512];
@@ -90,6 +94,7 @@ struct loader {
 	const unsigned char *meta;
 	const struct ckpt_region *regions;
 	const struct ckpt_extent *extents;
+	const struct ckpt_image_link *links;	/* nlinks, or NULL */
 	const char *strings;
 	uint64_t strings_size;
 
@@ -128,10 +133,22 @@ void region_read_data(const struct loader *l, const struct ckpt_region *r,
 void read_extent(const struct loader *l, const struct ckpt_extent *e,
 		 unsigned char *dst);
 
+/* chain.c */
+void chain_parse_link_fds(struct loader *l, const char *arg);
+void chain_read_links(struct loader *l);
+void chain_choose_map_source(struct loader *l);
+int extent_source_fd(const struct loader *l, const struct ckpt_extent *e);
+const char *extent_source_name(const struct loader *l,
+			       const struct ckpt_extent *e);
+
 /* extent_map.c */
-int extent_can_be_mapped(const struct loader *l, const struct ckpt_region *r,
+int extent_mappable_kind(const struct loader *l, const struct ckpt_region *r,
 			 const struct ckpt_extent *e);
-void map_extent(struct loader *l, const struct ckpt_extent *e);
+int extent_span(const struct loader *l, const struct ckpt_region *r,
+		const struct ckpt_extent *e, uint64_t n, uint64_t i,
+		uint64_t *last);
+void map_span(struct loader *l, const struct ckpt_extent *e, uint64_t first,
+	      uint64_t last);
 void extent_map_prepare(struct loader *l);
 
 /* extent_decode.c */

@@ -112,15 +112,18 @@ static uint64_t copied_bytes(const struct loader *l,
 			     const struct ckpt_region *r)
 {
 	const struct ckpt_extent *e;
-	uint64_t n = 0;
+	uint64_t n = 0, last;
+	int mapped;
 
 	if (r->first_extent > l->hdr.nextents ||
 	    r->nextents > l->hdr.nextents - r->first_extent)
 		return 0;
-	for (uint64_t i = 0; i < r->nextents; i++) {
-		e = &l->extents[r->first_extent + i];
-		if (!extent_can_be_mapped(l, r, e))
-			n += e->len;
+	e = &l->extents[r->first_extent];
+	for (uint64_t i = 0; i < r->nextents; i = last + 1) {
+		mapped = extent_span(l, r, e, r->nextents, i, &last);
+		for (uint64_t k = i; k <= last; k++)
+			if (!mapped || e[k].source != l->map_source)
+				n += e[k].len;
 	}
 	return n;
 }
@@ -166,20 +169,22 @@ void read_extent(const struct loader *l, const struct ckpt_extent *e,
 
 	while (done < e->len) {
 		n = e->len - done < READ_CHUNK ? e->len - done : READ_CHUNK;
-		got = sys_pread(l->image_fd, dst + done, n,
+		got = sys_pread(extent_source_fd(l, e), dst + done, n,
 				e->file_offset + done);
 		if (got == -4)	/* EINTR */
 			continue;
 		if (got <= 0)
 			loader_fail("memory %lx-%lx: reading its data at image "
-				    "offset %lu failed: %s", e->addr,
+				    "offset %lu%s failed: %s", e->addr,
 				    e->addr + e->len, e->file_offset + done,
+				    extent_source_name(l, e),
 				    got ? errno_text(got) : "image truncated");
 		done += got;
 	}
 	if (ckpt_hash64(dst, e->len, 0) != e->hash)
-		loader_fail("memory %lx-%lx: checksum mismatch: the saved data "
-			    "is corrupt", e->addr, e->addr + e->len);
+		loader_fail("memory %lx-%lx: checksum mismatch: the saved data%s "
+			    "is corrupt", e->addr, e->addr + e->len,
+			    extent_source_name(l, e));
 }
 
 /* The extents of r, checked to lie inside it; NULL if the table is out
@@ -210,6 +215,9 @@ static void read_or_queue_extent(const struct loader *l,
 				 const struct ckpt_extent *e,
 				 unsigned char *dst)
 {
+	if (e->encoding != CKPT_EXTENT_RAW && e->source)
+		loader_fail("memory %lx-%lx: compressed data in a chain link",
+			    e->addr, e->addr + e->len);
 	if (e->encoding != CKPT_EXTENT_RAW)
 		extent_decode_queue(l, e, dst);
 	else
@@ -229,17 +237,31 @@ void region_read_data(const struct loader *l, const struct ckpt_region *r,
 }
 
 /* The region's saved pages at their addresses: mapped from the image
- * where the rule allows (extent_map.c), else read in or decompressed. */
+ * where the rule allows (extent_map.c), then the rest read in or
+ * decompressed, over the mappings where a span covers them. */
 static void region_fill(struct loader *l, const struct ckpt_region *r)
 {
 	const struct ckpt_extent *e = region_extents(l, r);
+	uint64_t n = r->nextents, last;
+	int mapped;
 
-	for (uint64_t i = 0; i < r->nextents; i++) {
-		if (extent_can_be_mapped(l, r, &e[i]))
-			map_extent(l, &e[i]);
-		else
-			read_or_queue_extent(l, &e[i],
-					     (unsigned char *)e[i].addr);
+	for (uint64_t i = 0; i < n; i = last + 1)
+		if (extent_span(l, r, e, n, i, &last))
+			map_span(l, e, i, last);
+	for (uint64_t i = 0; i < n; i = last + 1) {
+		mapped = extent_span(l, r, e, n, i, &last);
+		for (uint64_t k = i; k <= last; k++) {
+			if (mapped && e[k].source == l->map_source)
+				continue;
+			/* over a mapping: its private copies made in one
+			 * call, not one page fault each (costly in a VM);
+			 * a kernel before 5.14 faults them in as usual */
+			if (mapped)
+				sys_madvise(e[k].addr, e[k].len,
+					    MADV_POPULATE_WRITE);
+			read_or_queue_extent(l, &e[k], (unsigned char *)
+					     e[k].addr);
+		}
 	}
 	extent_decode_wait(l);	/* the compressed ones, in parallel */
 }

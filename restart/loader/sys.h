@@ -69,6 +69,11 @@ static inline long sys_mprotect(uint64_t addr, uint64_t len, int prot)
 	return __syscall3(__NR_mprotect, (long)addr, (long)len, prot);
 }
 
+static inline long sys_madvise(uint64_t addr, uint64_t len, int advice)
+{
+	return __syscall3(__NR_madvise, (long)addr, (long)len, advice);
+}
+
 static inline long sys_statx_fd(int fd, struct statx *stx)
 {
 	return __syscall5(__NR_statx, fd, (long)"", AT_EMPTY_PATH,

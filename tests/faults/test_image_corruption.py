@@ -73,7 +73,7 @@ def data_sections(im, deleted_path, log_path):
     out = []
     extents = im.table(EXTENT_FMT, "extents_offset", "nextents")
     step = max(1, len(extents) // 12)
-    for addr, length, foff, _, _, stored in extents[::step]:
+    for addr, length, foff, _, _, stored, _, _ in extents[::step]:
         out.append(("memory %x" % addr, foff, foff + stored,
                     r"memory %x-%x: %s" % (addr, addr + length, CHECKSUM)))
     fds = [f for f in im.table(FD_FMT, "fds_offset", "nfds")

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Incremental images (image_chain.c). */
+#ifndef CKPT_IMAGE_CHAIN_H
+#define CKPT_IMAGE_CHAIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "ckpt/image.h"
+
+struct image_writer;
+
+/* The memory of an incremental image into fd, from CKPT_HEADER_SIZE on:
+ * changed pages written, the others referenced in the previous image or
+ * its links (w's extent table is replaced, its links filled), then the
+ * page hashes; the chain fields of h set, *end after the last byte. */
+int chain_write_memory(struct image_writer *w, int fd, const char *dir,
+		       struct ckpt_image_header *h, uint64_t *end,
+		       char *err, size_t errlen);
+/* An image that is no member of a chain was written. */
+void chain_write_plain(void);
+/* The image written last is durable at path: the base of the next one;
+ * a full one removes this process's older images. */
+void chain_image_committed(const char *path, uint64_t generation);
+
+#endif /* CKPT_IMAGE_CHAIN_H */

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The image writer's tables, shared by image_writer.c (every image) and
+ * image_chain.c (incremental images): mmap'd arrays, so that no malloc
+ * runs while the threads are stopped.
+ */
+#ifndef CKPT_IMAGE_WRITER_H
+#define CKPT_IMAGE_WRITER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "ckpt/image.h"
+
+struct table {
+	char *base;
+	size_t elem, n, cap;
+};
+
+struct blob {
+	int fd;			/* the process's own descriptor */
+	uint64_t size;
+	uint32_t index;		/* which record gets the offset */
+	int is_file;		/* a ckpt_file_record, else a ckpt_fd_info */
+};
+
+struct image_writer {
+	struct table regions, extents, threads, fds, files, strings, blobs;
+	struct table links;			/* incremental: struct
+					   ckpt_image_link */
+	uint64_t brk_start, brk_end;
+	int has_brk;
+	uint32_t cmdline, cmdline_size;		/* in the string table */
+	uint32_t environment, environment_size;
+	uint32_t thread_names, thread_names_size;
+	int32_t manager_vtid;
+	int chain;				/* an incremental image */
+};
+
+#include <sys/types.h>
+
+/* len bytes at off, whatever short writes and EINTR: 0 or -errno. */
+int write_all(int fd, const void *buf, size_t len, off_t off);
+int table_reserve(struct table *t, size_t more);
+void *table_push(struct table *t);
+void table_free(struct table *t);
+/* Offset of a copy of s in the string table; 0 is the empty string. */
+int add_string(struct image_writer *w, const char *s, uint32_t *off);
+
+#endif /* CKPT_IMAGE_WRITER_H */
