@@ -56,9 +56,9 @@ def test_checkpoint_under_qemu_then_run_on(session):
         "uninterrupted one %r" % (p.lines()[-3:], ref[-3:])
 
 
-@pytest.mark.xfail(strict=True, reason="the restored process dies with a "
-                   "guest SIGSEGV while its fds are restored under qemu "
-                   "(docs/porting.md, known gaps)")
+@pytest.mark.xfail(strict=True, reason="under qemu -R, /proc/self/pagemap "
+                   "is the host's view: pages go unsaved and the restored "
+                   "process crashes (docs/porting.md, known gaps)")
 def test_checkpoint_kill_restart_under_qemu(session):
     argv = counter_argv()
     ref = h.reference_output(["qemu-aarch64", "-L", SYSROOT] + argv)
