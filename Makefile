@@ -7,6 +7,14 @@ VERSION := 0.1.0
 PREFIX ?= /usr/local
 
 BUILD := build
+# Cross-build (make ARCH=aarch64 on another host): docs/porting.md.
+ifneq ($(ARCH),$(shell uname -m))
+CROSS_COMPILE ?= $(ARCH)-linux-gnu-
+CC := $(CROSS_COMPILE)gcc
+BUILD := build/$(ARCH)
+endif
+OBJCOPY := $(CROSS_COMPILE)objcopy
+READELF := $(CROSS_COMPILE)readelf
 BIN := $(BUILD)/bin
 LIBDIR := $(BUILD)/lib/ckpt
 OBJ := $(BUILD)/obj

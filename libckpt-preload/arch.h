@@ -20,6 +20,19 @@ struct ckpt_context {
 	uint16_t pad;
 };
 #define CKPT_RSEQ_SIG 0x53053053u
+#elif defined(__aarch64__)
+/* Callee-saved state at a call boundary (AAPCS64), laid out for
+ * arch/aarch64/context.S. Everything else a parked thread holds (x0-x30,
+ * PSTATE, V0-V31, FPSR/FPCR, SVE) is in its signal frame on its stack. */
+struct ckpt_context {
+	uint64_t x19_x28[10];
+	uint64_t fp, lr;
+	uint64_t sp;
+	uint64_t pc;
+	uint64_t d8_d15[8];
+	uint64_t fpcr, fpsr;
+};
+#define CKPT_RSEQ_SIG 0xd428bc00u	/* glibc's: brk #0x45e0 */
 #else
 #error "libckpt: unsupported architecture"
 #endif

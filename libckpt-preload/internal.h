@@ -246,6 +246,11 @@ void threads_unlock_signal(void);
 void threads_block_all(uint64_t *old);
 void threads_set_mask(uint64_t mask);
 void threads_reset_after_fork(void);
+
+/* emulator_threads.c: an emulator's own threads (qemu-user) */
+void emulator_threads_init(void);
+void emulator_threads_refresh(void);
+int emulator_thread(int tid);
 int threads_park_for_move(char *err, size_t errlen);
 void threads_release_from_move(int from, int to);
 int threads_suspend_all(char *err, size_t errlen);

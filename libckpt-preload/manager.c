@@ -784,6 +784,7 @@ static void after_fork_in_child(void)
 	welcome_pending = 0; /* the parent's connection, closed above */
 	image_in_flight = 0; /* the parent's image, not ours */
 	threads_reset_after_fork();
+	emulator_threads_refresh();
 	ckpt.vppid = ckpt.vpid;
 	vpid_reset_after_fork();
 	thread_ids_after_fork();
@@ -860,6 +861,7 @@ static void remember_library_path(void)
 
 __attribute__((constructor)) static void ckpt_init(void)
 {
+	emulator_threads_init();
 	init_vpid_table();
 	pipes_init_outside(getenv("CKPT_OUTSIDE"));
 	unsetenv("CKPT_OUTSIDE");

@@ -118,6 +118,7 @@ void ckpt_restore_entry(struct ckpt_restart_args *args)
 		syscall(SYS_exit_group, 70);
 	}
 	copy_restart_args(args);
+	emulator_threads_refresh();
 	ckpt_forget_own_fds();
 	restart_image_note_mapped(restart_args.image_mapped_at,
 				  restart_args.image_fd);

@@ -395,7 +395,8 @@ static int signal_new_threads(char *err, size_t errlen)
 		return r;
 	}
 	while ((tid = ckpt_dir_next_number(&it)) > 0) {
-		if (tid == self || was_signaled(tid) || task_is_zombie(tid))
+		if (tid == self || was_signaled(tid) || task_is_zombie(tid) ||
+		    emulator_thread(tid))
 			continue;
 		if (nsignaled >= CKPT_MAX_THREADS) {
 			ckpt_fmt(err, errlen, "more than %d threads",

@@ -9,13 +9,21 @@ RESTART_ARCH := restart/arch/$(ARCH)
 # --- the loader blob -------------------------------------------------------
 # Freestanding, position-independent and free of dynamic relocations: the
 # blob runs wherever ckpt_restart places it, with nothing to relocate it.
+# An architecture whose linker leaves GOT slots to relocate (aarch64) sets
+# in its arch.mk the linker script, sections and relocation types its
+# start.S applies itself (docs/porting.md).
+LOADER_LDS := restart/loader/blob.lds
+BLOB_SECTIONS := -j .blob_header -j .text -j .rodata -j .data
+BLOB_SELF_RELOCS := NO_RELOCATION_IS_APPLIED
+-include $(RESTART_ARCH)/arch.mk
 LOADER_CFLAGS := -O2 -g -std=gnu11 $(WARN) -ffreestanding -nostdlib \
 	-fno-stack-protector -fPIE -fvisibility=hidden -fno-builtin \
 	-fno-asynchronous-unwind-tables -fno-unwind-tables \
-	-fno-tree-loop-distribute-patterns -Iinclude -I$(RESTART_ARCH)
-LOADER_LDFLAGS := -nostdlib -static-pie -Wl,-T,restart/loader/blob.lds \
-	-Wl,-z,noexecstack -Wl,-z,norelro -Wl,--build-id=none
-BLOB_SECTIONS := -j .blob_header -j .text -j .rodata -j .data
+	-fno-tree-loop-distribute-patterns -Iinclude -I$(RESTART_ARCH) \
+	$(LOADER_ARCH_CFLAGS)
+LOADER_LDFLAGS := -nostdlib -static-pie -Wl,-T,$(LOADER_LDS) \
+	-Wl,-z,noexecstack -Wl,-z,norelro -Wl,--build-id=none \
+	$(LOADER_ARCH_LDFLAGS)
 
 LOADER_SRCS := $(wildcard restart/loader/*.c) $(wildcard $(RESTART_ARCH)/*.S)
 LOADER_OBJS := $(patsubst %,$(OBJ)/freestanding/%.o,$(LOADER_SRCS))
@@ -29,20 +37,22 @@ $(OBJ)/freestanding/%.S.o: %.S
 	@mkdir -p $(dir $@)
 	$(CC) $(LOADER_CFLAGS) -MMD -MP -c $< -o $@
 
-# Link, refuse any dynamic relocation, then flatten to the blob.
+# Link, refuse any dynamic relocation the blob does not apply itself,
+# then flatten to the blob.
 # $(1): output blob, $(2): ELF, $(3): objects
 define link_blob
 	@mkdir -p $(dir $(1)) $(dir $(2))
 	$(CC) $(LOADER_LDFLAGS) -o $(2) $(3)
-	@if readelf -rW $(2) | grep -q 'Relocation section'; then \
+	@if $(READELF) -rW $(2) | grep -E '^[0-9a-f]+ +[0-9a-f]+ ' | \
+		grep -vqE '$(BLOB_SELF_RELOCS)'; then \
 		echo "error: $(2) has dynamic relocations:" >&2; \
-		readelf -rW $(2) >&2; rm -f $(2); exit 1; fi
-	objcopy -O binary $(BLOB_SECTIONS) $(2) $(1)
+		$(READELF) -rW $(2) >&2; rm -f $(2); exit 1; fi
+	$(OBJCOPY) -O binary $(BLOB_SECTIONS) $(2) $(1)
 endef
 
 # The zstd decompressor of Debian's static libzstd goes into the blob
 # (restart/loader/extent_decode.c).
-$(LIBDIR)/ckpt_restart_loader.bin: $(LOADER_OBJS) restart/loader/blob.lds
+$(LIBDIR)/ckpt_restart_loader.bin: $(LOADER_OBJS) $(LOADER_LDS)
 	$(call link_blob,$@,$(LOADER_ELF),$(LOADER_OBJS) $(LIBZSTD_A))
 
 # --- ckpt_restart and ckpt_inspect ----------------------------------------
@@ -55,6 +65,7 @@ RESTART_CLIENT_OBJS ?= $(CLIENT_OBJS)
 
 RESTART_OBJS := $(OBJ)/app/restart/ckpt_restart.c.o \
 	$(OBJ)/app/restart/loader_exec.c.o \
+	$(OBJ)/app/restart/emulator_exec.c.o \
 	$(OBJ)/app/restart/memory_mode.c.o \
 	$(OBJ)/app/restart/process_tree.c.o \
 	$(OBJ)/app/restart/restart_pipes.c.o \
@@ -98,6 +109,9 @@ $(SELFTEST_DIR)/mkimage: $(OBJ)/app/restart/selftest/mkimage.c.o
 
 .PHONY: restart
 restart: $(BIN)/ckpt_restart $(BIN)/ckpt_inspect \
-	$(LIBDIR)/ckpt_restart_loader.bin $(SELFTEST_DIR)/restored.bin \
-	$(SELFTEST_DIR)/mkimage
+	$(LIBDIR)/ckpt_restart_loader.bin
+# The self-test's synthetic program is x86_64 code.
+ifeq ($(ARCH),x86_64)
+restart: $(SELFTEST_DIR)/restored.bin $(SELFTEST_DIR)/mkimage
+endif
 all: restart

@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include "ckpt/coord_client.h"
 #include "loader_abi.h"
+#include "emulator_exec.h"
 #include "loader_exec.h"
 #include "memory_mode.h"
 
@@ -324,8 +325,10 @@ static int exec_with_program_args(int fd, const struct ckpt_image *img,
 	char *name[2] = { (char *)h->program, NULL };
 	char **argv = saved_strings(img, h->cmdline, h->cmdline_size);
 	char **envp = saved_strings(img, h->environment, h->environment_size);
+	int ret;
 
 	if (argv && argv[0] && envp) {
+		emulator_exec(fd, argv, envp);
 		syscall(SYS_execveat, fd, "", argv, envp, AT_EMPTY_PATH);
 		if (errno == E2BIG)
 			fprintf(stderr, "ckpt_restart: %s: note: the saved "
@@ -337,6 +340,9 @@ static int exec_with_program_args(int fd, const struct ckpt_image *img,
 	}
 	free(argv);
 	free(envp);
+	ret = emulator_exec(fd, name, environ);
+	if (ret < 0)
+		return ret;
 	syscall(SYS_execveat, fd, "", name, environ, AT_EMPTY_PATH);
 	return -errno;
 }

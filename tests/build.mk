@@ -28,3 +28,4 @@ realprogs: all
 
 # Fuzzing targets (make fuzz): tests/fuzz/build.mk
 include tests/fuzz/build.mk
+include tests/cross/build.mk
