@@ -172,6 +172,18 @@ static void call_sigaction(void)
 		fail("sigaction");
 }
 
+/* Block, then unblock, SIGUSR1: two pthread_sigmask calls. */
+static void call_sigmask(void)
+{
+	sigset_t one;
+
+	sigemptyset(&one);
+	sigaddset(&one, SIGUSR1);
+	if (pthread_sigmask(SIG_BLOCK, &one, NULL) ||
+	    pthread_sigmask(SIG_UNBLOCK, &one, NULL))
+		fail("pthread_sigmask");
+}
+
 struct call {
 	const char *name;
 	void (*fn)(void);
@@ -187,6 +199,7 @@ static const struct call calls[] = {
 	{ "clock_gettime", call_clock_gettime, 1000000 },
 	{ "pthread_create", thread_create_join, 2000 },
 	{ "sigaction", call_sigaction, 100000 },
+	{ "sigmask", call_sigmask, 100000 },
 };
 
 static double best_ns(const struct call *c, int rounds)

@@ -66,6 +66,12 @@ static uint64_t bit(int sig)
 	return sig > 0 && sig <= 64 ? 1ULL << (sig - 1) : 0;
 }
 
+/* The checkpoint signal's bit in a mask word; 0 when there is none. */
+uint64_t ckpt_signal_bit(void)
+{
+	return bit(ckpt.signal);
+}
+
 static int valid_rt_signal(int sig)
 {
 	return sig >= SIGRTMIN && sig <= SIGRTMAX;

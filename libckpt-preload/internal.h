@@ -244,6 +244,10 @@ void threads_mask_ckpt_signal(int how, sigset_t *old);
 void threads_lock_signal(uint64_t *old);
 void threads_unlock_signal(void);
 void threads_block_all(uint64_t *old);
+unsigned threads_critical_begin(void);
+int threads_critical_end(unsigned moves_at_begin);
+int threads_critical_enter_handler(void);
+void threads_critical_leave_handler(int depth);
 void threads_set_mask(uint64_t mask);
 void threads_reset_after_fork(void);
 
@@ -312,6 +316,7 @@ void ckpt_signal_swap_mask(uint64_t *mask, int from, int to);
 void ckpt_signal_swap_frame_mask(void *ucontext, int from, int to);
 void ckpt_signal_block_in_this_thread(void);
 unsigned ckpt_signal_moves(void);
+uint64_t ckpt_signal_bit(void);
 uint64_t ckpt_signal_frame_program_mask(const void *ucontext);
 void ckpt_signal_set_frame_mask(void *ucontext, uint64_t program);
 void ckpt_signal_restore_wish(uint64_t program);

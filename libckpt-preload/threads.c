@@ -32,6 +32,14 @@
 
 __thread unsigned ckpt_interrupts __attribute__((tls_model("initial-exec")));
 
+/* A short wrapper section that no checkpoint or move of the checkpoint
+ * signal may split (threads_critical_begin): depth of this thread's
+ * sections, and the checkpoint signal that came meanwhile, taken again
+ * at the end. Cheaper than blocking signals: no system call. */
+static __thread int critical_depth __attribute__((tls_model("initial-exec")));
+static __thread int critical_deferred
+	__attribute__((tls_model("initial-exec")));
+
 extern const ptrdiff_t __rseq_offset __attribute__((weak));
 extern const unsigned int __rseq_size __attribute__((weak));
 
@@ -207,7 +215,10 @@ static void suspend_handler(int sig, siginfo_t *si, void *uc)
 	int saved_errno = errno, gen, idx;
 	struct ckpt_thread *t;
 
-	(void)sig;
+	if (critical_depth && sent_by_this_process(si)) {
+		critical_deferred = sig;
+		return;
+	}
 	ckpt_interrupts++;
 	if (__atomic_load_n(&move_active, __ATOMIC_ACQUIRE) &&
 	    sent_by_this_process(si)) {
@@ -340,6 +351,57 @@ void threads_unlock_signal(void)
 void threads_block_all(uint64_t *old)
 {
 	block_all_signals(old);
+}
+
+/* Begin a section of a wrapper that a checkpoint or a move of the
+ * checkpoint signal must not split, as if the signal were blocked, but
+ * with no system call: the signal, if it comes, is taken again at
+ * threads_critical_end. Only for sections that never block. Returns the
+ * moves so far, for threads_critical_end. */
+unsigned threads_critical_begin(void)
+{
+	critical_depth++;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	return ckpt_signal_moves();
+}
+
+/* Non-zero when the checkpoint signal moved since threads_critical_begin
+ * (only possible in a program's signal handler that ran meanwhile: see
+ * threads_critical_enter_handler); the caller then does its work again
+ * the slow way. */
+int threads_critical_end(unsigned moves_at_begin)
+{
+	int sig, e;
+
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (--critical_depth == 0 && critical_deferred) {
+		sig = critical_deferred;
+		critical_deferred = 0;
+		e = errno;
+		syscall(SYS_tgkill, ckpt_real_getpid(), ckpt_real_gettid(),
+			sig);
+		errno = e;
+	}
+	return ckpt_signal_moves() != moves_at_begin;
+}
+
+/* A program's signal handler may run inside a section (its signal came
+ * in the middle): it runs outside it, so a handler that runs long or
+ * jumps out (siglongjmp) never holds checkpoints off. Returns the depth
+ * to give back to threads_critical_leave_handler. */
+int threads_critical_enter_handler(void)
+{
+	int depth = critical_depth;
+
+	critical_depth = 0;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	return depth;
+}
+
+void threads_critical_leave_handler(int depth)
+{
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	critical_depth = depth;
 }
 
 /* In a forked child: the lock another thread of the parent held. */

@@ -75,6 +75,7 @@ static void run_program_handler(int sig, siginfo_t *si, void *uc)
 		__atomic_load_n(&program_handlers[sig], __ATOMIC_ACQUIRE) : 0;
 	unsigned moves = ckpt_signal_moves();
 	uint64_t outer = ckpt_signal_frame_program_mask(uc), blocked;
+	int critical = threads_critical_enter_handler();
 
 	if (si && si->si_pid > 0 && signal_names_a_sender(sig, si->si_code))
 		si->si_pid = vpid_virt_from_real(si->si_pid);
@@ -82,6 +83,7 @@ static void run_program_handler(int sig, siginfo_t *si, void *uc)
 		((siginfo_handler)(uintptr_t)(h & ~TAKES_SIGINFO))(sig, si, uc);
 	else if (h)
 		((plain_handler)(uintptr_t)h)(sig);
+	threads_critical_leave_handler(critical);
 	if (!ckpt.signal)
 		return;
 	/* no move between this check and the return: sigreturn sets the
@@ -239,30 +241,60 @@ static int in_vfork_child(void)
 	return ckpt_real_getpid() != vpid_real_from_virt(ckpt.vpid);
 }
 
-CKPT_WRAPPER int sigaction(int sig, const struct sigaction *act,
-			   struct sigaction *old)
+/* The action of sig, within a section no checkpoint or move splits
+ * (signals blocked, or threads_critical_begin): 1 when the program
+ * installs a handler on the checkpoint signal, which moves it. */
+static int sigaction_unsplit(int sig, const struct sigaction *act,
+			     struct sigaction *old, int *r)
 {
-	uint64_t mask;
-	int r, e;
-
-	if (sig <= 0 || sig >= _NSIG)
-		return NEXT_FN(sigaction)(sig, act, old);
-	threads_block_all(&mask);
 	if (sig != ckpt.signal) {
-		r = program_sigaction(sig, act, old);
+		*r = program_sigaction(sig, act, old);
 	} else if (in_vfork_child()) {
-		r = NEXT_FN(sigaction)(sig, act, old);
+		*r = NEXT_FN(sigaction)(sig, act, old);
 	} else if (!act || !wants_handler(act)) {
 		/* SIG_DFL or SIG_IGN (git resets every signal before an
 		 * exec): not a use of the signal, only recorded */
 		ckpt_signal_record_action(act, old);
-		r = 0;
+		*r = 0;
 	} else {
-		threads_set_mask(mask);
-		return move_for_program(sig, act, old);
+		return 1;
 	}
+	return 0;
+}
+
+/* The checkpoint signal moved while a program's handler interrupted the
+ * fast path: the same action again with every signal blocked (the
+ * program's old action is the one the first attempt read). */
+static int sigaction_again_blocked(int sig, const struct sigaction *act,
+				   int *r)
+{
+	struct sigaction ignored;
+	uint64_t mask;
+	int e, moves;
+
+	threads_block_all(&mask);
+	moves = sigaction_unsplit(sig, act, &ignored, r);
 	e = errno;
 	threads_set_mask(mask);
+	errno = e;
+	return moves;
+}
+
+CKPT_WRAPPER int sigaction(int sig, const struct sigaction *act,
+			   struct sigaction *old)
+{
+	unsigned moves_before;
+	int r, e, moves;
+
+	if (sig <= 0 || sig >= _NSIG)
+		return NEXT_FN(sigaction)(sig, act, old);
+	moves_before = threads_critical_begin();
+	moves = sigaction_unsplit(sig, act, old, &r);
+	e = errno;
+	if (threads_critical_end(moves_before) && !moves && r == 0)
+		moves = sigaction_again_blocked(sig, act, &r);
+	if (moves)
+		return move_for_program(sig, act, old);
 	errno = e;
 	return r;
 }
@@ -375,27 +407,54 @@ static void set_of(sigset_t *set, uint64_t w)
 
 /* The thread's mask in the program's terms: the checkpoint signal's bit
  * is its wish, the kernel's is clear. glibc's own 32 and 33 are never
- * blocked. Returns 0 or an errno value. */
-static int change_mask(int how, const sigset_t *set, sigset_t *old)
+ * blocked. */
+#define GLIBC_INTERNAL_SIGNALS ((1ULL << 31) | (1ULL << 32))
+
+static uint64_t changed_mask(int how, uint64_t program, uint64_t set)
 {
-	uint64_t internal = (1ULL << 31) | (1ULL << 32);
-	uint64_t kernel, program, want;
+	if (how == SIG_BLOCK)
+		return program | (set & ~GLIBC_INTERNAL_SIGNALS);
+	if (how == SIG_UNBLOCK)
+		return program & ~set;
+	return set & ~GLIBC_INTERNAL_SIGNALS;
+}
+
+/* The slow way, with every signal blocked: after a move of the checkpoint
+ * signal split the fast one. */
+static void set_mask_blocked(int how, uint64_t set)
+{
+	uint64_t kernel;
 
 	threads_block_all(&kernel);
-	program = want = ckpt_signal_program_mask(kernel);
-	if (set && how == SIG_BLOCK)
-		want |= word_of(set) & ~internal;
-	else if (set && how == SIG_UNBLOCK)
-		want &= ~word_of(set);
-	else if (set && how == SIG_SETMASK)
-		want = word_of(set) & ~internal;
-	else if (set) {
-		threads_set_mask(kernel);
+	threads_set_mask(ckpt_signal_kernel_mask(
+		changed_mask(how, ckpt_signal_program_mask(kernel), set)));
+}
+
+/* One system call, as the program's own: the kernel changes its mask
+ * relative to the one it has (the checkpoint signal's bit left out, and
+ * cleared on SIG_UNBLOCK), and the wish for the checkpoint signal follows
+ * the program's request. Returns 0 or an errno value. */
+static int change_mask(int how, const sigset_t *set, sigset_t *old)
+{
+	uint64_t req = set ? word_of(set) : 0, ours, kernel_old, kernel;
+	unsigned moves_before;
+
+	if (set && how != SIG_BLOCK && how != SIG_UNBLOCK &&
+	    how != SIG_SETMASK)
 		return EINVAL;
-	}
-	threads_set_mask(ckpt_signal_kernel_mask(want));
+	moves_before = threads_critical_begin();
+	ours = ckpt_signal_bit();
+	kernel = (how == SIG_UNBLOCK ? req | ours :
+		  req & ~GLIBC_INTERNAL_SIGNALS & ~ours);
+	syscall(SYS_rt_sigprocmask, set ? how : SIG_BLOCK, set ? &kernel :
+		NULL, &kernel_old, 8);
+	kernel_old = ckpt_signal_program_mask(kernel_old);
+	if (set)
+		ckpt_signal_restore_wish(changed_mask(how, kernel_old, req));
+	if (threads_critical_end(moves_before) && set)
+		set_mask_blocked(how, req);
 	if (old)
-		set_of(old, program);
+		set_of(old, kernel_old);
 	return 0;
 }
 
