@@ -214,16 +214,24 @@ def test_realtime_deadline_passed_while_down_fires_once(session):
     assert not [l for l in p.lines() if l.startswith("read")], p.lines()
     p.sigkill()
     p.popen.wait(30)
-    time.sleep(max(0, deadline + 3 - time.time()))   # 10 periods missed
+    time.sleep(max(0, deadline + 6 - time.time()))   # 20 periods missed
+    started = time.monotonic()
     r = s.restart(images)
+    r.wait_line(r"^read ")
+    # the missed periods count once; periods that pass while the restart
+    # gets the program to its first read (slow on a loaded machine) count
+    # as they would have anyway
+    periods_since_restart = int((time.monotonic() - started) / 0.3)
     rc = r.wait_exit()
     lines = r.lines()
     assert rc == 0 and lines[-1] == "OK wall_timer", (
         "exit %d, last lines %r, stderr:\n%s" % (rc, lines[-5:],
                                                 r.stderr_text()))
     reads = numbers(lines, r"^read (\d+) ")
-    assert reads[0] == 1, "first read after the restart: %r" % reads
-    assert sum(reads) <= 6, reads
+    assert 1 <= reads[0] <= 1 + periods_since_restart, (
+        "first read after the restart: %r, %d periods since the restart "
+        "began" % (reads, periods_since_restart))
+    assert sum(reads) <= 6 + periods_since_restart, reads
 
 
 @pytest.mark.time_limit(300)

@@ -160,12 +160,19 @@ static void one_tick(void)
 	sem_reads++;
 }
 
+static void on_signal(void);
+
+/* Several expirations at once (the loop was held up): one tick each, and
+ * the SIGUSR1 a tick queues read before the next tick queues another
+ * (a second one queued while the first is pending would be merged). */
 static void on_timer(void)
 {
 	uint64_t n = read_u64(tfd, "timerfd");
 
-	while (n-- && ticks < want_ticks)
+	while (n-- && ticks < want_ticks) {
 		one_tick();
+		on_signal();
+	}
 }
 
 static void on_signal(void)
