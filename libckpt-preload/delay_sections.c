@@ -15,6 +15,7 @@
  * sees what a hook closed and has not reopened yet.
  */
 #include <errno.h>
+#include <pthread.h>
 #include "../protocol/client_internal.h"
 #include "internal.h"
 
@@ -67,6 +68,38 @@ static void leave_section(void)
 		ckpt_futex_wake(&sections_open);
 }
 
+/* A thread that ends inside its sections (pthread_exit, or its start
+ * routine returned): they end with it, or every later checkpoint would
+ * wait for them and fail. A thread-specific key's destructor runs then;
+ * its value is set while the thread has a section open. */
+static pthread_key_t exit_key;
+static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
+static int exit_key_made;
+
+static void end_sections_of_exiting_thread(void *unused)
+{
+	(void)unused;
+	if (depth <= 0)
+		return;
+	ckpt_log("a thread ended inside %d ckpt_delay_begin section(s); "
+		 "they end with it", depth);
+	depth = 0;
+	leave_section();
+}
+
+static void make_exit_key(void)
+{
+	exit_key_made = pthread_key_create(&exit_key,
+					   end_sections_of_exiting_thread) == 0;
+}
+
+static void watch_thread_exit(void *value)
+{
+	pthread_once(&exit_key_once, make_exit_key);
+	if (exit_key_made)
+		pthread_setspecific(exit_key, value);
+}
+
 int api_delay_begin(void)
 {
 	int64_t deadline = ckpt_cc_now_ms() + DELAY_BEGIN_WAIT_MS;
@@ -89,6 +122,7 @@ int api_delay_begin(void)
 			return -ETIMEDOUT;
 	}
 	depth = 1;
+	watch_thread_exit(&depth);
 	return 0;
 }
 
@@ -98,8 +132,10 @@ int api_delay_end(void)
 		return -ENOTSUP;
 	if (depth <= 0)
 		return -EINVAL;
-	if (--depth == 0)
+	if (--depth == 0) {
 		leave_section();
+		watch_thread_exit(NULL);
+	}
 	return 0;
 }
 

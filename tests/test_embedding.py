@@ -122,6 +122,24 @@ def test_delay_section_holds_off_a_checkpoint(session, api_user):
 
 
 @pytest.mark.time_limit(120)
+def test_section_of_an_ended_thread_ends_with_it(session, api_user):
+    """A thread that exits inside ckpt_delay_begin does not hold off every
+    later checkpoint: its sections end with it (said in the log)."""
+    session.env["CKPT_PHASE_TIMEOUT"] = "2"
+    go = session.path("go")
+    p = session.launch([api_user, "exit-in-section", go])
+    p.wait_line(r"^thread gone$")
+    images = session.checkpoint()
+    assert "ckpt_delay_begin section(s); they end with it" in \
+        p.stderr_text(), p.stderr_text()
+    p.sigkill()
+    r = session.restart(images)
+    open(go, "w").close()
+    assert r.wait_exit(60) == 0, r.stderr_text()
+    assert r.lines()[-1].startswith("finished generation="), r.lines()
+
+
+@pytest.mark.time_limit(120)
 def test_delay_section_too_long_fails_the_checkpoint(session, api_user):
     """A section longer than half the suspend phase (here 0.5 s of 1 s)
     fails that checkpoint with the reason; the program runs on and the

@@ -221,6 +221,33 @@ static int delay(double secs, const char *go)
 	return 0;
 }
 
+/* A thread begins a section and ends without ending it. */
+static void *leave_inside_section(void *arg)
+{
+	(void)arg;
+	if (ckpt_delay_begin() < 0)
+		return (void *)1;
+	pthread_exit(NULL);
+}
+
+static int exit_in_section(const char *go)
+{
+	pthread_t t;
+	void *r;
+	long ticks = 0;
+
+	if (pthread_create(&t, NULL, leave_inside_section, NULL) ||
+	    pthread_join(t, &r) || r)
+		return 1;
+	printf("thread gone\n");
+	while (access(go, F_OK) < 0 && ticks < 60000) {
+		ticks++;
+		sleep_ms(1);
+	}
+	printf("finished generation=%ld\n", (long)ckpt_generation());
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -228,8 +255,11 @@ int main(int argc, char **argv)
 		return plain();
 	if (argc == 3 && !strcmp(argv[1], "self"))
 		return self(argv[2]);
+	if (argc == 3 && !strcmp(argv[1], "exit-in-section"))
+		return exit_in_section(argv[2]);
 	if (argc == 4 && !strcmp(argv[1], "delay"))
 		return delay(atof(argv[2]), argv[3]);
-	fprintf(stderr, "usage: api_user plain | self GO | delay SECS GO\n");
+	fprintf(stderr, "usage: api_user plain | self GO | delay SECS GO | "
+		"exit-in-section GO\n");
 	return 2;
 }
