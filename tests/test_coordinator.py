@@ -620,9 +620,26 @@ def test_launch_missing_program(env):
 
 @pytest.mark.time_limit(60)
 def test_launch_bad_ckptdir(env):
-    r = run([LAUNCH, "--ckptdir", "/nonexistent/dir", "true"], env=env)
+    afile = os.path.join(env["TESTDIR"], "afile")
+    open(afile, "w").close()
+    bad = os.path.join(afile, "dir")
+    r = run([LAUNCH, "--ckptdir", bad, "true"], env=env)
     assert r.returncode == 1
-    assert "checkpoint directory /nonexistent/dir: " in r.stderr
+    assert "checkpoint directory %s: Not a directory" % bad in r.stderr, \
+        r.stderr
+    r = run([LAUNCH, "--ckptdir", afile, "true"], env=env)
+    assert r.returncode == 1
+    assert "checkpoint directory %s: not a directory" % afile in r.stderr
+
+
+@pytest.mark.time_limit(60)
+def test_launch_makes_a_missing_ckptdir(env):
+    new = os.path.join(env["TESTDIR"], "new", "sub")
+    r = run([LAUNCH, "--ckptdir", new, "true"], env=env)
+    assert r.returncode == 0, r.stderr
+    assert "made the checkpoint directory %s (mode 0700)" % new in r.stderr
+    for d in (new, os.path.dirname(new)):
+        assert os.stat(d).st_mode & 0o777 == 0o700, oct(os.stat(d).st_mode)
 
 
 @pytest.fixture

@@ -44,7 +44,7 @@ static void usage(FILE *f)
 "                      $CKPT_COORD, else the per-user socket); started if\n"
 "                      none answers there\n"
 "  --ckptdir DIR       where images go (default: $CKPT_DIR, else the\n"
-"                      current directory)\n"
+"                      current directory); made (0700) when missing\n"
 "  -i, --interval SECONDS  checkpoint every SECONDS (0: off)\n"
 "  --save-files GLOB   save the content of every file matching GLOB (a\n"
 "                      shell pattern on the absolute path; '*' also\n"
@@ -264,15 +264,49 @@ static void warn_if_not_preloadable(const char *path)
 		setid_exec_warn(path);
 }
 
+/* A checkpoint directory that does not exist is made, with each missing
+ * directory on its path, mode 0700 (images hold the process's memory). */
+static int make_ckptdir(const char *dir)
+{
+	char path[PATH_MAX];
+	size_t n = strlen(dir);
+
+	if (n >= sizeof(path))
+		return -ENAMETOOLONG;
+	memcpy(path, dir, n + 1);
+	for (char *p = path + 1; ; p++) {
+		if (*p && *p != '/')
+			continue;
+		char c = *p;
+
+		*p = 0;
+		if (mkdir(path, 0700) < 0 && errno != EEXIST)
+			return -errno;
+		*p = c;
+		if (!c)
+			break;
+	}
+	fprintf(stderr, "ckpt_launch: made the checkpoint directory %s "
+		"(mode 0700)\n", dir);
+	return 0;
+}
+
 static int resolve_ckptdir(struct launch *l)
 {
 	const char *dir = l->ckptdir;
 	struct stat st;
+	int r;
 
 	if (!dir || !*dir)
 		dir = getenv("CKPT_DIR");
 	if (!dir || !*dir)
 		dir = ".";
+	if (stat(dir, &st) < 0 && errno == ENOENT &&
+	    (r = make_ckptdir(dir)) < 0) {
+		fprintf(stderr, "ckpt_launch: checkpoint directory %s: cannot "
+			"make it: %s\n", dir, strerror(-r));
+		return -1;
+	}
 	if (!realpath(dir, l->dir) || stat(l->dir, &st) < 0) {
 		fprintf(stderr, "ckpt_launch: checkpoint directory %s: %s\n",
 			dir, strerror(errno));
