@@ -21,13 +21,14 @@ uint32_t restart_arch_id(void)
 	return CKPT_ARCH_AARCH64;
 }
 
-static uint64_t current_hwcap(void)
+uint64_t restart_arch_cpu_features(void)
 {
 	return getauxval(AT_HWCAP) & HWCAP_STATE_MASK;
 }
 
 /* "SVE state, Advanced SIMD state" */
-static void describe(uint64_t missing, char *out, size_t len)
+void restart_arch_describe_features(uint64_t missing, char *out,
+				     size_t len)
 {
 	snprintf(out, len, "%s%s%s", missing & (1ULL << 22) ? "SVE state " : "",
 		 missing & (1ULL << 1) ? "Advanced SIMD state " : "",
@@ -39,14 +40,14 @@ static void describe(uint64_t missing, char *out, size_t len)
 int restart_arch_check_cpu(const struct ckpt_image_header *h, int cpu_compat,
 			   char *why, size_t len, char *warning, size_t wlen)
 {
-	uint64_t cur = current_hwcap(), missing = h->cpu_features & ~cur;
+	uint64_t cur = restart_arch_cpu_features(), missing = h->cpu_features & ~cur;
 	uint64_t held = h->cpu_features_in_use & ~cur;
 	char names[64];
 
 	warning[0] = '\0';
 	if (!missing)
 		return 0;
-	describe(cpu_compat ? held : missing, names, sizeof(names));
+	restart_arch_describe_features(cpu_compat ? held : missing, names, sizeof(names));
 	if (!cpu_compat || held) {
 		snprintf(why, len, "this CPU lacks %s (saved HWCAP %#llx, "
 			 "threads hold %#llx, this CPU %#llx)%s", names,
@@ -57,7 +58,7 @@ int restart_arch_check_cpu(const struct ckpt_image_header *h, int cpu_compat,
 			 "never uses it, see ckpt_restart --cpu-compat");
 		return -ENOTSUP;
 	}
-	describe(missing, names, sizeof(names));
+	restart_arch_describe_features(missing, names, sizeof(names));
 	snprintf(warning, wlen, "warning: --cpu-compat: this CPU lacks %s, "
 		 "which no saved thread holds; you guarantee that the program "
 		 "never uses it", names);
