@@ -56,6 +56,8 @@ bool ckpt_cc_is_tcp_addr(const char *addr);
 int ckpt_cc_check_private_dir(const char *path);
 /* mkdir -m 0700 if missing, then ckpt_cc_check_private_dir(). */
 int ckpt_cc_make_private_dir(const char *path);
+/* mkdir -p, 0700 for each directory made; 0 or -errno */
+int ckpt_cc_make_dirs(char *path);
 
 /* out = dir + "/" + rel with "." and ".." removed lexically (dir must be
  * absolute and free of symlink tricks, e.g. from /proc/self/exe). */

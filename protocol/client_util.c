@@ -167,6 +167,28 @@ int ckpt_cc_check_private_dir(const char *path)
 	return 0;
 }
 
+/* mkdir -p, each directory made owner-only (0700); path is changed while
+ * this works and given back as it was. 0, or -errno (-ENOTDIR when path
+ * is not a directory). */
+int ckpt_cc_make_dirs(char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) == 0)
+		return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+	for (char *p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(path, 0700) < 0 && errno != EEXIST) {
+			*p = '/';
+			return -errno;
+		}
+		*p = '/';
+	}
+	return mkdir(path, 0700) < 0 && errno != EEXIST ? -errno : 0;
+}
+
 int ckpt_cc_make_private_dir(const char *path)
 {
 	if (mkdir(path, 0700) < 0 && errno != EEXIST)

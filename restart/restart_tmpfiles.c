@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "ckpt/copy_range.h"
+#include "../protocol/client_internal.h"
 #include "ckpt/safe_file.h"
 #include "process_tree.h"
 
@@ -40,27 +41,6 @@ static void parent_dir(const char *path, char *dir, size_t len)
 		n = 0;
 	memcpy(dir, path, n);
 	dir[n] = 0;
-}
-
-/* mkdir -p, owner-only: a temporary directory (mktemp -d) may be gone
- * along with the file. */
-static int make_parents(char *dir)
-{
-	struct stat st;
-
-	if (stat(dir, &st) == 0)
-		return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
-	for (char *p = dir + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-			*p = '/';
-			return -errno;
-		}
-		*p = '/';
-	}
-	return mkdir(dir, 0700) < 0 && errno != EEXIST ? -errno : 0;
 }
 
 struct file_key {
@@ -319,7 +299,8 @@ static int put_back_one(struct ckpt_image *img,
 		return -EINVAL;
 	r = verify_content(img, f);
 	if (r == 0 && missing)
-		r = make_parents(dir);
+		r = ckpt_cc_make_dirs(dir);	/* a mktemp -d directory may be
+					   gone along with the file */
 	if (r == 0)
 		r = check_parents(img, dir);
 	if (r < 0)

@@ -270,22 +270,14 @@ static int make_ckptdir(const char *dir)
 {
 	char path[PATH_MAX];
 	size_t n = strlen(dir);
+	int r;
 
 	if (n >= sizeof(path))
 		return -ENAMETOOLONG;
 	memcpy(path, dir, n + 1);
-	for (char *p = path + 1; ; p++) {
-		if (*p && *p != '/')
-			continue;
-		char c = *p;
-
-		*p = 0;
-		if (mkdir(path, 0700) < 0 && errno != EEXIST)
-			return -errno;
-		*p = c;
-		if (!c)
-			break;
-	}
+	r = ckpt_cc_make_dirs(path);
+	if (r < 0)
+		return r;
 	fprintf(stderr, "ckpt_launch: made the checkpoint directory %s "
 		"(mode 0700)\n", dir);
 	return 0;
