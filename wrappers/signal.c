@@ -437,6 +437,7 @@ static void set_mask_blocked(int how, uint64_t set)
 static int change_mask(int how, const sigset_t *set, sigset_t *old)
 {
 	uint64_t req = set ? word_of(set) : 0, ours, kernel_old, kernel;
+	uint64_t program_old;
 	unsigned moves_before;
 
 	if (set && how != SIG_BLOCK && how != SIG_UNBLOCK &&
@@ -448,13 +449,13 @@ static int change_mask(int how, const sigset_t *set, sigset_t *old)
 		  req & ~GLIBC_INTERNAL_SIGNALS & ~ours);
 	syscall(SYS_rt_sigprocmask, set ? how : SIG_BLOCK, set ? &kernel :
 		NULL, &kernel_old, 8);
-	kernel_old = ckpt_signal_program_mask(kernel_old);
+	program_old = ckpt_signal_program_mask(kernel_old);
 	if (set)
-		ckpt_signal_restore_wish(changed_mask(how, kernel_old, req));
+		ckpt_signal_restore_wish(changed_mask(how, program_old, req));
 	if (threads_critical_end(moves_before) && set)
 		set_mask_blocked(how, req);
 	if (old)
-		set_of(old, kernel_old);
+		set_of(old, program_old);
 	return 0;
 }
 
