@@ -212,15 +212,19 @@ def test_status_text_says_what_it_means(session):
 
 # --- the progress line ------------------------------------------------
 
-def checkpoint_on_pty(s, timeout=120):
-    """ckpt_command --checkpoint with stdout and stderr on a terminal."""
+def run_on_pty(s, argv, timeout=120, until=None, then=None):
+    """argv with stdout and stderr on a terminal; once its output
+    matches `until`, call then() (and read on to the end)."""
     pid, fd = pty.fork()
     if pid == 0:
         os.environ.clear()
         os.environ.update(s.env)
-        os.execv(s.tool("ckpt_command"), ["ckpt_command", "--checkpoint"])
+        os.execv(argv[0], argv)
     out, deadline = b"", time.monotonic() + timeout
     while time.monotonic() < deadline:
+        if until and re.search(until, out.decode(errors="replace")):
+            then()
+            until = None
         ready, _, _ = select.select([fd], [], [], 1)
         if not ready:
             continue
@@ -236,14 +240,19 @@ def checkpoint_on_pty(s, timeout=120):
     return os.waitstatus_to_exitcode(status), out.decode()
 
 
+def checkpoint_on_pty(s):
+    return run_on_pty(s, [s.tool("ckpt_command"), "--checkpoint"])
+
+
 LINE_RX = re.compile(r"\r\x1b\[Kcheckpoint (\d+): ([0-9.]+ [KMG]?i?B) "
                      r"(of ~[0-9.]+ [KMG]?i?B )?written, [0-9.]+ [KMG]?i?B/s")
 
 
 @pytest.mark.time_limit(300)
 def test_progress_line_on_a_terminal_and_not_in_a_pipe(session):
-    """memory_mix 80: 240 MiB resident, a checkpoint well over the first
-    poll (250 ms) on any machine."""
+    """memory_mix 80: 240 MiB resident, a checkpoint and a restart (--copy:
+    160 MiB read and checked) well over the first poll (250 ms) on any
+    machine."""
     s = session
     p = s.launch([app("memory_mix"), "80", "100000"])
     p.wait_line(r"^round 1/")
@@ -262,3 +271,27 @@ def test_progress_line_on_a_terminal_and_not_in_a_pipe(session):
     assert "\r" not in r.stderr and "written" not in r.stderr, r.stderr
     assert "\x1b" not in r.stdout + r.stderr
     assert len(r.stdout.split()) == 1
+
+    # the restart: on a terminal, then into a pipe
+    images = r.stdout.split()
+    s.kill_all()
+    p.wait_exit()
+    restart = [s.tool("ckpt_restart"), "--copy"] + images
+    rc, out = run_on_pty(s, restart, until=r"round \d+/",
+                         then=lambda: s.kill_all())
+    drawn = RESTART_RX.findall(out)
+    assert drawn, "no restart progress line on the terminal:\n%r" % out
+    # cleared before the program prints again
+    tail = out.rsplit("\r\x1b[K", 1)[1]
+    assert "restored" not in tail and re.search(r"round \d+/", tail), \
+        repr(out[-500:])
+    rs = s.start(restart, "restart into a pipe")
+    rs.wait_line(r"^round \d+/")
+    s.kill_all()
+    rs.wait_exit()
+    assert "\r" not in rs.stderr_text() and \
+        "restored" not in rs.stderr_text(), rs.stderr_text()
+
+
+RESTART_RX = re.compile(r"\r\x1b\[Kckpt_restart: \S+\.img: \d+ of \d+ MiB "
+                        r"restored, \d+ MiB/s, ~\d+ s left")
