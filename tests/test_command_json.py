@@ -119,7 +119,7 @@ def test_validator_rejects_what_breaks_a_schema():
 @pytest.mark.time_limit(300)
 def test_json_status_list_checkpoint_then_restart(session):
     s = session
-    argv = [app("counter"), "250", "20"]
+    argv = [app("counter"), "150", "20"]
     ref = reference_output(argv)
     p = s.launch(argv)
     p.wait_line(PROGRESS, minimum=10)
@@ -162,7 +162,7 @@ def test_json_status_list_checkpoint_then_restart(session):
     assert rs.wait_exit() == 0, rs.stderr_text()
     assert_resumed(numbers(p.lines(), PROGRESS), numbers(rs.lines(),
                                                          PROGRESS),
-                   PROGRESS, 250, seen)
+                   PROGRESS, 150, seen)
     assert rs.lines()[-1] == ref[-1]
 
 
@@ -250,11 +250,11 @@ LINE_RX = re.compile(r"\r\x1b\[Kcheckpoint (\d+): ([0-9.]+ [KMG]?i?B) "
 
 @pytest.mark.time_limit(300)
 def test_progress_line_on_a_terminal_and_not_in_a_pipe(session):
-    """memory_mix 80: 240 MiB resident, a checkpoint and a restart (--copy:
-    160 MiB read and checked) well over the first poll (250 ms) on any
+    """memory_mix 64: 192 MiB resident, a checkpoint and a restart (--copy:
+    128 MiB read and checked) well over the first poll (250 ms) on any
     machine."""
     s = session
-    p = s.launch([app("memory_mix"), "80", "100000"])
+    p = s.launch([app("memory_mix"), "64", "100000"])
     p.wait_line(r"^round 1/")
     rc, out = checkpoint_on_pty(s)
     assert rc == 0, out
