@@ -15,6 +15,7 @@
 #include "ckpt/protocol.h"
 #include "../protocol/sanitize.h"
 #include "tool_common.h"
+#include "checkpoint_progress.h"
 
 #define CONNECT_TIMEOUT_MS	5000
 #define CHECKPOINT_TIMEOUT_MS	600000	/* coordinator gives up at 300 s */
@@ -39,6 +40,8 @@ static void usage(FILE *f)
 "  -s, --status         coordinator address, processes, interval, last\n"
 "                       checkpoint, running round, accelerator use\n"
 "  -l, --list           one line per process\n"
+"     --json           with --status, --list or --checkpoint: the reply\n"
+"                       as one JSON object on stdout (docs/json.md)\n"
 "  -i, --interval N     checkpoint every N seconds (0: off)\n"
 "  -k, --kill           kill every process of the computation\n"
 "  -q, --quit           kill every process, then stop the coordinator\n"
@@ -46,6 +49,9 @@ static void usage(FILE *f)
 "  --coord ADDR         Unix socket path or HOST:PORT (default:\n"
 "                       $CKPT_COORD, else the per-user socket)\n"
 "  --help, --version\n"
+"\n"
+"On a terminal, --checkpoint shows its progress on stderr (bytes\n"
+"written, rate, time left).\n"
 "\n"
 "Exit status: 0 success, 1 failure, 2 bad usage.\n");
 }
@@ -56,6 +62,7 @@ struct request {
 	uint32_t arg;
 	int compress;			/* --compress */
 	int incremental;		/* --incremental */
+	int json;			/* --json */
 	int timeout_ms;
 };
 
@@ -92,6 +99,7 @@ static void parse_args(int argc, char **argv, struct request *q)
 		{ "checkpoint", no_argument, NULL, 'c' },
 		{ "compress", no_argument, NULL, 'z' },
 		{ "incremental", no_argument, NULL, 'I' },
+		{ "json", no_argument, NULL, 'J' },
 		{ "status", no_argument, NULL, 's' },
 		{ "list", no_argument, NULL, 'l' },
 		{ "interval", required_argument, NULL, 'i' },
@@ -117,6 +125,9 @@ static void parse_args(int argc, char **argv, struct request *q)
 			break;
 		case 'I':
 			q->incremental = 1;
+			break;
+		case 'J':
+			q->json = 1;
 			break;
 		case 's':
 			set_cmd(q, CKPT_CMD_STATUS, QUICK_TIMEOUT_MS);
@@ -159,6 +170,12 @@ static void parse_args(int argc, char **argv, struct request *q)
 	if ((q->compress || q->incremental) && q->cmd != CKPT_CMD_CHECKPOINT) {
 		fprintf(stderr, "ckpt_command: --%s goes with --checkpoint "
 			"only\n", q->compress ? "compress" : "incremental");
+		exit(2);
+	}
+	if (q->json && q->cmd != CKPT_CMD_CHECKPOINT &&
+	    q->cmd != CKPT_CMD_STATUS && q->cmd != CKPT_CMD_LIST) {
+		fprintf(stderr, "ckpt_command: --json goes with --status, "
+			"--list or --checkpoint only\n");
 		exit(2);
 	}
 }
@@ -224,22 +241,53 @@ static int send_request(struct ckpt_control *c, const struct request *q,
 	}
 }
 
+/* --json: the reply's JSON on stdout as it came (json_out.h escaped
+ * every control character), whether the command succeeded or not. */
+static int print_json_reply(const struct ckpt_control_reply *rep,
+			    const struct ckpt_control_error *err)
+{
+	if (rep->text[0] != '{') {	/* an error in text, or too old */
+		print_text(stderr, rep->text);
+		if (!rep->status)
+			fprintf(stderr, "ckpt_command: %s\n", err->message);
+		return 1;
+	}
+	fputs(rep->text, stdout);
+	print_warnings(rep->warnings);
+	if (rep->status)
+		fprintf(stderr, "ckpt_command: the coordinator reports "
+			"failure: %s (the \"errors\" of the JSON say more)\n",
+			tool_strerror(rep->status));
+	return rep->status ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct request q = { 0 };
 	struct ckpt_control c;
 	struct ckpt_control_reply rep = { 0 };
 	struct ckpt_control_error err;
+	struct checkpoint_progress progress = { 0 };
+	int r;
 
 	parse_args(argc, argv, &q);
 	if (ckpt_control_open(&c, q.coord, &err) < 0) {
 		fprintf(stderr, "ckpt_command: %s\n", err.message);
 		return 1;
 	}
+	c.json = q.json;
+	if (q.cmd == CKPT_CMD_CHECKPOINT)
+		checkpoint_progress_start(&progress, &c);
 	send_request(&c, &q, &rep, &err);
+	checkpoint_progress_stop(&progress);
 	if (!rep.text) {	/* no answer at all */
 		fprintf(stderr, "ckpt_command: %s\n", err.message);
 		return 1;
+	}
+	if (q.json) {
+		r = print_json_reply(&rep, &err);
+		ckpt_control_reply_free(&rep);
+		return r;
 	}
 	print_text(rep.status ? stderr : stdout, rep.text);
 	print_warnings(rep.warnings);

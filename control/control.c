@@ -5,6 +5,7 @@
  * Prints nothing.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,15 @@ int ckpt_control_open(struct ckpt_control *c, const char *addr,
 	return r < 0 ? fail(err, r, "%s%s", msg, "") : 0;
 }
 
+/* The commands whose reply can be JSON (CKPT_CMD_F_JSON). */
+static uint32_t wants_json(const struct ckpt_control *c, uint32_t cmd)
+{
+	bool json_reply = cmd == CKPT_CMD_STATUS || cmd == CKPT_CMD_LIST ||
+			  cmd == CKPT_CMD_CHECKPOINT;
+
+	return c->json && json_reply ? CKPT_CMD_F_JSON : 0;
+}
+
 static int command(struct ckpt_control *c, uint32_t cmd, uint32_t arg,
 		   int timeout_ms, struct ckpt_control_reply *reply,
 		   struct ckpt_control_error *err)
@@ -61,14 +71,19 @@ static int command(struct ckpt_control *c, uint32_t cmd, uint32_t arg,
 		return fail(err, fd, "no coordinator at %s: %s", c->addr,
 			    fd == -EACCES ? "it runs as another user" :
 			    tool_strerror(fd));
-	r = tool_command_warnings(fd, cmd, arg, timeout_ms, &reply->status,
-				  &reply->text, &reply->warnings);
+	r = tool_command_warnings(fd, cmd, arg | wants_json(c, cmd),
+				  timeout_ms, &reply->status, &reply->text,
+				  &reply->warnings);
 	close(fd);
 	if (r < 0)
 		return fail(err, r, "coordinator at %s: no reply: %s", c->addr,
 			    r == -ECONNRESET ? "it closed the connection" :
 			    tool_strerror(r));
-	if (reply->status)
+	if (wants_json(c, cmd) && !reply->status && reply->text[0] != '{')
+		r = fail(err, -EPROTONOSUPPORT, "the coordinator at %s is too "
+			 "old for JSON replies (it answered in text)%s",
+			 c->addr, "");
+	else if (reply->status)
 		r = fail(err, reply->status, "the coordinator reports "
 			 "failure: %s%s", reply->text[0] ? reply->text :
 			 tool_strerror(reply->status), "");

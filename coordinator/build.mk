@@ -2,7 +2,8 @@
 
 COORD_DAEMON_SRCS := coordinator/coordinator.c coordinator/conn.c \
 	coordinator/listener.c coordinator/checkpoint_round.c \
-	coordinator/commands.c coordinator/restart_script.c \
+	coordinator/commands.c coordinator/json_replies.c \
+	coordinator/restart_script.c \
 	coordinator/round_members.c coordinator/restart_groups.c \
 	coordinator/orphan_images.c \
 	coordinator/round_timeouts.c coordinator/auth_handshake.c \

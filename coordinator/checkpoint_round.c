@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "coordinator.h"
@@ -186,6 +187,20 @@ void round_fail_process(struct coordinator *co, struct conn *c, int err,
 	mark_round_failed(co);
 }
 
+/* The warnings stay on stderr too; the JSON holds them as well. */
+static void reply_json(struct coordinator *co, struct conn *c, int status,
+		       const char *warnings)
+{
+	char *json = json_checkpoint_result(co, status);
+
+	if (!json) {
+		conn_reply(c, ENOMEM, "no memory for the JSON reply\n");
+		return;
+	}
+	conn_reply_warnings(c, status, json, warnings);
+	free(json);
+}
+
 static void reply_requesters(struct coordinator *co, int status,
 			     const char *text, const char *warnings)
 {
@@ -194,7 +209,10 @@ static void reply_requesters(struct coordinator *co, int status,
 
 		if (c->pending == PENDING_CHECKPOINT &&
 		    c->pending_generation == co->round.generation) {
-			conn_reply_warnings(c, status, text, warnings);
+			if (c->reply_json)
+				reply_json(co, c, status, warnings);
+			else
+				conn_reply_warnings(c, status, text, warnings);
 			c->pending = PENDING_NONE;
 		}
 	}
@@ -294,6 +312,9 @@ static void start_writing(struct coordinator *co)
 			send_do(c, CKPT_MSG_DO_WRITE, r->generation, r->flags);
 			c->proc.state = PROC_WRITING;
 			c->proc.image_tmp[0] = 0;
+			c->proc.wchar_at_write = proc_written_bytes(c);
+			c->proc.expected_bytes = proc_resident_bytes(c);
+			c->proc.written_ms = -1;
 		}
 	}
 	round_timeouts_start_phase(co, co->write_timeout_ms);
@@ -369,6 +390,7 @@ static void round_start(struct coordinator *co, uint32_t flags)
 	buf_free(&r->hosts);
 	buf_free(&r->failures);
 	buf_free(&r->unrestored);
+	round_images_free(r);
 	*r = (struct round){
 		.active = true,
 		.generation = ++co->generation,
@@ -461,6 +483,7 @@ static void record_path(struct coordinator *co, const char *path,
 			const struct conn *c)
 {
 	buf_printf(&co->round.paths, "%s\n", path);
+	round_images_add(&co->round, path, c);
 	buf_printf(&co->round.hosts, "%s %s\n",
 		   c ? c->proc.hello.hostname : "",
 		   c && !c->local_peer ? c->peer_key : "");
@@ -515,8 +538,11 @@ static void on_failed(struct coordinator *co, struct conn *c,
 }
 
 /* Where its new image is, should the process leave before committing it. */
-static void remember_image_tmp(struct conn *c, const struct ckpt_msg_result *res)
+static void remember_image_tmp(struct coordinator *co, struct conn *c,
+			       const struct ckpt_msg_result *res)
 {
+	if (c->proc.written_ms < 0)
+		c->proc.written_ms = now_ms() - co->round.start_ms;
 	if (res->path[0])
 		snprintf(c->proc.image_tmp, sizeof(c->proc.image_tmp), "%s",
 			 res->path);
@@ -540,12 +566,12 @@ void round_on_result(struct coordinator *co, struct conn *c, uint16_t type,
 	case CKPT_MSG_WRITTEN:
 		if (*st == PROC_WRITING)
 			*st = PROC_WRITTEN;
-		remember_image_tmp(c, res);
+		remember_image_tmp(co, c, res);
 		break;
 	case CKPT_MSG_SYNCED:
 		if (*st == PROC_WRITING || *st == PROC_WRITTEN)
 			*st = PROC_SYNCED;
-		remember_image_tmp(c, res);
+		remember_image_tmp(co, c, res);
 		break;
 	case CKPT_MSG_DURABLE:
 		/* DISCARDING: an older libckpt renames without waiting */

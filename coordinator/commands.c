@@ -46,6 +46,29 @@ static void status_round(struct coordinator *co, struct buf *t)
 		   r->failed ? ", failing" : "");
 }
 
+/* Where a process is, in words (STATUS): the state names are
+ * proc_state_name()'s, kept for the JSON and the log. */
+static const char *proc_state_meaning(enum proc_state s)
+{
+	static const char *const meanings[] = {
+		[PROC_IDLE] = "running",
+		[PROC_SUSPENDING] = "being stopped for a checkpoint",
+		[PROC_SUSPENDED] = "stopped for a checkpoint",
+		[PROC_WRITING] = "writing its image",
+		[PROC_WRITTEN] = "image written, waiting for the others",
+		[PROC_SYNCED] = "image on disk, waiting for the others",
+		[PROC_COMMITTING] = "putting its new image in place",
+		[PROC_DURABLE] = "checkpointed",
+		[PROC_FAILED] = "its checkpoint failed",
+		[PROC_ABORTING] = "being told to resume without a checkpoint",
+		[PROC_ABORTED] = "resumed without a checkpoint",
+		[PROC_DISCARDING] = "removing its unfinished image",
+	};
+
+	return s < sizeof(meanings) / sizeof(meanings[0]) && meanings[s] ?
+	       meanings[s] : "in an unknown state";
+}
+
 static void reply_status(struct coordinator *co, struct conn *c)
 {
 	struct buf t = { 0 };
@@ -66,11 +89,13 @@ static void reply_status(struct coordinator *co, struct conn *c)
 
 		if (p->kind != CONN_PROCESS || p->eof)
 			continue;
-		buf_printf(&t, "process %s: accel=%s state=%s\n",
+		buf_printf(&t, "process %s: %s; %s\n",
 			   proc_name(p, name, sizeof(name)),
-			   p->proc.hello.flags & CKPT_HELLO_F_ACCEL ? "yes"
-								     : "no",
-			   proc_state_name(p->proc.state));
+			   proc_state_meaning(p->proc.state),
+			   p->proc.hello.flags & CKPT_HELLO_F_ACCEL ?
+			   "finds its memory with the ckpt_accel kernel module"
+			   : "finds its memory through /proc (no ckpt_accel "
+			   "kernel module)");
 	}
 	conn_reply(c, 0, buf_str(&t));
 	buf_free(&t);
@@ -246,16 +271,23 @@ void command_handle(struct coordinator *co, struct conn *c,
 			   "command; send one at a time\n");
 		return;
 	}
+	c->reply_json = cmd->arg & CKPT_CMD_F_JSON;
 	switch (cmd->cmd) {
 	case CKPT_CMD_CHECKPOINT:
 		round_request(co, c, cmd->arg & (CKPT_CHECKPOINT_F_COMPRESS |
 						 CKPT_CHECKPOINT_F_INCREMENTAL));
 		break;
 	case CKPT_CMD_STATUS:
-		reply_status(co, c);
+		if (c->reply_json)
+			json_reply_status(co, c);
+		else
+			reply_status(co, c);
 		break;
 	case CKPT_CMD_LIST:
-		reply_list(co, c);
+		if (c->reply_json)
+			json_reply_list(co, c);
+		else
+			reply_list(co, c);
 		break;
 	case CKPT_CMD_INTERVAL:
 		set_interval(co, c, cmd->arg);

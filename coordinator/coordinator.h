@@ -110,6 +110,11 @@ struct process_info {
 	int64_t progress_ms;		/* this round: last sign of life
 					   (an answer, bytes it wrote) */
 	uint64_t wchar;			/* bytes written, /proc/PID/io */
+	uint64_t wchar_at_write;	/* wchar at DO_WRITE: the round's
+					   bytes are those written since */
+	uint64_t expected_bytes;	/* its resident memory at DO_WRITE,
+					   about what its image will take */
+	int64_t written_ms;		/* WRITTEN since the round began */
 	pid_t local_pid;		/* its pid here, vouched for by the
 					   kernel (peer_pid.c); 0: none, it
 					   is not signalled nor looked at */
@@ -155,6 +160,8 @@ struct conn {
 	struct process_info proc;
 	enum pending_cmd pending;
 	uint64_t pending_generation;	/* 0: queued for the next round */
+	bool reply_json;		/* its command asked for JSON
+					   (CKPT_CMD_F_JSON, json_replies.c) */
 };
 
 /* A process the round waits for before writing (round_members.c). */
@@ -183,6 +190,17 @@ struct orphan_image {
 	struct buf unrestored;
 };
 
+/* One image of a round, for the JSON reply (json_replies.c). */
+struct round_image {
+	char *path;
+	char program[64];
+	char host[64];
+	int32_t vpid, pid;
+	int64_t size;			/* bytes; -1: on another host */
+	int64_t written_ms;		/* since the round began; -1 unknown */
+	int64_t durable_ms;
+};
+
 struct round {
 	bool active;
 	bool failed;
@@ -208,6 +226,8 @@ struct round {
 					   the processes that are durable */
 	struct orphan_image *orphans;	/* images of processes that left */
 	int norphans;
+	struct round_image *images;	/* as paths, with what JSON tells */
+	int nimages;
 };
 
 struct last_round {
@@ -293,6 +313,15 @@ int count_processes(struct coordinator *co);
 /* "app (vpid 7, pid 4242 on node1)" */
 const char *proc_name(struct conn *c, char *out, size_t len);
 
+/* json_replies.c: replies for ckpt_command --json (docs/json.md) */
+void json_reply_status(struct coordinator *co, struct conn *c);
+void json_reply_list(struct coordinator *co, struct conn *c);
+/* The CHECKPOINT reply of the finished round (malloc'ed). */
+char *json_checkpoint_result(struct coordinator *co, int status);
+void round_images_add(struct round *r, const char *path,
+		      const struct conn *c);
+void round_images_free(struct round *r);
+
 /* conn.c */
 struct conn *conn_add(struct coordinator *co, int fd, const char *peer);
 void conn_send(struct conn *c, uint16_t type, const void *payload,
@@ -348,6 +377,15 @@ void round_advance(struct coordinator *co);
 
 /* round_timeouts.c */
 void round_timeouts_start_phase(struct coordinator *co, int64_t len_ms);
+/* suspend, write, sync, commit or abort */
+const char *round_phase_name(const struct round *r);
+#define PROGRESS_UNKNOWN UINT64_MAX
+/* /proc/PID/NAME's text, NUL-terminated (round_members.c): 0 or -errno */
+int read_proc_text(pid_t pid, const char *name, char *buf, size_t len);
+/* /proc/PID/io wchar, PROGRESS_UNKNOWN off this host or unreadable */
+uint64_t proc_written_bytes(const struct conn *c);
+/* Its resident memory in bytes, 0 when unknown. */
+uint64_t proc_resident_bytes(const struct conn *c);
 void round_timeouts_on_answer(struct conn *c);
 void round_check_timeouts(struct coordinator *co);
 int64_t round_next_deadline(struct coordinator *co);

@@ -32,7 +32,7 @@
 #include <unistd.h>
 #include "coordinator.h"
 
-static const char *phase_name(const struct round *r)
+const char *round_phase_name(const struct round *r)
 {
 	if (r->committing)
 		return "commit";
@@ -43,30 +43,32 @@ static const char *phase_name(const struct round *r)
 	return r->resumed ? "sync" : "write";
 }
 
-#define PROGRESS_UNKNOWN UINT64_MAX
-
 /* Bytes the process wrote so far (its image grows): /proc/PID/io wchar;
  * PROGRESS_UNKNOWN when it cannot be read (another host, a process that
  * is not dumpable, gone). */
-static uint64_t written_bytes(const struct conn *c)
+uint64_t proc_written_bytes(const struct conn *c)
 {
-	char path[64], buf[1024], *p;
-	ssize_t n;
-	int fd;
+	char buf[1024], *p;
 
-	if (!proc_on_this_host(c))
+	if (!proc_on_this_host(c) ||
+	    read_proc_text(c->proc.local_pid, "io", buf, sizeof(buf)) < 0)
 		return PROGRESS_UNKNOWN;
-	snprintf(path, sizeof(path), "/proc/%d/io", (int)c->proc.local_pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return PROGRESS_UNKNOWN;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return PROGRESS_UNKNOWN;
-	buf[n] = 0;
 	p = strstr(buf, "wchar:");
 	return p ? strtoull(p + 6, NULL, 10) : PROGRESS_UNKNOWN;
+}
+
+/* Its resident memory (/proc/PID/statm), about what its image will
+ * hold: the progress line's "time left" (json_replies.c). */
+uint64_t proc_resident_bytes(const struct conn *c)
+{
+	char buf[256];
+	unsigned long long size, resident;
+
+	if (!proc_on_this_host(c) ||
+	    read_proc_text(c->proc.local_pid, "statm", buf, sizeof(buf)) < 0 ||
+	    sscanf(buf, "%llu %llu", &size, &resident) != 2)
+		return 0;
+	return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
 void round_timeouts_on_answer(struct conn *c)
@@ -85,7 +87,7 @@ void round_timeouts_start_phase(struct coordinator *co, int64_t len_ms)
 		if (!round_in(co, c))
 			continue;
 		c->proc.progress_ms = now;
-		c->proc.wchar = co->round.writing ? written_bytes(c)
+		c->proc.wchar = co->round.writing ? proc_written_bytes(c)
 						  : PROGRESS_UNKNOWN;
 	}
 }
@@ -163,7 +165,7 @@ static const char *awaited_answer(enum proc_state s)
 static void time_out_phase(struct coordinator *co)
 {
 	struct round *r = &co->round;
-	const char *phase = phase_name(r);
+	const char *phase = round_phase_name(r);
 	bool short_phase = !strcmp(phase, "suspend") || !strcmp(phase, "abort");
 	int64_t len = short_phase ? co->phase_timeout_ms : co->write_timeout_ms;
 
@@ -206,7 +208,7 @@ static void check_write_progress(struct coordinator *co, int64_t now)
 
 		if (!round_in(co, c) || c->proc.state != PROC_WRITING)
 			continue;
-		w = written_bytes(c);
+		w = proc_written_bytes(c);
 		if (w == PROGRESS_UNKNOWN || c->proc.wchar == PROGRESS_UNKNOWN)
 			continue;
 		if (w != c->proc.wchar) {

@@ -61,6 +61,7 @@ static void usage(FILE *out)
 		"                  of mapping it from the image (the default\n"
 		"                  maps it: the program runs after reading\n"
 		"                  only its metadata; docs/restart.md)\n"
+
 		"  --peer-hosts IP,...\n"
 		"                  the addresses of the computation's other\n"
 		"                  hosts: a TCP connection to one of them whose\n"
@@ -78,7 +79,8 @@ static void usage(FILE *out)
 		"they were, connected by their pipes. One root process\n"
 		"replaces ckpt_restart (same pid slot, terminal and stdio);\n"
 		"with several roots ckpt_restart waits for all and exits with\n"
-		"the first failure's status.\n");
+		"the first failure's status. On a terminal, the restart of\n"
+		"one image shows its progress on stderr.\n");
 }
 
 static int parse_options(int argc, char **argv, struct options *o)

@@ -57,6 +57,9 @@ enum loader_arg {
 					   (image_links.c), open, not
 					   close-on-exec: "fd,fd,...", in
 					   link table order; "" = none */
+	LOADER_ARG_PROGRESS,		/* "1": draw a progress line on
+					   stderr (a terminal; the only
+					   loader of its restart) */
 	LOADER_ARGC
 };
 

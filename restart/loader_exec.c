@@ -421,6 +421,9 @@ int loader_exec(const struct ckpt_image *img, const char *image_path,
 		[LOADER_ARG_KEEP_FD_END] = keep_arg,
 		[LOADER_ARG_MAP_IMAGE] = image_memory_mapped(img) ? "1" : "0",
 		[LOADER_ARG_LINK_FDS] = links_arg,
+		/* one image restarted in place: its loader alone may draw */
+		[LOADER_ARG_PROGRESS] = !plan_fd && isatty(STDERR_FILENO) ?
+					"1" : "0",
 	};
 
 	fd = make_loader_elf(&b, base, anchor, params, err, errlen);

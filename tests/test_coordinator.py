@@ -400,8 +400,11 @@ def test_status_and_list(env, coord, fakes):
     fakes(c.addr, 40002, program="beta", flags=HELLO_F_RESTARTED)
     r = run([COMMAND, "--status"], env=env)
     assert "processes: 2" in r.stdout
-    assert "alpha (vpid 40001" in r.stdout and "accel=yes" in r.stdout
-    assert "beta (vpid 40002" in r.stdout and "accel=no" in r.stdout
+    assert "alpha (vpid 40001" in r.stdout and \
+        "memory with the ckpt_accel kernel module" in r.stdout
+    assert "beta (vpid 40002" in r.stdout and \
+        "through /proc (no ckpt_accel kernel module)" in r.stdout
+    assert "accel=" not in r.stdout
 
     r = run([COMMAND, "--list"], env=env)
     assert r.returncode == 0

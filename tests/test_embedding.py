@@ -4,6 +4,7 @@ with nothing but the header, run plainly and under ckpt_launch; it
 checkpoints itself, is killed and restarted; hooks and delay sections."""
 
 import errno
+import json
 import os
 import subprocess
 import tempfile
@@ -216,6 +217,32 @@ def test_control_library_lists_and_checkpoints(session, control_tool,
     rs.wait_line(r"^restarted: sections_done=1$", timeout=60)
     open(go, "w").close()
     assert rs.wait_exit(60) == 0, rs.stderr_text()
+
+
+@pytest.mark.time_limit(120)
+def test_control_library_replies_in_json(session, control_tool, api_user):
+    """c.json = 1: the same JSON objects as ckpt_command --json."""
+    go = session.path("go")
+    p = session.launch([api_user, "delay", "0", go])
+    p.wait_line(r"^section end$")
+    for what in ("list", "status"):
+        r = run([control_tool, "--json", what], 30, env=session.env)
+        assert r.returncode == 0, (r.stdout, r.stderr)
+        head, _, text = r.stdout.partition("\n")
+        assert head == "== %s status=0 r=0" % what
+        reply = json.loads(text)
+        assert reply["schema_version"] == 1
+        assert [q["program"] for q in reply["processes"]] == ["api_user"]
+        assert [q["vpid"] for q in reply["processes"]] == [p.pid]
+    r = run([control_tool, "--json", "checkpoint"], 60, env=session.env)
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    reply = json.loads(r.stdout.partition("\n")[2])
+    assert reply["ok"] and len(reply["images"]) == 1, reply
+    img = reply["images"][0]
+    assert os.path.getsize(img["path"]) == img["size_bytes"]
+    assert r.stderr == ""
+    open(go, "w").close()
+    assert p.wait_exit(60) == 0, p.stderr_text()
 
 
 def test_control_library_reports_no_coordinator(session, control_tool):

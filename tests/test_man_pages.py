@@ -44,9 +44,12 @@ def man_text(page):
 
 
 def completion_options(tool):
+    """The options of the tool's list and of the lines adding to it."""
     with open(COMPLETION) as f:
-        m = re.search(r'_ckpt_options_%s="([^"]*)"' % tool, f.read())
-    return set(m.group(1).split())
+        text = f.read()
+    found = re.findall(r'^_ckpt_options_%s\+?="([^"]*)"' % tool, text, re.M)
+    assert found, "no _ckpt_options_%s in %s" % (tool, COMPLETION)
+    return set(" ".join(found).split())
 
 
 @pytest.mark.parametrize("tool", TOOLS)

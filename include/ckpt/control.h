@@ -26,6 +26,11 @@ struct ckpt_control_error {
 struct ckpt_control {
 	char addr[512];		/* the resolved coordinator address */
 	int connect_timeout_ms;
+	int json;		/* set to 1 after ckpt_control_open(): the
+				   replies of status, list and checkpoint
+				   are JSON objects (docs/json.md); a
+				   coordinator too old to send them fails
+				   the call with -EPROTONOSUPPORT */
 };
 
 /* A reply: malloc'ed text (free with ckpt_control_reply_free). */

@@ -184,10 +184,15 @@ enum ckpt_cmd {
 	CKPT_CMD_QUIT = 6,
 };
 
+/* ckpt_msg_cmd.arg of STATUS, LIST and CHECKPOINT: the reply text is one
+ * JSON object (docs/json.md); an older coordinator ignores it and sends
+ * text, which the client tells by its first byte. */
+#define CKPT_CMD_F_JSON		0x80000000u
+
 struct ckpt_msg_cmd {
 	uint32_t cmd;			/* enum ckpt_cmd */
 	uint32_t arg;			/* INTERVAL: seconds; CHECKPOINT:
-					   CKPT_CHECKPOINT_F_* */
+					   CKPT_CHECKPOINT_F_*; | F_JSON */
 	char secret[CKPT_SECRET_LEN + 1]; /* always "" (see hello) */
 	char reserved[7];
 };

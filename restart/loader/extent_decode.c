@@ -351,4 +351,5 @@ void extent_decode_queue(const struct loader *l, const struct ckpt_extent *e,
 	dec.job[dec.njobs].e = e;
 	dec.job[dec.njobs].dst = dst;
 	dec.njobs++;
+	progress_add(e->len);	/* queued: decoded by the next wait */
 }

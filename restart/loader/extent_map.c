@@ -184,4 +184,5 @@ void map_span(struct loader *l, const struct ckpt_extent *e, uint64_t first,
 			verify_in_place(l, &e[k]);
 	if (!l->image_mapped_at)
 		l->image_mapped_at = addr;
+	progress_add(len);
 }

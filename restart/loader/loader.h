@@ -64,6 +64,7 @@ struct loader {
 	uint64_t keep_fd_end;		/* fds [plan_fd, keep_fd_end) kept */
 	int map_image;			/* extents may be mapped from the
 					   image (extent_map.c) */
+	int progress;			/* draw a progress line (progress.c) */
 	uint64_t image_mapped_at;	/* inside the first one mapped; 0 */
 	int link_fds[CKPT_LINKS_MAX];	/* chain links (chain.c) */
 	unsigned nlinks;
@@ -173,12 +174,18 @@ void vdso_redirect(const struct vdso_plan *p, unsigned char *copy,
 /* handoff.c */
 void hand_off(struct loader *l) __attribute__((noreturn));
 
+/* progress.c: the progress line on a terminal (LOADER_ARG_PROGRESS) */
+void progress_start(const struct loader *l, int enabled);
+void progress_add(uint64_t bytes);
+void progress_clear(void);
+
 /* report.c */
 void report_set_image(const char *path);
 void loader_fail(const char *fmt, ...)
 	__attribute__((noreturn, format(printf, 1, 2)));
 void loader_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 size_t fmt_v(char *buf, size_t cap, const char *fmt, va_list ap);
+size_t fmt_v_args(char *buf, size_t cap, const char *fmt, ...);
 const char *errno_text(long err);
 
 /* string.c (memcpy, memset, memmove, memcmp are there for the compiler) */

@@ -68,6 +68,7 @@ void loader_main(const uint64_t *kernel_sp)
 	image_read(&l);
 	extent_map_prepare(&l);
 	extent_decode_prepare(&l);
+	progress_start(&l, l.progress);
 	maps_read(&l);
 	specials_collect(&l);
 	specials_plan(&l);
@@ -79,5 +80,6 @@ void loader_main(const uint64_t *kernel_sp)
 	specials_stage(&l);
 	map_regions(&l);
 	specials_place(&l);
+	progress_clear();
 	hand_off(&l);
 }

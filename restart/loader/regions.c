@@ -185,6 +185,7 @@ void read_extent(const struct loader *l, const struct ckpt_extent *e,
 		loader_fail("memory %lx-%lx: checksum mismatch: the saved data%s "
 			    "is corrupt", e->addr, e->addr + e->len,
 			    extent_source_name(l, e));
+	progress_add(e->len);
 }
 
 /* The extents of r, checked to lie inside it; NULL if the table is out

@@ -142,6 +142,17 @@ size_t fmt_v(char *buf, size_t cap, const char *fmt, va_list ap)
 	return o.len;
 }
 
+size_t fmt_v_args(char *buf, size_t cap, const char *fmt, ...)
+{
+	va_list ap;
+	size_t n;
+
+	va_start(ap, fmt);
+	n = fmt_v(buf, cap, fmt, ap);
+	va_end(ap);
+	return n;
+}
+
 /* "ckpt_restart: IMAGE: " prefix what fmt says, one line on fd 2. */
 static void report_line(const char *prefix, const char *fmt, va_list ap)
 {
@@ -154,6 +165,7 @@ static void report_line(const char *prefix, const char *fmt, va_list ap)
 	out_str(&o, prefix);
 	o.len += fmt_v(line + o.len, o.cap - o.len, fmt, ap);
 	line[o.len++] = '\n';
+	progress_clear();
 	sys_write(2, line, o.len);
 }
 

@@ -98,6 +98,14 @@ static inline long sys_prctl(int option, unsigned long arg)
 	return __syscall5(__NR_prctl, option, (long)arg, 0, 0, 0);
 }
 
+/* ts: a struct of two longs (seconds, nanoseconds), as the kernel's
+ * struct timespec on 64-bit architectures. */
+static inline long sys_clock_gettime_monotonic(void *ts)
+{
+	return __syscall2(__NR_clock_gettime, 1 /* CLOCK_MONOTONIC */,
+			  (long)ts);
+}
+
 static inline __attribute__((noreturn)) void sys_exit_group(int code)
 {
 	for (;;)
