@@ -36,6 +36,10 @@ static void usage(FILE *f)
 "     --incremental     with --checkpoint: write only what changed since\n"
 "                       each process's previous image (a delta of its\n"
 "                       chain; ckpt_launch --incremental: every image)\n"
+"     --forked          with --checkpoint: each process forks a frozen\n"
+"                       copy that writes its image while the program\n"
+"                       runs on (it stops only to be copied); returns\n"
+"                       once every image is durable, as always\n"
 "  -s, --status         coordinator address, processes, interval, last\n"
 "                       checkpoint, running round, accelerator use\n"
 "  -l, --list           one line per process\n"
@@ -56,6 +60,7 @@ struct request {
 	uint32_t arg;
 	int compress;			/* --compress */
 	int incremental;		/* --incremental */
+	int forked;			/* --forked */
 	int timeout_ms;
 };
 
@@ -92,6 +97,7 @@ static void parse_args(int argc, char **argv, struct request *q)
 		{ "checkpoint", no_argument, NULL, 'c' },
 		{ "compress", no_argument, NULL, 'z' },
 		{ "incremental", no_argument, NULL, 'I' },
+		{ "forked", no_argument, NULL, 'F' },
 		{ "status", no_argument, NULL, 's' },
 		{ "list", no_argument, NULL, 'l' },
 		{ "interval", required_argument, NULL, 'i' },
@@ -117,6 +123,9 @@ static void parse_args(int argc, char **argv, struct request *q)
 			break;
 		case 'I':
 			q->incremental = 1;
+			break;
+		case 'F':
+			q->forked = 1;
 			break;
 		case 's':
 			set_cmd(q, CKPT_CMD_STATUS, QUICK_TIMEOUT_MS);
@@ -156,9 +165,11 @@ static void parse_args(int argc, char **argv, struct request *q)
 			"--help)\n");
 		exit(2);
 	}
-	if ((q->compress || q->incremental) && q->cmd != CKPT_CMD_CHECKPOINT) {
+	if ((q->compress || q->incremental || q->forked) &&
+	    q->cmd != CKPT_CMD_CHECKPOINT) {
 		fprintf(stderr, "ckpt_command: --%s goes with --checkpoint "
-			"only\n", q->compress ? "compress" : "incremental");
+			"only\n", q->compress ? "compress" : q->incremental ?
+			"incremental" : "forked");
 		exit(2);
 	}
 }
@@ -209,7 +220,9 @@ static int send_request(struct ckpt_control *c, const struct request *q,
 		return ckpt_control_checkpoint(c, (q->compress ?
 					       CKPT_CONTROL_COMPRESS : 0) |
 					       (q->incremental ?
-						CKPT_CONTROL_INCREMENTAL : 0),
+						CKPT_CONTROL_INCREMENTAL : 0) |
+					       (q->forked ?
+						CKPT_CONTROL_FORKED : 0),
 					       rep, err);
 	case CKPT_CMD_STATUS:
 		return ckpt_control_status(c, rep, err);

@@ -84,7 +84,9 @@ int ckpt_control_checkpoint(struct ckpt_control *c, uint32_t flags,
 	uint32_t wire = (flags & CKPT_CONTROL_COMPRESS ?
 			 CKPT_CHECKPOINT_F_COMPRESS : 0) |
 			(flags & CKPT_CONTROL_INCREMENTAL ?
-			 CKPT_CHECKPOINT_F_INCREMENTAL : 0);
+			 CKPT_CHECKPOINT_F_INCREMENTAL : 0) |
+			(flags & CKPT_CONTROL_FORKED ?
+			 CKPT_CHECKPOINT_F_FORKED : 0);
 
 	return command(c, CKPT_CMD_CHECKPOINT, wire, CHECKPOINT_TIMEOUT_MS,
 		       reply, err);

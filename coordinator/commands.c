@@ -249,7 +249,8 @@ void command_handle(struct coordinator *co, struct conn *c,
 	switch (cmd->cmd) {
 	case CKPT_CMD_CHECKPOINT:
 		round_request(co, c, cmd->arg & (CKPT_CHECKPOINT_F_COMPRESS |
-						 CKPT_CHECKPOINT_F_INCREMENTAL));
+						 CKPT_CHECKPOINT_F_INCREMENTAL |
+						 CKPT_CHECKPOINT_F_FORKED));
 		break;
 	case CKPT_CMD_STATUS:
 		reply_status(co, c);

@@ -46,4 +46,17 @@ void table_free(struct table *t);
 /* Offset of a copy of s in the string table; 0 is the empty string. */
 int add_string(struct image_writer *w, const char *s, uint32_t *off);
 
+/* What the copy of a forked checkpoint writes (forked_copy.c). */
+struct forked_image {
+	uint64_t generation;
+	int compress;
+	const char *dir;
+	const char *tmp_path;
+};
+
+int image_write_in_copy(struct image_writer *w, const struct forked_image *img,
+			char *err, size_t errlen);
+int forked_copy_start(struct image_writer *w, const struct forked_image *img,
+		      char *err, size_t errlen);
+
 #endif /* CKPT_IMAGE_WRITER_H */

@@ -40,6 +40,9 @@ struct ckpt_control_reply {
 #define CKPT_CONTROL_COMPRESS	0x1	/* zstd-compressed images */
 #define CKPT_CONTROL_INCREMENTAL 0x2	/* only what changed since the
 					   previous image (a chain) */
+#define CKPT_CONTROL_FORKED	0x4	/* each process forks a frozen copy
+					   that writes its image while it
+					   runs on (docs/embedding.md) */
 
 int ckpt_control_open(struct ckpt_control *c, const char *addr,
 		      struct ckpt_control_error *err);

@@ -155,6 +155,10 @@ struct ckpt_msg_unrestored {
 					   what changed since the previous
 					   one (docs/image-format.md, "Chains
 					   of incremental images") */
+#define CKPT_CHECKPOINT_F_FORKED 0x4	/* a forked checkpoint: each process
+					   forks a frozen copy that writes
+					   its image while it runs on
+					   (ignored with INCREMENTAL) */
 
 struct ckpt_msg_do_checkpoint {
 	uint64_t generation;
