@@ -220,6 +220,21 @@ static void run_copy(struct image_writer *w, pid_t original,
 
 /* ----- in the original ----- */
 
+/* Whether the copy must take its own copy of something before the
+ * original resumes: shared memory it saves, content from descriptors. */
+static int holds_changing_data(const struct image_writer *w)
+{
+	const struct ckpt_region *r = (const struct ckpt_region *)
+				      w->regions.base;
+
+	if (w->blobs.n)
+		return 1;
+	for (size_t i = 0; i < w->regions.n; i++)
+		if (r[i].kind == CKPT_REGION_ANON_SHARED && r[i].nextents)
+			return 1;
+	return 0;
+}
+
 /* Wait (bounded) until the copy passed `stage` or is gone: 0 or -errno
  * (-ETIMEDOUT; -ECHILD when it died without saying). */
 static int wait_stage(int stage, int max_ms)
@@ -305,6 +320,8 @@ int forked_copy_start(struct image_writer *w, const struct forked_image *img,
 	}
 	copy.pid = pid;
 	madvise(copy.report, sizeof(*copy.report), MADV_DONTFORK);
+	if (!holds_changing_data(w))
+		return 0;	/* nothing the original could change under it */
 	r = wait_stage(COPY_READY, COPY_READY_MAX_MS);
 	if (r < 0) {
 		copy_error(r, "before the process resumed", err, errlen);

@@ -726,11 +726,12 @@ static void writer_init(struct image_writer *w, int incremental)
 /* The image's paths and every table: all the image takes from the
  * kernel about the process. Only memory is read after this. */
 static int prepare_image(struct image_writer *w, uint64_t generation,
-			 int incremental, const char *dir, char *final_path,
-			 size_t pathlen, char *tmp_path, size_t tmplen,
-			 char *err, size_t errlen)
+			 int incremental, int forked, const char *dir,
+			 char *final_path, size_t pathlen, char *tmp_path,
+			 size_t tmplen, char *err, size_t errlen)
 {
 	writer_init(w, incremental);
+	w->zero_pages_later = forked;
 	/* Reserve (virtual, untouched) room up front: growing a table by
 	 * mremap during the memory scan could punch a hole into a region
 	 * that is already listed. The region and extent tables are made
@@ -754,7 +755,7 @@ int image_write(uint64_t generation, int compress, int incremental,
 	struct image_writer w;
 	int r;
 
-	r = prepare_image(&w, generation, incremental, dir, final_path,
+	r = prepare_image(&w, generation, incremental, 0, dir, final_path,
 			  pathlen, tmp_path, tmplen, err, errlen);
 	if (r == 0)
 		r = write_image_file(&w, generation, compress, dir, tmp_path,
@@ -775,7 +776,7 @@ int image_write_forked(uint64_t generation, int compress, const char *dir,
 	struct forked_image img = { generation, compress, dir, tmp_path };
 	int r;
 
-	r = prepare_image(&w, generation, 0, dir, final_path, pathlen,
+	r = prepare_image(&w, generation, 0, 1, dir, final_path, pathlen,
 			  tmp_path, tmplen, err, errlen);
 	if (r == 0)
 		r = forked_copy_start(&w, &img, err, errlen);
@@ -788,6 +789,13 @@ int image_write_forked(uint64_t generation, int compress, const char *dir,
 int image_write_in_copy(struct image_writer *w, const struct forked_image *img,
 			char *err, size_t errlen)
 {
+	int r = memory_drop_zero_pages(w);
+
+	if (r < 0) {
+		ckpt_fmt(err, errlen, "listing the pages to save: %s",
+			 strerror(-r));
+		return r;
+	}
 	return write_image_file(w, img->generation, img->compress, img->dir,
 				img->tmp_path, 1, err, errlen);
 }
