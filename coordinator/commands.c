@@ -267,6 +267,18 @@ void command_handle(struct coordinator *co, struct conn *c,
 	case CKPT_CMD_QUIT:
 		start_kill(co, c, PENDING_QUIT);
 		break;
+	case CKPT_CMD_SNAPSHOT:
+		snapshot_request(co, c);
+		break;
+	case CKPT_CMD_SNAPSHOTS:
+		snapshot_list(co, c);
+		break;
+	case CKPT_CMD_SNAPSHOT_IMAGES:
+		snapshot_images(co, c, cmd->arg);
+		break;
+	case CKPT_CMD_DROP:
+		snapshot_drop(co, c, cmd->arg);
+		break;
 	default:
 		snprintf(text, sizeof(text), "unknown command %u (this "
 			 "coordinator speaks protocol %d)\n", cmd->cmd,

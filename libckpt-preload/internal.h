@@ -526,6 +526,7 @@ void embedding_note_restored(void);
 unsigned embedding_restored_epoch(void);
 /* checkpoint_request.c */
 int api_checkpoint(void);
+int api_snapshot(uint64_t *id);
 /* delay_sections.c */
 void gate_close(void);
 void gate_open(void);

@@ -393,8 +393,10 @@ static void handle_write_image(const struct ckpt_msg_do_checkpoint *m)
 	const char *dir = m->ckpt_dir[0] ? m->ckpt_dir : ckpt.ckpt_dir;
 	int compress = ckpt.compress ||
 		       (m->flags & CKPT_CHECKPOINT_F_COMPRESS);
-	int incremental = ckpt.incremental ||
-			  (m->flags & CKPT_CHECKPOINT_F_INCREMENTAL);
+	/* a snapshot stands alone: never a link of the chain */
+	int incremental = (ckpt.incremental ||
+			   (m->flags & CKPT_CHECKPOINT_F_INCREMENTAL)) &&
+			  !(m->flags & CKPT_CHECKPOINT_F_SNAPSHOT);
 	/* an incremental image's chain state lives in the writer: its
 	 * copy could not hand it back, so it is written in place */
 	int forked = (ckpt.forked || (m->flags & CKPT_CHECKPOINT_F_FORKED)) &&
@@ -454,9 +456,12 @@ static void handle_write_image(const struct ckpt_msg_do_checkpoint *m)
 		send_result(CKPT_MSG_FAILED, m->generation, -r, NULL, err);
 		return;
 	}
-	ckpt.generation = m->generation;
-	ckpt_fmt(ckpt.image_path, sizeof(ckpt.image_path), "%s", path);
-	chain_image_committed(path, m->generation);
+	if (!(m->flags & CKPT_CHECKPOINT_F_SNAPSHOT)) {
+		ckpt.generation = m->generation;
+		ckpt_fmt(ckpt.image_path, sizeof(ckpt.image_path), "%s",
+			 path);
+		chain_image_committed(path, m->generation);
+	}
 	send_result(CKPT_MSG_DURABLE, m->generation, 0, path, NULL);
 }
 
