@@ -58,7 +58,9 @@ of --sizes, fill_idle's plain fork() (the floor, its "fork" command)
 next to the application's stall (its longest idle-loop gap, "gap")
 during a normal checkpoint and during `ckpt_command --checkpoint
 --forked`: forked/fork (goal <= 2x) and normal/forked (goal >= 10x at
-1 GiB), best of --repeat each.
+1 GiB); then `ckpt_command --snapshot` (its time and the stall) and
+`ckpt_command --restore ID` until the restored program answers, each
+next to the fork (goals <= 2x, <= 3x); best of --repeat each.
 Every wait is bounded; a failure prints the tool's stderr and exits 1.
 """
 
@@ -961,27 +963,68 @@ def checkpoint_stall_us(bench, app, extra):
     return app_answer(app, "gap", "gap "), images
 
 
+def snapshot_timed(bench, app):
+    """ckpt_command --snapshot: (seconds, the app's stall in us, id)."""
+    app_answer(app, "gap", "gap ")
+    t, r = timed([tool("ckpt_command"), "--snapshot"], bench.env)
+    return t, app_answer(app, "gap", "gap "), r.stdout.decode().strip()
+
+
+def restore_timed(bench, sid):
+    """ckpt_command --restore until the restored fill_idle answers."""
+    t0 = time.monotonic()
+    app = App([tool("ckpt_command"), "--restore", sid], bench.env)
+    app.ping()
+    try:
+        t1 = app.wait_line(("pong", "resumed"))
+    except BenchError:
+        app.kill()
+        raise
+    return t1 - t0, app
+
+
+def measure_snapshot_cycle(bench, app, repeat, best):
+    """Snapshots and restores of app, best of repeat; returns the app
+    running at the end (a restored one)."""
+    for _ in range(repeat):
+        t, stall, sid = snapshot_timed(bench, app)
+        best["snapshot_s"] = min(best.get("snapshot_s", t), t)
+        best["snapshot_stall_us"] = min(best.get("snapshot_stall_us",
+                                                 stall), stall)
+        t, restored = restore_timed(bench, sid)
+        app.kill()
+        app = restored
+        best["restore_s"] = min(best.get("restore_s", t), t)
+        run([tool("ckpt_command"), "--drop", sid], bench.env)
+    return app
+
+
 def measure_snapshots(bench, sizes, repeat):
     """Per size: a plain fork() of fill_idle (the floor), the stall of a
-    normal checkpoint and of a forked one; best of repeat each."""
+    normal checkpoint and of a forked one, a snapshot and a restore;
+    best of repeat each."""
     out = []
     for mib in sizes:
         app = bench.launch(mib)
+        best = {}
         try:
             fork_us = min(app_answer(app, "fork", "fork ")
                           for _ in range(repeat))
-            best = {}
             for _ in range(repeat):
                 for kind, extra in (("normal", []), ("forked",
                                                      ["--forked"])):
                     us, _ = checkpoint_stall_us(bench, app, extra)
                     bench.clear_images()
                     best[kind] = min(best.get(kind, us), us)
+            app = measure_snapshot_cycle(bench, app, repeat, best)
         finally:
             bench.kill_computation(app)
         out.append({"mib": mib, "repeat": repeat, "fork_us": fork_us,
                     "normal_stall_us": best["normal"],
-                    "forked_stall_us": best["forked"]})
+                    "forked_stall_us": best["forked"],
+                    "snapshot_s": best["snapshot_s"],
+                    "snapshot_stall_us": best["snapshot_stall_us"],
+                    "restore_s": best["restore_s"]})
     return out
 
 
@@ -1001,8 +1044,20 @@ def report_snapshots(rows):
                   r["mib"], r["fork_us"] / 1000, r["normal_stall_us"] / 1000,
                   r["forked_stall_us"] / 1000, forked / fork,
                   r["normal_stall_us"] / forked))
-    print("snapshot and restore times: not measured (in-memory snapshots "
-          "are not implemented yet, docs/embedding.md)")
+    print()
+    print("snapshots (a forked checkpoint onto tmpfs) and restores "
+          "(ckpt_command --restore until the program answers), best of %d"
+          % rows[0]["repeat"])
+    print("%-8s %10s %12s %14s %16s %12s %16s" % (
+        "MiB", "fork()", "snapshot", "its stall", "snapshot/fork",
+        "restore", "restore/fork"))
+    for r in rows:
+        fork = max(r["fork_us"], 1) / 1e6
+        print("%-8d %8.1f ms %9.1f ms %11.1f ms %9.1fx (<=2x) %9.1f ms "
+              "%9.1fx (<=3x)" % (
+                  r["mib"], fork * 1000, r["snapshot_s"] * 1000,
+                  r["snapshot_stall_us"] / 1000, r["snapshot_s"] / fork,
+                  r["restore_s"] * 1000, r["restore_s"] / fork))
 
 
 def report_cycles(label, r):

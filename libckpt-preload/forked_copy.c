@@ -49,6 +49,7 @@ struct copy_report {
 
 static struct {
 	pid_t pid;			/* 0: no copy */
+	siginfo_t death;		/* how it ended, when it died early */
 	struct copy_report *report;
 	char tmp[4096];
 } copy;
@@ -203,7 +204,9 @@ static void run_copy(struct image_writer *w, pid_t original,
 	int r;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (getppid() != original)	/* the original died meanwhile */
+	/* the original died meanwhile (the raw call: libckpt's getppid
+	 * gives virtual pids) */
+	if (syscall(SYS_getppid) != original)
 		syscall(SYS_exit_group, 1);
 	rep->message[0] = 0;
 	r = privatize_shared_memory(w, rep->message, sizeof(rep->message));
@@ -252,8 +255,10 @@ static int wait_stage(int stage, int max_ms)
 		if (waitid(P_PID, copy.pid, &si, WEXITED | WNOWAIT | WNOHANG |
 			   __WCLONE) == 0 && si.si_pid == copy.pid &&
 		    __atomic_load_n(&copy.report->stage, __ATOMIC_ACQUIRE) <
-		    stage)
+		    stage) {
+			copy.death = si;
 			return -ECHILD;
+		}
 		syscall(SYS_futex, &copy.report->stage, FUTEX_WAIT, now,
 			&slice, NULL, 0);
 	}
@@ -275,9 +280,14 @@ static void copy_reap(void)
 
 static void copy_error(int r, const char *what, char *err, size_t errlen)
 {
-	if (r == -ECHILD)
-		ckpt_fmt(err, errlen, "the checkpoint copy (pid %d) died %s",
-			 (int)copy.pid, what);
+	if (r == -ECHILD && copy.death.si_code == CLD_EXITED)
+		ckpt_fmt(err, errlen, "the checkpoint copy (pid %d) exited "
+			 "with status %d %s", (int)copy.pid,
+			 copy.death.si_status, what);
+	else if (r == -ECHILD)
+		ckpt_fmt(err, errlen, "the checkpoint copy (pid %d) was killed "
+			 "by signal %d %s", (int)copy.pid,
+			 copy.death.si_status, what);
 	else if (r == -ETIMEDOUT)
 		ckpt_fmt(err, errlen, "the checkpoint copy (pid %d) took too "
 			 "long %s; killed", (int)copy.pid, what);

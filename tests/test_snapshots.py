@@ -207,3 +207,20 @@ def test_snapshots_freed(session):
     p.sigkill()
     assert wait_gone(os.path.dirname(d)), "snapshot directory %s left " \
         "after the computation was killed" % d
+
+
+@pytest.mark.time_limit(300)
+def test_in_process_snapshot(session):
+    """ckpt_snapshot() from inside: CKPT_CONTINUING with the id in the
+    program, CKPT_RESTARTED in the process restored from it."""
+    argv = [app("snapshot_self"), "150", "10", "5"]
+    p = session.launch(argv)
+    p.wait_line(r"^snapshot (\d+)$")
+    sid = [l.split()[1] for l in p.lines() if l.startswith("snapshot ")][0]
+    p.wait_line(COUNT.replace("count (\\d+) ", "count (\\d+)$"),
+                minimum=30)
+    r = restore(session, sid)
+    assert r.wait_exit() == 0, r.stderr_text()
+    assert r.lines()[0] == "restored", r.lines()[:3]
+    assert r.lines()[1:] == ["count %d" % k for k in range(11, 151)] + \
+        ["done 150"], r.lines()[-3:]
