@@ -256,8 +256,14 @@ class Bench:
         return t, images, stopped
 
     def restart(self, images, options=()):
+        return self.timed_until_answer([tool("ckpt_restart")] +
+                                       list(options) + images)
+
+    def timed_until_answer(self, argv):
+        """Start argv (a restart) and time it until the program answers:
+        (seconds, the App)."""
         t0 = time.monotonic()
-        app = App([tool("ckpt_restart")] + list(options) + images, self.env)
+        app = App(argv, self.env)
         app.ping()
         try:
             t1 = app.wait_line(("pong", "resumed"))
@@ -972,15 +978,8 @@ def snapshot_timed(bench, app):
 
 def restore_timed(bench, sid):
     """ckpt_command --restore until the restored fill_idle answers."""
-    t0 = time.monotonic()
-    app = App([tool("ckpt_command"), "--restore", sid], bench.env)
-    app.ping()
-    try:
-        t1 = app.wait_line(("pong", "resumed"))
-    except BenchError:
-        app.kill()
-        raise
-    return t1 - t0, app
+    return bench.timed_until_answer([tool("ckpt_command"), "--restore",
+                                     sid])
 
 
 def measure_snapshot_cycle(bench, app, repeat, best):
