@@ -110,25 +110,65 @@ static int privatize_shared_memory(struct image_writer *w, char *err,
 	return 0;
 }
 
-/* A memfd holding the size bytes of fd from offset 0 on. */
-static int content_copy(int fd, uint64_t size)
+#define CONTENT_CHUNK	(1UL << 20)
+
+/* pread/pwrite from *in on: copy_file_range refuses to span file system
+ * types (a deleted file on ext4 into a memfd: EXDEV). */
+static int copy_by_reading(int fd, int mfd, loff_t in, uint64_t size)
 {
-	int mfd = memfd_create("ckpt-copy-content", MFD_CLOEXEC);
+	char *buf = mmap(NULL, CONTENT_CHUNK, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int r = 0;
+
+	if (buf == MAP_FAILED)
+		return -ENOMEM;
+	while ((uint64_t)in < size && r == 0) {
+		size_t want = size - in < CONTENT_CHUNK ? size - in :
+			      CONTENT_CHUNK;
+		ssize_t n = pread(fd, buf, want, in);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			r = n < 0 ? -errno : -EIO;
+		else
+			r = write_all(mfd, buf, n, in);
+		if (n > 0)
+			in += n;
+	}
+	munmap(buf, CONTENT_CHUNK);
+	return r;
+}
+
+static int copy_content(int fd, int mfd, uint64_t size)
+{
 	loff_t in = 0, out = 0;
 
-	if (mfd < 0)
-		return -errno;
 	while ((uint64_t)in < size) {
 		ssize_t n = copy_file_range(fd, &in, mfd, &out, size - in, 0);
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0) {
-			int e = n < 0 ? errno : EIO;
+		if (n < 0 && (errno == EXDEV || errno == EINVAL ||
+			      errno == EOPNOTSUPP || errno == ENOSYS))
+			return copy_by_reading(fd, mfd, in, size);
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+	}
+	return 0;
+}
 
-			close(mfd);
-			return -e;
-		}
+/* A memfd holding the size bytes of fd from offset 0 on. */
+static int content_copy(int fd, uint64_t size)
+{
+	int mfd = memfd_create("ckpt-copy-content", MFD_CLOEXEC), r;
+
+	if (mfd < 0)
+		return -errno;
+	r = copy_content(fd, mfd, size);
+	if (r < 0) {
+		close(mfd);
+		return r;
 	}
 	return mfd;
 }

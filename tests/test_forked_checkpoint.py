@@ -190,3 +190,33 @@ def test_fork_failing_fails_the_checkpoint_only(apps_only):
             reference_output([app("counter"), "300", "10"])[-1]
     finally:
         s.close()
+
+
+RECORD = r"^record (\d+)$"
+
+
+@pytest.mark.time_limit(300)
+def test_forked_deleted_file_offset(session):
+    """What the copy may not read after the resume: the offset of a file
+    the program goes on reading (its open file description is shared with
+    the copy) and the content of a deleted file (copied into memory before
+    the resume, from another file system than the memfd's). The restart
+    reads on from the checkpoint's offset."""
+    count = 200
+    inp, log = session.path("in.txt"), session.path("log.txt")
+    lines = ["rec %04d %s" % (i, "abcdefghijklmnopqrstuvwxyz"[:(i * 7) % 23])
+             for i in range(1, count + 1)]
+    with open(inp, "w") as f:
+        f.write("".join(l + "\n" for l in lines))
+    ref = reference_output([app("file_offset_log"), inp,
+                            session.path("ref-log.txt"), "0"])
+    p = session.launch([app("file_offset_log"), inp, log, "10"],
+                       extra=["--forked"])
+    p.wait_line(r"^reading ")
+    os.unlink(inp)
+    images, seen, before = checkpoint_and_kill(session, p, RECORD, 30)
+    r, first = restart_to_end(session, images, RECORD, count, seen, before)
+    assert tail_after_progress(r.lines(), RECORD) == \
+        tail_after_progress(ref, RECORD)
+    with open(log) as f:
+        assert f.read().splitlines()[-1] == "got " + lines[-1]
