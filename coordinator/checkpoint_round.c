@@ -268,10 +268,11 @@ static void round_finish(struct coordinator *co)
 
 	if (!r->failed && !r->paths.len)
 		fail_without_members(co);
-	co->last = (struct last_round){
-		.generation = r->generation, .ok = !r->failed,
-		.nprocs = r->nprocs, .ms = ms, .end_ms = end,
-	};
+	if (!r->snapshot_id)	/* --status: the last checkpoint */
+		co->last = (struct last_round){
+			.generation = r->generation, .ok = !r->failed,
+			.nprocs = r->nprocs, .ms = ms, .end_ms = end,
+		};
 	if (r->snapshot_id) {
 		finish_snapshot(co);
 	} else if (!r->failed) {
