@@ -92,7 +92,7 @@ def test_forked_shared_memory_saved_at_one_moment(session):
 
 
 RING = r"^round (\d+)$"
-RING_ARGV = [app("pipe_ring"), "3", "8", "120", "3"]
+RING_ARGV = [app("pipe_ring"), "3", "8", "90", "3"]
 
 
 @pytest.mark.time_limit(300)
@@ -103,10 +103,10 @@ def test_forked_pipe_ring(session):
     uninterrupted run."""
     ref = reference_output(RING_ARGV)
     p = session.launch(RING_ARGV)
-    p.wait_line(RING, minimum=40)
+    p.wait_line(RING, minimum=25)
     images = forked_checkpoint(session, expect_images=3)
     seen = max(numbers(p.lines(), RING))
-    p.wait_line(RING, minimum=seen + 20)
+    p.wait_line(RING, minimum=seen + 15)
     session.kill_all()
     p.popen.wait(30)
     assert not any(l.startswith("FAIL") for l in p.lines()), p.lines()[-3:]

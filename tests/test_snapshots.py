@@ -120,7 +120,7 @@ def test_restore_same_snapshot_20_times(session):
 
 
 RING = r"^round (\d+)$"
-RING_ARGV = [app("pipe_ring"), "3", "8", "150", "3"]
+RING_ARGV = [app("pipe_ring"), "3", "8", "90", "3"]
 
 
 @pytest.mark.time_limit(300)
@@ -130,10 +130,10 @@ def test_restore_process_tree_with_pipes(session):
     uninterrupted run."""
     ref = reference_output(RING_ARGV)
     p = session.launch(RING_ARGV)
-    p.wait_line(RING, minimum=30)
+    p.wait_line(RING, minimum=20)
     sid = take_snapshot(session)
     returned = max(numbers(p.lines(), RING))
-    p.wait_line(RING, minimum=returned + 20)
+    p.wait_line(RING, minimum=returned + 15)
     r = restore(session, sid)
     assert r.wait_exit() == 0, "%r %s" % (r.lines()[-5:], r.stderr_text())
     assert r.lines()[-1] == ref[-1]
