@@ -220,3 +220,32 @@ def test_forked_deleted_file_offset(session):
         tail_after_progress(ref, RECORD)
     with open(log) as f:
         assert f.read().splitlines()[-1] == "got " + lines[-1]
+
+
+@pytest.mark.time_limit(300)
+def test_copy_write_error_keeps_previous_image(session):
+    """The copy fails to write (RLIMIT_FSIZE of the process lowered to
+    64 KiB with prlimit: the copy inherits it, its writes fail with EFBIG,
+    the signal being blocked): the checkpoint fails naming the copy and
+    the reason, the program runs on, the previous image is untouched and
+    no temporary file is left; with the limit back the next one works."""
+    progress = r"^count (\d+) "
+    p = session.launch([app("counter"), "2000", "10"], extra=["--forked"])
+    p.wait_line(progress, minimum=10)
+    good = session.checkpoint()
+    digest = sha256(good[0])
+    r = ckpt_harness.run(["prlimit", "--pid", str(p.pid),
+                          "--fsize=65536:"], 15)
+    assert r.returncode == 0, r.stderr
+    seen = max(numbers(p.lines(), progress))
+    r = session.command("--checkpoint")
+    assert r.returncode != 0, r.stdout
+    assert "the checkpoint copy writing the image" in r.stderr and \
+        "File too large" in r.stderr, r.stderr
+    p.wait_line(progress, minimum=seen + 10)
+    assert sha256(good[0]) == digest
+    assert [n for n in os.listdir(session.ckptdir) if ".tmp" in n] == []
+    r = ckpt_harness.run(["prlimit", "--pid", str(p.pid),
+                          "--fsize=unlimited:"], 15)
+    assert r.returncode == 0, r.stderr
+    assert session.checkpoint() == good
