@@ -36,7 +36,7 @@ its target (--only wrappers; --only programs: the programs alone).
 
 Usage: bench/bench.py [--sizes 16,256,1024] [--dir DIR] [--json FILE]
                       [--only sizes,small,restart,sockets,redis,compress,
-                              incremental,wrappers,programs]
+                              incremental,snapshots,wrappers,programs]
                       [--restart-mib MIB] [--sockets N] [--redis MIB]
 
 --only incremental (docs/performance.md, "Incremental checkpoints"):
@@ -53,6 +53,14 @@ checkpointed with and without `ckpt_command --checkpoint --compress`
 small objects and a text buffer) compressed: the ratio (goal >= 3x) and
 the memory saved per second of checkpoint (goal >= 1 GB/s), and the cost
 of the zero-page test against the hash (build/bench/zero_scan).
+--only snapshots (docs/performance.md, "Forked checkpoints"): for each
+of --sizes, fill_idle's plain fork() (the floor, its "fork" command)
+next to the application's stall (its longest idle-loop gap, "gap")
+during a normal checkpoint and during `ckpt_command --checkpoint
+--forked`: forked/fork (goal <= 2x) and normal/forked (goal >= 10x at
+1 GiB); then `ckpt_command --snapshot` (its time and the stall) and
+`ckpt_command --restore ID` until the restored program answers, each
+next to the fork (goals <= 2x, <= 3x); best of --repeat each.
 Every wait is bounded; a failure prints the tool's stderr and exits 1.
 """
 
@@ -248,8 +256,14 @@ class Bench:
         return t, images, stopped
 
     def restart(self, images, options=()):
+        return self.timed_until_answer([tool("ckpt_restart")] +
+                                       list(options) + images)
+
+    def timed_until_answer(self, argv):
+        """Start argv (a restart) and time it until the program answers:
+        (seconds, the App)."""
         t0 = time.monotonic()
-        app = App([tool("ckpt_restart")] + list(options) + images, self.env)
+        app = App(argv, self.env)
         app.ping()
         try:
             t1 = app.wait_line(("pong", "resumed"))
@@ -929,6 +943,122 @@ def report_incremental(c):
               ms(c["restart_full_s"]).strip(), c["restart_ratio"]))
 
 
+# --- snapshots and forked checkpoints (--only snapshots) ---------------
+
+def app_answer(app, command, prefix):
+    """Send one command line to fill_idle; the number in its answer."""
+    n = len(app.lines)
+    app.popen.stdin.write(command.encode() + b"\n")
+    app.popen.stdin.flush()
+    app.wait_line((prefix,), after=n, timeout=60)
+    with app.cond:
+        for _, line in app.lines[n:]:
+            if line and line.startswith(prefix):
+                return int(line.split()[1])
+    raise BenchError("no %r answer to %r" % (prefix, command))
+
+
+def checkpoint_stall_us(bench, app, extra):
+    """One checkpoint (ckpt_command --checkpoint + extra): the longest
+    the application was held (fill_idle's "gap") and the images."""
+    app_answer(app, "gap", "gap ")
+    _, r = timed([tool("ckpt_command"), "--checkpoint"] + extra, bench.env)
+    images = r.stdout.decode().split()
+    if not images:
+        raise BenchError("ckpt_command --checkpoint printed no image")
+    return app_answer(app, "gap", "gap "), images
+
+
+def snapshot_timed(bench, app):
+    """ckpt_command --snapshot: (seconds, the app's stall in us, id)."""
+    app_answer(app, "gap", "gap ")
+    t, r = timed([tool("ckpt_command"), "--snapshot"], bench.env)
+    return t, app_answer(app, "gap", "gap "), r.stdout.decode().strip()
+
+
+def restore_timed(bench, sid):
+    """ckpt_command --restore until the restored fill_idle answers."""
+    return bench.timed_until_answer([tool("ckpt_command"), "--restore",
+                                     sid])
+
+
+def measure_snapshot_cycle(bench, app, repeat, best):
+    """Snapshots and restores of app, best of repeat; returns the app
+    running at the end (a restored one)."""
+    for _ in range(repeat):
+        t, stall, sid = snapshot_timed(bench, app)
+        best["snapshot_s"] = min(best.get("snapshot_s", t), t)
+        best["snapshot_stall_us"] = min(best.get("snapshot_stall_us",
+                                                 stall), stall)
+        t, restored = restore_timed(bench, sid)
+        app.kill()
+        app = restored
+        best["restore_s"] = min(best.get("restore_s", t), t)
+        run([tool("ckpt_command"), "--drop", sid], bench.env)
+    return app
+
+
+def measure_snapshots(bench, sizes, repeat):
+    """Per size: a plain fork() of fill_idle (the floor), the stall of a
+    normal checkpoint and of a forked one, a snapshot and a restore;
+    best of repeat each."""
+    out = []
+    for mib in sizes:
+        app = bench.launch(mib)
+        best = {}
+        try:
+            fork_us = min(app_answer(app, "fork", "fork ")
+                          for _ in range(repeat))
+            for _ in range(repeat):
+                for kind, extra in (("normal", []), ("forked",
+                                                     ["--forked"])):
+                    us, _ = checkpoint_stall_us(bench, app, extra)
+                    bench.clear_images()
+                    best[kind] = min(best.get(kind, us), us)
+            app = measure_snapshot_cycle(bench, app, repeat, best)
+        finally:
+            bench.kill_computation(app)
+        out.append({"mib": mib, "repeat": repeat, "fork_us": fork_us,
+                    "normal_stall_us": best["normal"],
+                    "forked_stall_us": best["forked"],
+                    "snapshot_s": best["snapshot_s"],
+                    "snapshot_stall_us": best["snapshot_stall_us"],
+                    "restore_s": best["restore_s"]})
+    return out
+
+
+def report_snapshots(rows):
+    print()
+    print("forked checkpoints: the application's stall (fill_idle's "
+          "longest idle-loop gap) against a plain fork() of the same "
+          "process, best of %d" % rows[0]["repeat"])
+    print("%-8s %10s %14s %14s %18s %16s" % (
+        "MiB", "fork()", "normal stall", "forked stall",
+        "forked/fork", "normal/forked"))
+    for r in rows:
+        fork = max(r["fork_us"], 1)
+        forked = max(r["forked_stall_us"], 1)
+        print("%-8d %8.1f ms %11.1f ms %11.1f ms %9.2fx (<=2x) %9.1fx "
+              "(>=10x)" % (
+                  r["mib"], r["fork_us"] / 1000, r["normal_stall_us"] / 1000,
+                  r["forked_stall_us"] / 1000, forked / fork,
+                  r["normal_stall_us"] / forked))
+    print()
+    print("snapshots (a forked checkpoint onto tmpfs) and restores "
+          "(ckpt_command --restore until the program answers), best of %d"
+          % rows[0]["repeat"])
+    print("%-8s %10s %12s %14s %16s %12s %16s" % (
+        "MiB", "fork()", "snapshot", "its stall", "snapshot/fork",
+        "restore", "restore/fork"))
+    for r in rows:
+        fork = max(r["fork_us"], 1) / 1e6
+        print("%-8d %8.1f ms %9.1f ms %11.1f ms %9.1fx (<=2x) %9.1f ms "
+              "%9.1fx (<=3x)" % (
+                  r["mib"], fork * 1000, r["snapshot_s"] * 1000,
+                  r["snapshot_stall_us"] / 1000, r["snapshot_s"] / fork,
+                  r["restore_s"] * 1000, r["restore_s"] / fork))
+
+
 def report_cycles(label, r):
     print("%-22s %12s %9s %9.1f %12s" % (
         label, ms(r["checkpoint_s"]),
@@ -1035,7 +1165,7 @@ def report(results, small, sockets=None, redis=None, restart_modes=None,
 
 
 PARTS = ("sizes", "small", "restart", "sockets", "redis", "compress",
-         "incremental", "wrappers", "programs")
+         "incremental", "snapshots", "wrappers", "programs")
 
 
 def main():
@@ -1088,6 +1218,7 @@ def main():
     bench = Bench(workdir)
     results, small, sockets, redis, compress = [], None, None, None, None
     incremental = None
+    snapshots = None
     restart_modes = None
     wrappers = {}
     try:
@@ -1127,12 +1258,17 @@ def main():
                   args.incremental_mib, flush=True)
             incremental = measure_incremental(bench, args.incremental_mib,
                                               10, args.repeat)
+        if "snapshots" in parts:
+            print("measuring forked checkpoint stalls...", flush=True)
+            snapshots = measure_snapshots(bench, sizes, args.repeat)
         run_wrapper_parts(bench, parts, args.repeat, wrappers)
     except (BenchError, OSError, subprocess.SubprocessError) as e:
         print("bench: %s" % e, file=sys.stderr)
         report(results, small, sockets, redis, restart_modes, compress)
         if incremental:
             report_incremental(incremental)
+        if snapshots:
+            report_snapshots(snapshots)
         report_wrappers(wrappers.get("calls"), wrappers.get("programs"))
         return 1
     finally:
@@ -1141,6 +1277,8 @@ def main():
     report(results, small, sockets, redis, restart_modes, compress)
     if incremental:
         report_incremental(incremental)
+    if snapshots:
+        report_snapshots(snapshots)
     report_wrappers(wrappers.get("calls"), wrappers.get("programs"))
     if args.json:
         with open(args.json, "w") as f:
@@ -1148,6 +1286,7 @@ def main():
                        "restart_modes": restart_modes,
                        "sockets": sockets, "redis": redis,
                        "compress": compress, "incremental": incremental,
+                       "snapshots": snapshots,
                        "wrappers": wrappers}, f,
                       indent=2)
     return 0

@@ -9,7 +9,10 @@
  * (adding 1 to every word): the first pass after a restart against the
  * same pass in the original process. The line "dirty" writes one word
  * in 1% of the pages, picked at random, and answers "dirtied N" (the
- * incremental checkpoint benchmark).
+ * incremental checkpoint benchmark). "fork" answers "fork N us", the
+ * time of one plain fork() (the snapshot benchmark's floor); "gap"
+ * answers "gap N us", the longest the idle loop was held since the last
+ * "gap" (a checkpoint's stall, however short).
  * The benchmark times a restart until the first "pong" or "resumed" line,
  * and reads how long a checkpoint kept the process stopped.
  */
@@ -21,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "idle_loop.h"
 
@@ -94,8 +98,32 @@ static void dirty_pages(struct memory *m)
 	fflush(stdout);
 }
 
+/* The floor of a snapshot: one plain fork() of this process, the child
+ * exiting at once: "fork N us" (the parent's time in fork()). */
+static void timed_fork(void)
+{
+	uint64_t t0 = now_us(), t;
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(0);
+	t = now_us() - t0;
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+	printf("fork %" PRIu64 " us\n", pid > 0 ? t : 0);
+	fflush(stdout);
+}
+
 static void answer_line(struct memory *m, unsigned long *pongs)
 {
+	if (!strcmp(m->line, "fork")) {
+		timed_fork();
+		return;
+	}
+	if (!strcmp(m->line, "gap")) {
+		idle_answer_gap();
+		return;
+	}
 	if (!strcmp(m->line, "dirty")) {
 		dirty_pages(m);
 		return;

@@ -14,6 +14,7 @@
 #include "ckpt/control.h"
 #include "ckpt/protocol.h"
 #include "../protocol/sanitize.h"
+#include "snapshot_files.h"
 #include "tool_common.h"
 #include "checkpoint_progress.h"
 
@@ -37,6 +38,10 @@ static void usage(FILE *f)
 "     --incremental     with --checkpoint: write only what changed since\n"
 "                       each process's previous image (a delta of its\n"
 "                       chain; ckpt_launch --incremental: every image)\n"
+"     --forked          with --checkpoint: each process forks a frozen\n"
+"                       copy that writes its image while the program\n"
+"                       runs on (it stops only to be copied); returns\n"
+"                       once every image is durable, as always\n"
 "  -s, --status         coordinator address, processes, interval, last\n"
 "                       checkpoint, running round, accelerator use\n"
 "  -l, --list           one line per process\n"
@@ -44,6 +49,16 @@ static void usage(FILE *f)
 "                       as one JSON object on stdout (docs/json.md)\n"
 "  -i, --interval N     checkpoint every N seconds (0: off)\n"
 "  -k, --kill           kill every process of the computation\n"
+"     --snapshot        freeze a copy of every process in memory (a forked\n"
+"                       checkpoint onto tmpfs); prints its id\n"
+"     --snapshots       one line per snapshot: ID AGE_MS KIB DIR\n"
+"     --restore ID      kill every process and run ckpt_restart on\n"
+"                       snapshot ID (the restored processes are this\n"
+"                       command's; it exits with them)\n"
+"     --drop ID         free snapshot ID\n"
+"     --from-snapshot ID  with --checkpoint: copy snapshot ID's images\n"
+"                       into $CKPT_DIR (else the current directory) as\n"
+"                       ordinary images and print their paths\n"
 "  -q, --quit           kill every process, then stop the coordinator\n"
 "\n"
 "  --coord ADDR         Unix socket path or HOST:PORT (default:\n"
@@ -63,6 +78,9 @@ struct request {
 	int compress;			/* --compress */
 	int incremental;		/* --incremental */
 	int json;			/* --json */
+	int forked;			/* --forked */
+	uint64_t snapshot;		/* --restore, --drop, --from-snapshot */
+	int from_snapshot;		/* --checkpoint --from-snapshot */
 	int timeout_ms;
 };
 
@@ -92,6 +110,26 @@ static uint32_t parse_seconds(const char *s)
 	return (uint32_t)v;
 }
 
+/* --restore: images, kill, then ckpt_restart (not a wire command). */
+#define CMD_RESTORE 1000
+
+static uint64_t parse_id(const char *s)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-' || !v ||
+	    v > UINT32_MAX) {
+		fprintf(stderr, "ckpt_command: bad snapshot id '%s': expected "
+			"a number > 0 (ckpt_command --snapshots lists them)\n",
+			s);
+		exit(2);
+	}
+	return v;
+}
+
 static void parse_args(int argc, char **argv, struct request *q)
 {
 	static const struct option longopts[] = {
@@ -100,6 +138,12 @@ static void parse_args(int argc, char **argv, struct request *q)
 		{ "compress", no_argument, NULL, 'z' },
 		{ "incremental", no_argument, NULL, 'I' },
 		{ "json", no_argument, NULL, 'J' },
+		{ "forked", no_argument, NULL, 'F' },
+		{ "snapshot", no_argument, NULL, 'n' },
+		{ "snapshots", no_argument, NULL, 'N' },
+		{ "restore", required_argument, NULL, 'R' },
+		{ "drop", required_argument, NULL, 'D' },
+		{ "from-snapshot", required_argument, NULL, 'f' },
 		{ "status", no_argument, NULL, 's' },
 		{ "list", no_argument, NULL, 'l' },
 		{ "interval", required_argument, NULL, 'i' },
@@ -128,6 +172,26 @@ static void parse_args(int argc, char **argv, struct request *q)
 			break;
 		case 'J':
 			q->json = 1;
+		case 'F':
+			q->forked = 1;
+			break;
+		case 'n':
+			set_cmd(q, CKPT_CMD_SNAPSHOT, CHECKPOINT_TIMEOUT_MS);
+			break;
+		case 'N':
+			set_cmd(q, CKPT_CMD_SNAPSHOTS, QUICK_TIMEOUT_MS);
+			break;
+		case 'R':
+			set_cmd(q, CMD_RESTORE, KILL_TIMEOUT_MS);
+			q->snapshot = parse_id(optarg);
+			break;
+		case 'D':
+			set_cmd(q, CKPT_CMD_DROP, QUICK_TIMEOUT_MS);
+			q->snapshot = parse_id(optarg);
+			break;
+		case 'f':
+			q->from_snapshot = 1;
+			q->snapshot = parse_id(optarg);
 			break;
 		case 's':
 			set_cmd(q, CKPT_CMD_STATUS, QUICK_TIMEOUT_MS);
@@ -167,15 +231,19 @@ static void parse_args(int argc, char **argv, struct request *q)
 			"--help)\n");
 		exit(2);
 	}
-	if ((q->compress || q->incremental) && q->cmd != CKPT_CMD_CHECKPOINT) {
+	if ((q->compress || q->incremental || q->forked ||
+	     q->from_snapshot) && q->cmd != CKPT_CMD_CHECKPOINT) {
 		fprintf(stderr, "ckpt_command: --%s goes with --checkpoint "
-			"only\n", q->compress ? "compress" : "incremental");
+			"only\n", q->compress ? "compress" : q->incremental ?
+			"incremental" : q->forked ? "forked" :
+			"from-snapshot");
 		exit(2);
 	}
-	if (q->json && q->cmd != CKPT_CMD_CHECKPOINT &&
-	    q->cmd != CKPT_CMD_STATUS && q->cmd != CKPT_CMD_LIST) {
+	if (q->json && ((q->cmd != CKPT_CMD_CHECKPOINT &&
+	    q->cmd != CKPT_CMD_STATUS && q->cmd != CKPT_CMD_LIST) ||
+	    q->from_snapshot)) {
 		fprintf(stderr, "ckpt_command: --json goes with --status, "
-			"--list or --checkpoint only\n");
+			"--list or --checkpoint (without --from-snapshot) only\n");
 		exit(2);
 	}
 }
@@ -221,12 +289,19 @@ static int send_request(struct ckpt_control *c, const struct request *q,
 			struct ckpt_control_reply *rep,
 			struct ckpt_control_error *err)
 {
+	uint64_t id;
+
 	switch (q->cmd) {
 	case CKPT_CMD_CHECKPOINT:
+		if (q->from_snapshot)
+			return ckpt_control_snapshot_images(c, q->snapshot,
+							    rep, err);
 		return ckpt_control_checkpoint(c, (q->compress ?
 					       CKPT_CONTROL_COMPRESS : 0) |
 					       (q->incremental ?
-						CKPT_CONTROL_INCREMENTAL : 0),
+						CKPT_CONTROL_INCREMENTAL : 0) |
+					       (q->forked ?
+						CKPT_CONTROL_FORKED : 0),
 					       rep, err);
 	case CKPT_CMD_STATUS:
 		return ckpt_control_status(c, rep, err);
@@ -236,6 +311,14 @@ static int send_request(struct ckpt_control *c, const struct request *q,
 		return ckpt_control_set_interval(c, q->arg, rep, err);
 	case CKPT_CMD_KILL:
 		return ckpt_control_kill(c, rep, err);
+	case CKPT_CMD_SNAPSHOT:
+		return ckpt_control_snapshot(c, &id, rep, err);
+	case CKPT_CMD_SNAPSHOTS:
+		return ckpt_control_snapshots(c, rep, err);
+	case CKPT_CMD_DROP:
+		return ckpt_control_drop(c, q->snapshot, rep, err);
+	case CMD_RESTORE:
+		return ckpt_control_restore(c, q->snapshot, rep, err);
 	default:
 		return ckpt_control_quit(c, rep, err);
 	}
@@ -259,6 +342,27 @@ static int print_json_reply(const struct ckpt_control_reply *rep,
 			"failure: %s (the \"errors\" of the JSON say more)\n",
 			tool_strerror(rep->status));
 	return rep->status ? 1 : 0;
+}
+
+/* --restore: ckpt_restart on the images (returns only on failure);
+ * --from-snapshot: the images copied out of memory. */
+static int finish_snapshot_use(const struct request *q,
+			       struct ckpt_control_reply *rep)
+{
+	const char *dir = getenv("CKPT_DIR");
+	char cwd[4096];
+	int r;
+
+	fflush(stdout);
+	if (q->cmd == CMD_RESTORE) {
+		snapshot_exec_restart(rep->text);
+		return 1;
+	}
+	if (!dir || !dir[0])
+		dir = getcwd(cwd, sizeof(cwd)) ? cwd : ".";
+	r = snapshot_copy_images(rep->text, dir);
+	ckpt_control_reply_free(rep);
+	return r < 0 ? 1 : 0;
 }
 
 int main(int argc, char **argv)
@@ -289,6 +393,8 @@ int main(int argc, char **argv)
 		ckpt_control_reply_free(&rep);
 		return r;
 	}
+	if (!rep.status && (q.cmd == CMD_RESTORE || q.from_snapshot))
+		return finish_snapshot_use(&q, &rep);
 	print_text(rep.status ? stderr : stdout, rep.text);
 	print_warnings(rep.warnings);
 	if (rep.status && !rep.text[0])

@@ -99,7 +99,9 @@ int ckpt_control_checkpoint(struct ckpt_control *c, uint32_t flags,
 	uint32_t wire = (flags & CKPT_CONTROL_COMPRESS ?
 			 CKPT_CHECKPOINT_F_COMPRESS : 0) |
 			(flags & CKPT_CONTROL_INCREMENTAL ?
-			 CKPT_CHECKPOINT_F_INCREMENTAL : 0);
+			 CKPT_CHECKPOINT_F_INCREMENTAL : 0) |
+			(flags & CKPT_CONTROL_FORKED ?
+			 CKPT_CHECKPOINT_F_FORKED : 0);
 
 	return command(c, CKPT_CMD_CHECKPOINT, wire, CHECKPOINT_TIMEOUT_MS,
 		       reply, err);
@@ -139,6 +141,78 @@ int ckpt_control_quit(struct ckpt_control *c,
 		      struct ckpt_control_error *err)
 {
 	return command(c, CKPT_CMD_QUIT, 0, KILL_TIMEOUT_MS, reply, err);
+}
+
+int ckpt_control_snapshot(struct ckpt_control *c, uint64_t *id,
+			  struct ckpt_control_reply *reply,
+			  struct ckpt_control_error *err)
+{
+	struct ckpt_control_reply own;
+	struct ckpt_control_reply *rep = reply ? reply : &own;
+	int r = command(c, CKPT_CMD_SNAPSHOT, 0, CHECKPOINT_TIMEOUT_MS, rep,
+			err);
+
+	*id = r == 0 ? strtoull(rep->text, NULL, 10) : 0;
+	if (rep == &own)
+		ckpt_control_reply_free(&own);
+	return r;
+}
+
+int ckpt_control_snapshots(struct ckpt_control *c,
+			   struct ckpt_control_reply *reply,
+			   struct ckpt_control_error *err)
+{
+	return command(c, CKPT_CMD_SNAPSHOTS, 0, QUICK_TIMEOUT_MS, reply, err);
+}
+
+/* Ids travel in the command's 32-bit argument. */
+static int snapshot_id_arg(uint64_t id, struct ckpt_control_error *err)
+{
+	char text[32];
+
+	if (id && id <= UINT32_MAX)
+		return 0;
+	snprintf(text, sizeof(text), "%llu", (unsigned long long)id);
+	return fail(err, -ENOENT, "no snapshot %s%s", text, "");
+}
+
+static int snapshot_command(struct ckpt_control *c, uint32_t cmd,
+			    uint64_t id, struct ckpt_control_reply *reply,
+			    struct ckpt_control_error *err)
+{
+	int r = snapshot_id_arg(id, err);
+
+	return r < 0 ? r : command(c, cmd, (uint32_t)id, QUICK_TIMEOUT_MS,
+				   reply, err);
+}
+
+int ckpt_control_snapshot_images(struct ckpt_control *c, uint64_t id,
+				 struct ckpt_control_reply *reply,
+				 struct ckpt_control_error *err)
+{
+	return snapshot_command(c, CKPT_CMD_SNAPSHOT_IMAGES, id, reply, err);
+}
+
+int ckpt_control_drop(struct ckpt_control *c, uint64_t id,
+		      struct ckpt_control_reply *reply,
+		      struct ckpt_control_error *err)
+{
+	return snapshot_command(c, CKPT_CMD_DROP, id, reply, err);
+}
+
+/* The images first (an unknown id kills nothing), then every process. */
+int ckpt_control_restore(struct ckpt_control *c, uint64_t id,
+			 struct ckpt_control_reply *reply,
+			 struct ckpt_control_error *err)
+{
+	struct ckpt_control_reply killed;
+	int r = ckpt_control_snapshot_images(c, id, reply, err);
+
+	if (r < 0)
+		return r;
+	r = ckpt_control_kill(c, &killed, err);
+	ckpt_control_reply_free(&killed);
+	return r;
 }
 
 void ckpt_control_reply_free(struct ckpt_control_reply *reply)

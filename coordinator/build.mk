@@ -5,7 +5,7 @@ COORD_DAEMON_SRCS := coordinator/coordinator.c coordinator/conn.c \
 	coordinator/commands.c coordinator/json_replies.c \
 	coordinator/restart_script.c \
 	coordinator/round_members.c coordinator/restart_groups.c \
-	coordinator/orphan_images.c \
+	coordinator/orphan_images.c coordinator/snapshots.c \
 	coordinator/round_timeouts.c coordinator/auth_handshake.c \
 	coordinator/conn_guard.c coordinator/coord_log.c \
 	coordinator/peer_pid.c protocol/sanitize.c

@@ -59,13 +59,14 @@ bool round_state_is_final(enum proc_state s)
 }
 
 static void send_do(struct conn *c, uint16_t type, uint64_t generation,
-		    uint32_t flags)
+		    uint32_t flags, const char *dir)
 {
 	struct ckpt_msg_do_checkpoint m;
 
 	memset(&m, 0, sizeof(m));
 	m.generation = generation;	/* ckpt_dir "": the process's own */
 	m.flags = flags;
+	snprintf(m.ckpt_dir, sizeof(m.ckpt_dir), "%s", dir ? dir : "");
 	conn_send(c, type, &m, sizeof(m));
 }
 
@@ -259,6 +260,24 @@ static void fail_without_members(struct coordinator *co)
 	r->failed = true;
 }
 
+/* A snapshot's round is no checkpoint: no restart script, not the last
+ * checkpoint; its requester gets the id. */
+static void finish_snapshot(struct coordinator *co)
+{
+	struct round *r = &co->round;
+	struct buf reply = { 0 };
+
+	snapshot_round_done(co, r->snapshot_id, !r->failed,
+			    buf_str(&r->paths), r->dir, &reply);
+	if (r->failed)
+		reply_requesters(co, r->first_error, buf_str(&r->failures),
+				 "");
+	else
+		reply_requesters(co, 0, buf_str(&reply),
+				 buf_str(&r->unrestored));
+	buf_free(&reply);
+}
+
 static void round_finish(struct coordinator *co)
 {
 	struct round *r = &co->round;
@@ -267,11 +286,14 @@ static void round_finish(struct coordinator *co)
 
 	if (!r->failed && !r->paths.len)
 		fail_without_members(co);
-	co->last = (struct last_round){
-		.generation = r->generation, .ok = !r->failed,
-		.nprocs = r->nprocs, .ms = ms, .end_ms = end,
-	};
-	if (!r->failed) {
+	if (!r->snapshot_id)	/* --status: the last checkpoint */
+		co->last = (struct last_round){
+			.generation = r->generation, .ok = !r->failed,
+			.nprocs = r->nprocs, .ms = ms, .end_ms = end,
+		};
+	if (r->snapshot_id) {
+		finish_snapshot(co);
+	} else if (!r->failed) {
 		co->last_ok = co->last;
 		coord_log("checkpoint %llu: %d process(es) durable in %.0f ms "
 			  "(suspended after %lld ms)",
@@ -309,7 +331,8 @@ static void start_writing(struct coordinator *co)
 		struct conn *c = co->conns[i];
 
 		if (round_in(co, c)) {
-			send_do(c, CKPT_MSG_DO_WRITE, r->generation, r->flags);
+			send_do(c, CKPT_MSG_DO_WRITE, r->generation, r->flags,
+				r->dir);
 			c->proc.state = PROC_WRITING;
 			c->proc.image_tmp[0] = 0;
 			c->proc.wchar_at_write = proc_written_bytes(c);
@@ -368,7 +391,8 @@ void round_advance(struct coordinator *co)
 		round_finish(co);
 }
 
-static void round_start(struct coordinator *co, uint32_t flags)
+static void round_start_into(struct coordinator *co, uint32_t flags,
+			     const char *dir, uint64_t snapshot_id)
 {
 	struct round *r = &co->round;
 	int64_t now = now_ms();
@@ -395,10 +419,12 @@ static void round_start(struct coordinator *co, uint32_t flags)
 		.active = true,
 		.generation = ++co->generation,
 		.flags = flags,
+		.snapshot_id = snapshot_id,
 		.nprocs = n,
 		.start_ms = now,
 		.next_stop_check_ms = now + COORD_STOP_CHECK_MS,
 	};
+	snprintf(r->dir, sizeof(r->dir), "%s", dir);
 	for (size_t i = 0; i < co->nconns; i++) {
 		struct conn *c = co->conns[i];
 
@@ -409,10 +435,26 @@ static void round_start(struct coordinator *co, uint32_t flags)
 		c->proc.round_generation = r->generation;
 		c->proc.state = PROC_SUSPENDING;
 		buf_free(&c->proc.unrestored);
-		send_do(c, CKPT_MSG_DO_SUSPEND, r->generation, r->flags);
+		send_do(c, CKPT_MSG_DO_SUSPEND, r->generation, r->flags,
+			r->dir);
 	}
 	round_timeouts_start_phase(co, co->phase_timeout_ms);
 	/* a send may have failed: the reaper reports it as a disconnect */
+}
+
+static void round_start(struct coordinator *co, uint32_t flags)
+{
+	round_start_into(co, flags, "", 0);
+}
+
+/* A snapshot's round: the requester alone waits for it (checked idle by
+ * snapshot_request); its reply is the snapshot's id. */
+void round_request_into(struct coordinator *co, struct conn *requester,
+			uint32_t flags, const char *dir, uint64_t snapshot_id)
+{
+	requester->pending = PENDING_CHECKPOINT;
+	requester->pending_generation = 0;
+	round_start_into(co, flags, dir, snapshot_id);
 }
 
 /* flags: CKPT_CHECKPOINT_F_*; a request that joins a round whose

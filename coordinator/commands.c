@@ -275,7 +275,8 @@ void command_handle(struct coordinator *co, struct conn *c,
 	switch (cmd->cmd) {
 	case CKPT_CMD_CHECKPOINT:
 		round_request(co, c, cmd->arg & (CKPT_CHECKPOINT_F_COMPRESS |
-						 CKPT_CHECKPOINT_F_INCREMENTAL));
+						 CKPT_CHECKPOINT_F_INCREMENTAL |
+						 CKPT_CHECKPOINT_F_FORKED));
 		break;
 	case CKPT_CMD_STATUS:
 		if (c->reply_json)
@@ -297,6 +298,18 @@ void command_handle(struct coordinator *co, struct conn *c,
 		break;
 	case CKPT_CMD_QUIT:
 		start_kill(co, c, PENDING_QUIT);
+		break;
+	case CKPT_CMD_SNAPSHOT:
+		snapshot_request(co, c);
+		break;
+	case CKPT_CMD_SNAPSHOTS:
+		snapshot_list(co, c);
+		break;
+	case CKPT_CMD_SNAPSHOT_IMAGES:
+		snapshot_images(co, c, cmd->arg);
+		break;
+	case CKPT_CMD_DROP:
+		snapshot_drop(co, c, cmd->arg);
 		break;
 	default:
 		snprintf(text, sizeof(text), "unknown command %u (this "

@@ -690,6 +690,7 @@ int main(int argc, char **argv)
 		reap(&co);
 	}
 	flush_all(&co);
+	snapshots_remove_all(&co);
 	listener_close(&co);
 	return 0;
 }

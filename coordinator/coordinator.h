@@ -35,6 +35,7 @@
 #define COORD_MAX_RESTART_GROUP_SIZE	4096
 #define COORD_IDLE_EXIT_MS		60000	/* nobody ever came */
 #define COORD_LINGER_MS			2000	/* after the last process left */
+#define COORD_SNAPSHOTS_MAX		16	/* snapshots kept (snapshots.c) */
 #define COORD_EXIT_FLUSH_MS		2000	/* last replies on exit */
 #define COORD_MAX_IN_PAYLOAD		(64u << 10)
 #define COORD_MAX_OUT_BYTES		(16u << 20)
@@ -209,6 +210,9 @@ struct round {
 	bool resumed;		/* DO_RESUME sent: every image written */
 	uint64_t generation;
 	uint32_t flags;			/* CKPT_CHECKPOINT_F_* of its DO_WRITE */
+	uint64_t snapshot_id;		/* 0: a checkpoint; else a snapshot */
+	char dir[4200];			/* DO_* ckpt_dir: "" (each process's
+					   own) or the snapshot's */
 	int nprocs;
 	int first_error;
 	int64_t start_ms;
@@ -228,6 +232,13 @@ struct round {
 	int norphans;
 	struct round_image *images;	/* as paths, with what JSON tells */
 	int nimages;
+};
+
+struct snapshot {
+	uint64_t id;
+	int64_t taken_ms;
+	char dir[4200];			/* its images, on tmpfs */
+	struct buf paths;		/* one image path per line */
 };
 
 struct last_round {
@@ -271,7 +282,19 @@ struct coordinator {
 	int ngroups;
 	struct last_round last;
 	struct last_round last_ok;
+	struct snapshot snapshots[COORD_SNAPSHOTS_MAX];
+	int nsnapshots;
+	uint64_t last_snapshot_id;
 };
+
+/* snapshots.c */
+void snapshot_request(struct coordinator *co, struct conn *c);
+void snapshot_round_done(struct coordinator *co, uint64_t id, bool ok,
+			 const char *paths, const char *dir, struct buf *reply);
+void snapshot_list(struct coordinator *co, struct conn *c);
+void snapshot_images(struct coordinator *co, struct conn *c, uint64_t id);
+void snapshot_drop(struct coordinator *co, struct conn *c, uint64_t id);
+void snapshots_remove_all(struct coordinator *co);
 
 /* restart_script.c */
 void write_restart_scripts(struct coordinator *co, const char *paths,
@@ -362,6 +385,9 @@ void listener_close(struct coordinator *co);
 /* checkpoint_round.c */
 void round_request(struct coordinator *co, struct conn *requester,
 		   uint32_t flags);
+/* A forked round whose images go to dir (a snapshot's): id != 0. */
+void round_request_into(struct coordinator *co, struct conn *requester,
+			uint32_t flags, const char *dir, uint64_t snapshot_id);
 void round_on_result(struct coordinator *co, struct conn *c, uint16_t type,
 		     const struct ckpt_msg_result *res);
 void round_on_gone(struct coordinator *co, struct conn *c);

@@ -58,6 +58,8 @@ struct ckpt_api {
 	int (*delay_begin)(void);
 	int (*delay_end)(void);
 	int (*hook_add)(enum ckpt_event event, ckpt_hook_fn fn, void *arg);
+	/* appended */
+	int (*snapshot)(uint64_t *id);
 };
 #define CKPT_API_VERSION 1
 
@@ -181,6 +183,20 @@ static inline int ckpt_hook_add(enum ckpt_event event, ckpt_hook_fn fn,
 
 	return CKPT_API_HAS_(a, hook_add) ? a->hook_add(event, fn, arg)
 					  : -ENOTSUP;
+}
+
+/* Freeze a copy of the whole computation in memory (a snapshot,
+ * docs/embedding.md) and return once it is kept: CKPT_CONTINUING with *id
+ * its id, or CKPT_RESTARTED in a process restored from it (`ckpt_command
+ * --restore ID`). Hooks run as for a checkpoint. -EDEADLK as
+ * ckpt_checkpoint(), -ENOSPC when the coordinator keeps as many snapshots
+ * as it may (16), -EBUSY while a checkpoint runs, other -errno when the
+ * forked copy failed (the program runs on). */
+static inline int ckpt_snapshot(uint64_t *id)
+{
+	const struct ckpt_api *a = ckpt_api_();
+
+	return CKPT_API_HAS_(a, snapshot) ? a->snapshot(id) : -ENOTSUP;
 }
 
 #ifdef __cplusplus

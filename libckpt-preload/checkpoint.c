@@ -17,6 +17,10 @@
  *               5. fsync, rename over the previous image, fsync the
  *                  directory                       -> DURABLE
  *
+ * A forked checkpoint cuts step 3 after the tables (everything read from
+ * the kernel): a frozen copy of the process writes the memory and fsyncs
+ * (forked_copy.c) while the threads resume.
+ *
  * In a restarted process the manager comes back out of step 3 with
  * CKPT_RESTARTED.
  */
@@ -87,7 +91,7 @@ static int drain_resources(char *err, size_t errlen)
  * (the caller resumes them once every process has written its image),
  * CKPT_RESTARTED in a restarted process, or -errno (threads resumed). */
 int checkpoint_write(uint64_t generation, int compress, int incremental,
-		     const char *dir,
+		     int forked, const char *dir,
 		     char *path, size_t pathlen, char *tmp, size_t tmplen,
 		     char *err, size_t errlen)
 {
@@ -101,7 +105,10 @@ int checkpoint_write(uint64_t generation, int compress, int incremental,
 		return CKPT_RESTARTED;
 	pipes_begin_round(generation, dir && dir[0] ? dir : ckpt.ckpt_dir);
 	r = drain_resources(err, errlen);
-	if (r == 0)
+	if (r == 0 && forked)
+		r = image_write_forked(generation, compress, dir, path,
+				       pathlen, tmp, tmplen, err, errlen);
+	else if (r == 0)
 		r = image_write(generation, compress, incremental, dir, path,
 				pathlen, tmp,
 				tmplen, err, errlen);

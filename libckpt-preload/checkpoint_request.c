@@ -38,9 +38,9 @@ static int checkpoint_signal_blocked(void)
 /* Connect and send the command with the checkpoint signal blocked here,
  * so no round saves the connection as one of the program's (it is
  * libckpt's own once moved high). Returns the fd or -errno. */
-static int send_request(void)
+static int send_request(uint32_t cmd)
 {
-	struct ckpt_msg_cmd m = { .cmd = CKPT_CMD_CHECKPOINT };
+	struct ckpt_msg_cmd m = { .cmd = cmd };
 	sigset_t old;
 	int fd, r;
 
@@ -65,8 +65,9 @@ static void close_request(int fd)
 	close(fd);
 }
 
-/* The coordinator's reply: 0, or -errno with the reason logged. */
-static int read_reply(int fd)
+/* The coordinator's reply: 0, or -errno with the reason logged; *id
+ * (if asked) the number its text starts with (a snapshot's id). */
+static int read_reply(int fd, uint64_t *id)
 {
 	struct ckpt_msg_cmd_reply rep;
 	uint32_t len = 0;
@@ -83,8 +84,11 @@ static int read_reply(int fd)
 		buf[len] = 0;
 		r = rep.status > 0 ? -rep.status : 0;
 		if (r < 0)
-			ckpt_log("ckpt_checkpoint: the checkpoint failed: %.400s",
+			ckpt_log("%s failed: %.400s", id ? "ckpt_snapshot: the "
+				 "snapshot" : "ckpt_checkpoint: the checkpoint",
 				 buf + sizeof(rep));
+		if (r == 0 && id)
+			*id = strtoull(buf + sizeof(rep), NULL, 10);
 	}
 	free(buf);
 	return r;
@@ -110,7 +114,8 @@ static int wait_reply(int fd, unsigned epoch)
 	}
 }
 
-int api_checkpoint(void)
+/* A checkpoint or, with id, a snapshot, asked for by this thread. */
+static int request_round(uint32_t cmd, uint64_t *id)
 {
 	unsigned epoch = embedding_restored_epoch();
 	int fd, r;
@@ -122,7 +127,7 @@ int api_checkpoint(void)
 	if (hooks_running_here() || sections_open_here() ||
 	    checkpoint_signal_blocked())
 		return -EDEADLK;
-	fd = send_request();
+	fd = send_request(cmd);
 	if (fd < 0)
 		return fd;
 	r = wait_reply(fd, epoch);
@@ -132,9 +137,27 @@ int api_checkpoint(void)
 		return CKPT_RESTARTED;
 	}
 	if (r == 0)
-		r = read_reply(fd);
+		r = read_reply(fd, id);
 	close_request(fd);
 	if (r == 0)
 		gate_wait_open(HOOKS_WAIT_MS);
 	return r < 0 ? r : CKPT_CONTINUING;
+}
+
+int api_checkpoint(void)
+{
+	return request_round(CKPT_CMD_CHECKPOINT, NULL);
+}
+
+int api_snapshot(uint64_t *id)
+{
+	uint64_t got = 0;
+	int r;
+
+	if (!id)
+		return -EINVAL;
+	r = request_round(CKPT_CMD_SNAPSHOT, &got);
+	if (r == CKPT_CONTINUING)
+		*id = got;
+	return r;
 }

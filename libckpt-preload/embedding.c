@@ -83,4 +83,5 @@ __attribute__((visibility("default"))) const struct ckpt_api ckpt_api = {
 	.delay_begin = api_delay_begin,
 	.delay_end = api_delay_end,
 	.hook_add = api_hook_add,
+	.snapshot = api_snapshot,
 };

@@ -640,7 +640,8 @@ static int write_plain_memory(struct image_writer *w, int fd,
  * metadata last: its extent table is known once the data is written. */
 static int write_image_file(struct image_writer *w, uint64_t generation,
 			    int compress, const char *dir,
-			    const char *tmp_path, char *err, size_t errlen)
+			    const char *tmp_path, int sync, char *err,
+			    size_t errlen)
 {
 	struct ckpt_image_header h;
 	uint64_t data_end = 0;
@@ -680,6 +681,11 @@ static int write_image_file(struct image_writer *w, uint64_t generation,
 			 tmp_path, (unsigned long long)h.image_size,
 			 strerror(errno));
 	}
+	if (r == 0 && sync && fsync(fd) < 0) {
+		r = -errno;
+		ckpt_fmt(err, errlen, "fsync %s: %s", tmp_path,
+			 strerror(errno));
+	}
 	if (close(fd) < 0 && r == 0) {
 		r = -errno;
 		ckpt_fmt(err, errlen, "closing %s: %s", tmp_path,
@@ -703,6 +709,44 @@ static void image_paths(const char *dir, int chain, uint64_t generation,
 	ckpt_fmt(tmp_path, tmplen, "%s/%s", dir, name);
 }
 
+static void writer_init(struct image_writer *w, int incremental)
+{
+	memset(w, 0, sizeof(*w));
+	w->regions.elem = sizeof(struct ckpt_region);
+	w->extents.elem = sizeof(struct ckpt_extent);
+	w->threads.elem = sizeof(struct ckpt_thread_info);
+	w->fds.elem = sizeof(struct ckpt_fd_info);
+	w->files.elem = sizeof(struct ckpt_file_record);
+	w->strings.elem = 1;
+	w->blobs.elem = sizeof(struct blob);
+	w->links.elem = sizeof(struct ckpt_image_link);
+	w->chain = incremental;
+}
+
+/* The image's paths and every table: all the image takes from the
+ * kernel about the process. Only memory is read after this. */
+static int prepare_image(struct image_writer *w, uint64_t generation,
+			 int incremental, int forked, const char *dir,
+			 char *final_path, size_t pathlen, char *tmp_path,
+			 size_t tmplen, char *err, size_t errlen)
+{
+	writer_init(w, incremental);
+	w->zero_pages_later = forked;
+	/* Reserve (virtual, untouched) room up front: growing a table by
+	 * mremap during the memory scan could punch a hole into a region
+	 * that is already listed. The region and extent tables are made
+	 * by memory_scan once /proc/self/maps is read, so they are not
+	 * part of the image while their hashes are filled in. */
+	if (table_reserve(&w->strings, 1 << 24) < 0) {
+		ckpt_fmt(err, errlen, "reserving image tables: %s",
+			 strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	image_paths(dir, incremental, generation, final_path, pathlen, tmp_path,
+		    tmplen);
+	return build_tables(w, err, errlen);
+}
+
 int image_write(uint64_t generation, int compress, int incremental,
 		const char *dir,
 		char *final_path, size_t pathlen, char *tmp_path,
@@ -711,36 +755,49 @@ int image_write(uint64_t generation, int compress, int incremental,
 	struct image_writer w;
 	int r;
 
-	memset(&w, 0, sizeof(w));
-	w.regions.elem = sizeof(struct ckpt_region);
-	w.extents.elem = sizeof(struct ckpt_extent);
-	w.threads.elem = sizeof(struct ckpt_thread_info);
-	w.fds.elem = sizeof(struct ckpt_fd_info);
-	w.files.elem = sizeof(struct ckpt_file_record);
-	w.strings.elem = 1;
-	w.blobs.elem = sizeof(struct blob);
-	w.links.elem = sizeof(struct ckpt_image_link);
-	w.chain = incremental;
-	/* Reserve (virtual, untouched) room up front: growing a table by
-	 * mremap during the memory scan could punch a hole into a region
-	 * that is already listed. The region and extent tables are made
-	 * by memory_scan once /proc/self/maps is read, so they are not
-	 * part of the image while their hashes are filled in. */
-	if (table_reserve(&w.strings, 1 << 24) < 0) {
-		writer_free(&w);
-		ckpt_fmt(err, errlen, "reserving image tables: %s",
-			 strerror(ENOMEM));
-		return -ENOMEM;
-	}
-	image_paths(dir, incremental, generation, final_path, pathlen, tmp_path,
-		    tmplen);
-	r = build_tables(&w, err, errlen);
+	r = prepare_image(&w, generation, incremental, 0, dir, final_path,
+			  pathlen, tmp_path, tmplen, err, errlen);
 	if (r == 0)
 		r = write_image_file(&w, generation, compress, dir, tmp_path,
-				     err, errlen);
+				     0, err, errlen);
 	memory_reprotect();
 	writer_free(&w);
 	return r;
+}
+
+/* A forked checkpoint (forked_copy.c): the tables made here, the file
+ * written and synced by the copy. 0 once the copy holds all it needs
+ * (the threads may resume), or -errno. */
+int image_write_forked(uint64_t generation, int compress, const char *dir,
+		       char *final_path, size_t pathlen, char *tmp_path,
+		       size_t tmplen, char *err, size_t errlen)
+{
+	struct image_writer w;
+	struct forked_image img = { generation, compress, dir, tmp_path };
+	int r;
+
+	r = prepare_image(&w, generation, 0, 1, dir, final_path, pathlen,
+			  tmp_path, tmplen, err, errlen);
+	if (r == 0)
+		r = forked_copy_start(&w, &img, err, errlen);
+	memory_reprotect();
+	writer_free(&w);
+	return r;
+}
+
+/* In the copy: the whole image, synced, under its temporary name. */
+int image_write_in_copy(struct image_writer *w, const struct forked_image *img,
+			char *err, size_t errlen)
+{
+	int r = memory_drop_zero_pages(w);
+
+	if (r < 0) {
+		ckpt_fmt(err, errlen, "listing the pages to save: %s",
+			 strerror(-r));
+		return r;
+	}
+	return write_image_file(w, img->generation, img->compress, img->dir,
+				img->tmp_path, 1, err, errlen);
 }
 
 /* After the application resumed: the new image on disk, under its

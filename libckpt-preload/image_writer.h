@@ -34,6 +34,9 @@ struct image_writer {
 	uint32_t thread_names, thread_names_size;
 	int32_t manager_vtid;
 	int chain;				/* an incremental image */
+	int zero_pages_later;			/* memory_scan keeps pages of
+						   zeros; memory_drop_zero_pages
+						   (in a forked copy) drops them */
 };
 
 #include <sys/types.h>
@@ -45,5 +48,21 @@ void *table_push(struct table *t);
 void table_free(struct table *t);
 /* Offset of a copy of s in the string table; 0 is the empty string. */
 int add_string(struct image_writer *w, const char *s, uint32_t *off);
+
+/* What the copy of a forked checkpoint writes (forked_copy.c). */
+struct forked_image {
+	uint64_t generation;
+	int compress;
+	const char *dir;
+	const char *tmp_path;
+};
+
+/* memory.c: in a forked checkpoint's copy, the extents without their
+ * pages of zeros, as memory_scan would have made them. */
+int memory_drop_zero_pages(struct image_writer *w);
+int image_write_in_copy(struct image_writer *w, const struct forked_image *img,
+			char *err, size_t errlen);
+int forked_copy_start(struct image_writer *w, const struct forked_image *img,
+		      char *err, size_t errlen);
 
 #endif /* CKPT_IMAGE_WRITER_H */

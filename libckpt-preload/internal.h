@@ -66,6 +66,9 @@ struct ckpt_state {
 					   --compress): every image */
 	int incremental;		/* CKPT_INCREMENTAL (ckpt_launch
 					   --incremental): chains of images */
+	int forked;			/* CKPT_FORKED (ckpt_launch
+					   --forked): every checkpoint is a
+					   forked one (forked_copy.c) */
 	char coord_addr[512];
 	char ckpt_dir[4096];
 	char program[64];
@@ -385,7 +388,14 @@ int image_write(uint64_t generation, int compress, int incremental,
 		const char *dir,
 		char *final_path, size_t pathlen, char *tmp_path,
 		size_t tmplen, char *err, size_t errlen);
+int image_write_forked(uint64_t generation, int compress, const char *dir,
+		       char *final_path, size_t pathlen, char *tmp_path,
+		       size_t tmplen, char *err, size_t errlen);
 int image_sync(const char *tmp_path, char *err, size_t errlen);
+
+/* forked_copy.c: the copy of a forked checkpoint, after the resume */
+int forked_copy_finish(int max_ms, char *err, size_t errlen);
+void forked_copy_cancel(void);
 int writer_add_region(struct image_writer *w, const struct ckpt_region *r,
 		      const char *name);
 int writer_add_extent(struct image_writer *w, uint64_t addr, uint64_t len);
@@ -488,7 +498,7 @@ void handover_close_all(void);
 int checkpoint_suspend(uint64_t generation, const char *dir, char *err,
 		       size_t errlen);
 int checkpoint_write(uint64_t generation, int compress, int incremental,
-		     const char *dir,
+		     int forked, const char *dir,
 		     char *path, size_t pathlen, char *tmp, size_t tmplen,
 		     char *err, size_t errlen);
 #define CKPT_RESTARTED 1
@@ -516,6 +526,7 @@ void embedding_note_restored(void);
 unsigned embedding_restored_epoch(void);
 /* checkpoint_request.c */
 int api_checkpoint(void);
+int api_snapshot(uint64_t *id);
 /* delay_sections.c */
 void gate_close(void);
 void gate_open(void);

@@ -95,6 +95,8 @@ static void read_settings(void)
 			!strcmp(getenv("CKPT_COMPRESS"), "1");
 	ckpt.incremental = getenv("CKPT_INCREMENTAL") &&
 			   !strcmp(getenv("CKPT_INCREMENTAL"), "1");
+	ckpt.forked = getenv("CKPT_FORKED") &&
+		      !strcmp(getenv("CKPT_FORKED"), "1");
 }
 
 static int send_result(uint16_t type, uint64_t gen, int error,
@@ -349,6 +351,7 @@ static int await_order(int want, uint64_t generation, const char *tmp,
 
 	if (r == want)
 		return 1;
+	forked_copy_cancel();	/* before its image is removed */
 	unlink(tmp);
 	if (r == CKPT_MSG_DO_KILL)
 		kill(ckpt_real_getpid(), SIGKILL);
@@ -390,8 +393,14 @@ static void handle_write_image(const struct ckpt_msg_do_checkpoint *m)
 	const char *dir = m->ckpt_dir[0] ? m->ckpt_dir : ckpt.ckpt_dir;
 	int compress = ckpt.compress ||
 		       (m->flags & CKPT_CHECKPOINT_F_COMPRESS);
-	int incremental = ckpt.incremental ||
-			  (m->flags & CKPT_CHECKPOINT_F_INCREMENTAL);
+	/* a snapshot stands alone: never a link of the chain */
+	int incremental = (ckpt.incremental ||
+			   (m->flags & CKPT_CHECKPOINT_F_INCREMENTAL)) &&
+			  !(m->flags & CKPT_CHECKPOINT_F_SNAPSHOT);
+	/* an incremental image's chain state lives in the writer: its
+	 * copy could not hand it back, so it is written in place */
+	int forked = (ckpt.forked || (m->flags & CKPT_CHECKPOINT_F_FORKED)) &&
+		     !incremental;
 	int r;
 
 	r = ordered_dir_check(m->ckpt_dir, err, sizeof(err));
@@ -400,7 +409,8 @@ static void handle_write_image(const struct ckpt_msg_do_checkpoint *m)
 		send_result(CKPT_MSG_FAILED, m->generation, -r, NULL, err);
 		return;
 	}
-	r = checkpoint_write(m->generation, compress, incremental, dir, path,
+	r = checkpoint_write(m->generation, compress, incremental, forked,
+			     dir, path,
 			     sizeof(path),
 			     tmp, sizeof(tmp), err, sizeof(err));
 	if (r == CKPT_RESTARTED) {
@@ -425,7 +435,11 @@ static void handle_write_image(const struct ckpt_msg_do_checkpoint *m)
 			 order_wait_ms(0, CKPT_SUSPENDED_IDLE_MS)))
 		return;
 	threads_resume_all();
-	r = image_sync(tmp, err, sizeof(err));
+	if (forked)
+		r = forked_copy_finish(order_wait_ms(0, CKPT_COMMIT_WAIT_MS),
+				       err, sizeof(err));
+	else
+		r = image_sync(tmp, err, sizeof(err));
 	if (r < 0) {
 		send_result(CKPT_MSG_FAILED, m->generation, -r, NULL, err);
 		return;
@@ -442,9 +456,12 @@ static void handle_write_image(const struct ckpt_msg_do_checkpoint *m)
 		send_result(CKPT_MSG_FAILED, m->generation, -r, NULL, err);
 		return;
 	}
-	ckpt.generation = m->generation;
-	ckpt_fmt(ckpt.image_path, sizeof(ckpt.image_path), "%s", path);
-	chain_image_committed(path, m->generation);
+	if (!(m->flags & CKPT_CHECKPOINT_F_SNAPSHOT)) {
+		ckpt.generation = m->generation;
+		ckpt_fmt(ckpt.image_path, sizeof(ckpt.image_path), "%s",
+			 path);
+		chain_image_committed(path, m->generation);
+	}
 	send_result(CKPT_MSG_DURABLE, m->generation, 0, path, NULL);
 }
 

@@ -45,6 +45,9 @@ struct ckpt_control_reply {
 #define CKPT_CONTROL_COMPRESS	0x1	/* zstd-compressed images */
 #define CKPT_CONTROL_INCREMENTAL 0x2	/* only what changed since the
 					   previous image (a chain) */
+#define CKPT_CONTROL_FORKED	0x4	/* each process forks a frozen copy
+					   that writes its image while it
+					   runs on (docs/embedding.md) */
 
 int ckpt_control_open(struct ckpt_control *c, const char *addr,
 		      struct ckpt_control_error *err);
@@ -68,6 +71,33 @@ int ckpt_control_kill(struct ckpt_control *c,
 		      struct ckpt_control_error *err);
 /* Kill every process, then stop the coordinator. */
 int ckpt_control_quit(struct ckpt_control *c,
+		      struct ckpt_control_reply *reply,
+		      struct ckpt_control_error *err);
+
+/* Snapshots (docs/embedding.md, "Snapshots"). Ids are > 0. */
+/* Take one: a forked checkpoint of every process into memory (tmpfs);
+ * *id is its id. -ENOSPC: COORD_SNAPSHOTS_MAX (16) are kept already. */
+int ckpt_control_snapshot(struct ckpt_control *c, uint64_t *id,
+			  struct ckpt_control_reply *reply,
+			  struct ckpt_control_error *err);
+/* reply.text: one line per snapshot, "ID AGE_MS KIB DIR" (KIB: the
+ * memory its images take). */
+int ckpt_control_snapshots(struct ckpt_control *c,
+			   struct ckpt_control_reply *reply,
+			   struct ckpt_control_error *err);
+/* reply.text: the snapshot's image paths, one per line (ordinary images:
+ * ckpt_restart takes them). -ENOENT: no such snapshot. */
+int ckpt_control_snapshot_images(struct ckpt_control *c, uint64_t id,
+				 struct ckpt_control_reply *reply,
+				 struct ckpt_control_error *err);
+/* Kill every process of the computation once the snapshot is known;
+ * reply.text: its images, for the caller to run `ckpt_restart` on (the
+ * restored processes are the caller's children, on its terminal). */
+int ckpt_control_restore(struct ckpt_control *c, uint64_t id,
+			 struct ckpt_control_reply *reply,
+			 struct ckpt_control_error *err);
+/* Remove the snapshot and its images. */
+int ckpt_control_drop(struct ckpt_control *c, uint64_t id,
 		      struct ckpt_control_reply *reply,
 		      struct ckpt_control_error *err);
 

@@ -155,6 +155,15 @@ struct ckpt_msg_unrestored {
 					   what changed since the previous
 					   one (docs/image-format.md, "Chains
 					   of incremental images") */
+#define CKPT_CHECKPOINT_F_FORKED 0x4	/* a forked checkpoint: each process
+					   forks a frozen copy that writes
+					   its image while it runs on
+					   (ignored with INCREMENTAL) */
+#define CKPT_CHECKPOINT_F_SNAPSHOT 0x8	/* a snapshot's round (set by the
+					   coordinator, with FORKED and the
+					   snapshot's ckpt_dir): the process
+					   keeps its generation and last image
+					   as they were */
 
 struct ckpt_msg_do_checkpoint {
 	uint64_t generation;
@@ -182,6 +191,12 @@ enum ckpt_cmd {
 	CKPT_CMD_INTERVAL = 4,		/* arg = seconds, 0 disables */
 	CKPT_CMD_KILL = 5,
 	CKPT_CMD_QUIT = 6,
+	/* snapshots (docs/embedding.md); an older coordinator answers
+	 * EINVAL "unknown command" */
+	CKPT_CMD_SNAPSHOT = 7,		/* reply: the new id */
+	CKPT_CMD_SNAPSHOTS = 8,		/* reply: "ID AGE_MS KIB DIR" lines */
+	CKPT_CMD_SNAPSHOT_IMAGES = 9,	/* arg = id; reply: image paths */
+	CKPT_CMD_DROP = 10,		/* arg = id */
 };
 
 /* ckpt_msg_cmd.arg of STATUS, LIST and CHECKPOINT: the reply text is one

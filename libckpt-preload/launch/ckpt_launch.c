@@ -66,6 +66,10 @@ static void usage(FILE *f)
 "                      ckpt_restart follows; every 16th is full again\n"
 "                      (older images are then removed); kept in\n"
 "                      $CKPT_INCREMENTAL=1 for child processes\n"
+"  --forked            every checkpoint is a forked one: each process\n"
+"                      stops only to fork a frozen copy of itself, which\n"
+"                      writes and syncs the image while the program runs\n"
+"                      on; kept in $CKPT_FORKED=1 for child processes\n"
 "  --tmp-file-max SIZE  save files on temporary storage (tmpfs, /tmp,\n"
 "                      /var/tmp) up to SIZE bytes (K, M, G suffixes;\n"
 "                      default 64M, also $CKPT_TMP_FILE_MAX); a larger\n"
@@ -141,6 +145,7 @@ static void parse_args(int argc, char **argv, struct launch *l)
 		{ "tmp-file-max", required_argument, NULL, 'T' },
 		{ "compress", no_argument, NULL, 'z' },
 		{ "incremental", no_argument, NULL, 'I' },
+		{ "forked", no_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
@@ -181,6 +186,9 @@ static void parse_args(int argc, char **argv, struct launch *l)
 			break;
 		case 'I':
 			setenv_or_die("CKPT_INCREMENTAL", "1");
+			break;
+		case 'F':
+			setenv_or_die("CKPT_FORKED", "1");
 			break;
 		case 'h':
 			usage(stdout);

@@ -1,0 +1,10 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* ckpt_command's side of snapshots (snapshot_files.c). */
+#ifndef CKPT_SNAPSHOT_FILES_H
+#define CKPT_SNAPSHOT_FILES_H
+
+/* images: one path per line (modified). */
+int snapshot_exec_restart(char *images);
+int snapshot_copy_images(char *images, const char *dir);
+
+#endif /* CKPT_SNAPSHOT_FILES_H */
