@@ -172,6 +172,7 @@ static void parse_args(int argc, char **argv, struct request *q)
 			break;
 		case 'J':
 			q->json = 1;
+			break;
 		case 'F':
 			q->forked = 1;
 			break;
