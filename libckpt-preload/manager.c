@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -645,6 +646,8 @@ static void *manager_main(void *arg)
 
 	(void)arg;
 	ckpt_signal_block_in_this_thread();
+	/* told apart from the program's threads (ps -L, a debugger) */
+	prctl(PR_SET_NAME, "ckpt-manager", 0, 0, 0);
 	note_manager_started();
 	if (welcome_pending)
 		finish_joining();
@@ -655,12 +658,14 @@ static void *manager_main(void *arg)
 			have_next_suspend = 0;
 			msg.do_ckpt = next_suspend;
 			handle_suspend(&msg.do_ckpt);
+			debugger_note(CKPT_DEBUGGER_ROUND_DONE, 0);
 			continue;
 		}
 		r = ckpt_msg_recv(ckpt.coord_fd, &msg, sizeof(msg), &len, -1);
 		switch (r) {
 		case CKPT_MSG_DO_SUSPEND:
 			handle_suspend(&msg.do_ckpt);
+			debugger_note(CKPT_DEBUGGER_ROUND_DONE, 0);
 			break;
 		case CKPT_MSG_DO_KILL:
 			kill(ckpt_real_getpid(), SIGKILL);

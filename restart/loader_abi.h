@@ -57,6 +57,10 @@ enum loader_arg {
 					   (image_links.c), open, not
 					   close-on-exec: "fd,fd,...", in
 					   link table order; "" = none */
+	LOADER_ARG_STOPPED,		/* "1": the restored process stops
+					   itself (SIGSTOP) before any of its
+					   threads runs program code, for a
+					   debugger to attach (--stopped) */
 	LOADER_ARGC
 };
 

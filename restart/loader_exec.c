@@ -421,6 +421,7 @@ int loader_exec(const struct ckpt_image *img, const char *image_path,
 		[LOADER_ARG_KEEP_FD_END] = keep_arg,
 		[LOADER_ARG_MAP_IMAGE] = image_memory_mapped(img) ? "1" : "0",
 		[LOADER_ARG_LINK_FDS] = links_arg,
+		[LOADER_ARG_STOPPED] = restart_stopped ? "1" : "0",
 	};
 
 	fd = make_loader_elf(&b, base, anchor, params, err, errlen);

@@ -1,0 +1,680 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""ckpt-gdb: snapshots and reverse execution in gdb on top of ckpt.
+
+    (gdb) source PREFIX/share/ckpt/gdb/ckpt-gdb.py
+    (gdb) ckpt run ARGS...        run the program under ckpt_launch
+    (gdb) ckpt snapshot           snapshot the stopped program
+    (gdb) ckpt snapshots          list them
+    (gdb) ckpt restore N          go back to snapshot N
+    (gdb) ckpt reverse-continue   back to the previous stop
+    (gdb) ckpt reverse-watch EXPR the last change of EXPR before now
+    (gdb) ckpt auto [hits K] [max M]  snapshot every K stops, keep M
+
+Going back = restoring the nearest earlier snapshot and re-executing
+forward, counting stops, to the wanted point (FReD's approach). A
+snapshot is taken through a *backend*: ImageBackend (checkpoint images,
+ckpt_restart --stopped, gdb attaches to the restored process) is the one
+here; a backend for in-memory snapshots implements the same three methods.
+docs/reversible-debugging.md tells how it works and its limits.
+"""
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+
+import gdb
+
+# libckpt-preload/internal.h, enum ckpt_debugger_event_kind
+EV_SIGNAL, EV_SIGNALED, EV_RELEASING, EV_RESTORED, EV_ROUND_DONE = 1, 2, 3, 4, 5
+HOOK = "ckpt_debugger_event"
+MANAGER_NAME = "ckpt-manager"
+STEP_TIMEOUT = float(os.environ.get("CKPT_GDB_TIMEOUT", "30"))
+
+
+class CkptError(gdb.GdbError):
+    pass
+
+
+# `make install` writes PREFIX/bin here
+INSTALLED_BINDIR = "@CKPT_BINDIR@"
+
+
+def find_tool(name):
+    """The ckpt tools: $CKPT_BIN, the installed PREFIX/bin, then PATH."""
+    for d in (os.environ.get("CKPT_BIN"), INSTALLED_BINDIR):
+        if d and os.access(os.path.join(d, name), os.X_OK):
+            return os.path.realpath(os.path.join(d, name))
+    path = shutil.which(name)
+    if not path:
+        raise CkptError("ckpt: %s not found (set CKPT_BIN to the directory "
+                        "holding the ckpt tools)" % name)
+    return path
+
+
+def run_quiet(cmd):
+    return gdb.execute(cmd, to_string=True)
+
+
+# --- the inferior's stops ------------------------------------------------
+
+class Stop:
+    """Where the program stopped: enough to recognise it on re-execution."""
+
+    def __init__(self, index):
+        frame = gdb.selected_frame()
+        thread = gdb.selected_thread()
+        self.index = index
+        self.pc = frame.pc()
+        self.handle = bytes(thread.handle())
+        sal = frame.find_sal()
+        self.where = "%s:%d" % (sal.symtab.filename if sal.symtab else "??",
+                                sal.line)
+
+    def same_place(self, other):
+        return self.pc == other.pc and self.handle == other.handle
+
+
+class Snapshot:
+    def __init__(self, number, stop, data):
+        self.number = number
+        self.stop = stop          # the stop it was taken at
+        self.data = data          # the backend's (an image path)
+        self.taken = time.time()
+
+
+# --- waiting on gdb with a bound ------------------------------------------
+
+def continue_bounded(what, timeout=STEP_TIMEOUT):
+    """`continue`, interrupted after timeout seconds (every wait has one)."""
+    fired = []
+
+    def expire():
+        fired.append(1)
+        gdb.post_event(lambda: gdb.execute("interrupt"))
+
+    timer = threading.Timer(timeout, expire)
+    timer.start()
+    try:
+        run_quiet("continue")
+    finally:
+        timer.cancel()
+    if fired:
+        raise CkptError("ckpt: %s did not happen within %.0f s; the program "
+                        "was interrupted" % (what, timeout))
+
+
+class SignalHook(gdb.Breakpoint):
+    """A breakpoint on libckpt's ckpt_debugger_event (libckpt-preload/
+    debugger.c) for the start of the program only: learns the checkpoint
+    signal, then goes (a breakpoint's int3 must not be in memory when an
+    image is written: it would be saved in it)."""
+
+    def __init__(self, session):
+        run_quiet("set breakpoint pending on")
+        super().__init__(HOOK, internal=True)
+        self.session = session
+
+    def stop(self):
+        try:
+            if int(gdb.parse_and_eval("$rdi")) == EV_SIGNAL:
+                self.session.pass_signal(int(gdb.parse_and_eval("$rsi")))
+                gdb.post_event(self.session.drop_signal_hook)
+        except gdb.error as e:
+            print("ckpt: reading the checkpoint signal: %s" % e)
+        return False
+
+
+def set_trap_events(on):
+    """libckpt traps at each event while this is set (debugger.c)."""
+    run_quiet("set var *(int *)&ckpt_debugger_trap_events = %d" % on)
+
+
+def continue_to_event(wanted, what):
+    """Continue until libckpt traps at one of the events `wanted`."""
+    continue_bounded(what)
+    frame = gdb.selected_frame()
+    if frame.name() != HOOK:
+        raise CkptError("ckpt: %s: the program stopped elsewhere (%s)" %
+                        (what, frame.name() or hex(frame.pc())))
+    event = int(gdb.parse_and_eval("$rdi"))
+    if gdb.selected_inferior().architecture().name().startswith("aarch64"):
+        run_quiet("set var $pc = $pc + 4")     # past the brk
+    if event not in wanted:
+        raise CkptError("ckpt: %s: the checkpoint failed (event %d)" %
+                        (what, event))
+    return event
+
+
+# --- the backend ----------------------------------------------------------
+
+class ImageBackend:
+    """Snapshots as checkpoint images: take = ckpt_command --checkpoint,
+    restore = ckpt_restart --stopped + attach. An in-memory backend
+    (issue 11's ckpt_command --snapshot/--restore) implements the same
+    take/restore/discard."""
+
+    def __init__(self, session):
+        self.s = session
+
+    def take(self, number):
+        """Start the checkpoint; the session drives the threads meanwhile.
+        Returns the running command."""
+        return subprocess.Popen(
+            [find_tool("ckpt_command"), "--coord", self.s.coord,
+             "--checkpoint"], stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True)
+
+    def finish_take(self, proc, number):
+        try:
+            out, err = proc.communicate(timeout=STEP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise CkptError("ckpt: the checkpoint did not end within %.0f s"
+                            % STEP_TIMEOUT)
+        if proc.returncode != 0:
+            raise CkptError("ckpt: checkpoint failed: %s" %
+                            (err.strip() or out.strip()))
+        image = self.image_of(out)
+        kept = os.path.join(self.s.dir, "snapshot-%d.img" % number)
+        shutil.copyfile(image, kept)
+        return kept
+
+    def image_of(self, out):
+        for word in out.split():
+            if word.endswith(".img") and os.path.exists(word):
+                return word
+        images = [os.path.join(self.s.ckptdir, f)
+                  for f in os.listdir(self.s.ckptdir) if f.endswith(".img")]
+        if not images:
+            raise CkptError("ckpt: the checkpoint named no image: %r" % out)
+        return max(images, key=os.path.getmtime)
+
+    def restore(self, data):
+        """Start the restored process, stopped; returns its pid."""
+        proc = subprocess.Popen(
+            [find_tool("ckpt_restart"), "--stopped", "--coord",
+             self.s.coord, "--ckptdir", self.s.ckptdir, data],
+            stdin=subprocess.DEVNULL)
+        self.s.restarts.append(proc)
+        deadline = time.monotonic() + STEP_TIMEOUT
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise CkptError("ckpt: ckpt_restart %s failed (exit %d)" %
+                                (data, proc.returncode))
+            if process_state(proc.pid) in ("T", "t"):
+                return proc.pid
+            time.sleep(0.01)
+        proc.kill()
+        raise CkptError("ckpt: the restored process %d did not stop within "
+                        "%.0f s" % (proc.pid, STEP_TIMEOUT))
+
+    def discard(self, data):
+        try:
+            os.unlink(data)
+        except OSError:
+            pass
+
+
+def process_state(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+# --- the session ------------------------------------------------------------
+
+class Session:
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="ckpt-gdb-")
+        self.coord = os.path.join(self.dir, "coord.sock")
+        self.ckptdir = os.path.join(self.dir, "images")
+        os.makedirs(self.ckptdir)
+        self.backend = ImageBackend(self)
+        self.snapshots = []
+        self.next_number = 1
+        self.history = []         # Stop per stop index of this timeline
+        self.position = 0         # stops seen so far
+        self.exe = None
+        self.hook = None
+        self.passed = set()
+        self.restarts = []
+        self.replaying = False
+        self.auto_hits = 0
+        self.auto_max = 8
+        self.running = False
+
+    # signals
+    def pass_signal(self, sig):
+        if sig > 0 and sig not in self.passed:
+            self.passed.add(sig)
+            # gdb names real-time signals SIG34..SIG64 by number
+            run_quiet("handle SIG%d nostop noprint pass" % sig)
+
+    def watch_signal_choice(self):
+        self.drop_signal_hook()
+        self.hook = SignalHook(self)
+
+    def drop_signal_hook(self):
+        if self.hook is not None and self.hook.is_valid():
+            self.hook.delete()
+        self.hook = None
+
+    def pass_current_signal(self):
+        """The checkpoint signal may have moved since the start."""
+        try:
+            sig = int(gdb.parse_and_eval(
+                "*(int *)&ckpt_debugger_signal"))
+        except gdb.error:
+            raise CkptError("ckpt: libckpt is not in the program (run it "
+                            "with `ckpt run`)")
+        self.pass_signal(sig)
+
+    # stops
+    def on_stop(self, event):
+        if self.replaying or not self.running:
+            return
+        if gdb.selected_inferior().pid == 0:
+            return
+        self.position += 1
+        del self.history[self.position - 1:]
+        try:
+            self.history.append(Stop(self.position))
+        except gdb.error:
+            self.history.append(None)
+            return
+        if (self.auto_hits and isinstance(event, gdb.BreakpointEvent) and
+                self.position % self.auto_hits == 0):
+            gdb.post_event(lambda: self.auto_snapshot())
+
+    def auto_snapshot(self):
+        try:
+            self.snapshot(quiet=True)
+        except gdb.GdbError as e:
+            print(str(e))
+
+    def current_stop(self):
+        if self.position == 0 or not self.history[self.position - 1]:
+            raise CkptError("ckpt: the program is not stopped at a known "
+                            "point (run it with `ckpt run` and stop it)")
+        return self.history[self.position - 1]
+
+    def manager_thread(self):
+        for t in gdb.selected_inferior().threads():
+            if t.name == MANAGER_NAME:
+                return t
+        raise CkptError("ckpt: no %s thread: the program was not started "
+                        "with `ckpt run` (libckpt is not loaded)" %
+                        MANAGER_NAME)
+
+    def thread_by_handle(self, handle):
+        for t in gdb.selected_inferior().threads():
+            if bytes(t.handle()) == handle:
+                return t
+        raise CkptError("ckpt: the thread of the snapshot is gone")
+
+    # snapshot while stopped
+    def snapshot(self, quiet=False):
+        stop = self.current_stop()
+        self.pass_current_signal()
+        number = self.next_number
+        user_bps = self.disable_user_breakpoints()
+        proc = self.backend.take(number)
+        self.replaying = True
+        try:
+            self.park_threads_for_checkpoint()
+            self.return_to(stop)
+            data = self.backend.finish_take(proc, number)
+        except BaseException:
+            if proc.poll() is None:
+                proc.kill()
+            raise
+        finally:
+            self.replaying = False
+            run_quiet("set scheduler-locking off")
+            self.enable(user_bps)
+        self.next_number += 1
+        self.snapshots.append(Snapshot(number, stop, data))
+        self.thin()
+        if not quiet:
+            print("ckpt: snapshot %d at stop %d (%s)" %
+                  (number, stop.index, stop.where))
+        return number
+
+    def park_threads_for_checkpoint(self):
+        """Only ckpt's manager runs until it has signaled every thread;
+        then all run: each user thread enters ckpt's handler at once (the
+        signal is pending) and executes no instruction of its own."""
+        stopped_in = gdb.selected_thread()
+        set_trap_events(1)
+        try:
+            run_quiet("set scheduler-locking on")
+            self.manager_thread().switch()
+            continue_to_event((EV_SIGNALED,),
+                              "ckpt's manager signaling the threads")
+            run_quiet("set scheduler-locking off")
+            continue_to_event((EV_RELEASING,), "the checkpoint's write")
+            # the image is written; the manager alone finishes the round
+            run_quiet("set scheduler-locking on")
+            self.manager_thread().switch()
+            continue_to_event((EV_ROUND_DONE,), "the checkpoint's commit")
+        finally:
+            set_trap_events(0)
+        stopped_in.switch()
+
+    def return_to(self, stop):
+        """Let the stopped thread out of ckpt's handler up to its stop."""
+        thread = self.thread_by_handle(stop.handle)
+        thread.switch()
+        run_quiet("set scheduler-locking on")
+        run_quiet("tbreak *0x%x thread %d" % (stop.pc, thread.num))
+        continue_bounded("the return to %s" % stop.where)
+        run_quiet("set scheduler-locking off")
+        self.check_at(stop)
+
+    def check_at(self, stop):
+        here = Stop(stop.index)
+        if not here.same_place(stop):
+            raise CkptError("ckpt: divergence: expected stop %d at %s "
+                            "(pc 0x%x), the program is at %s (pc 0x%x)" %
+                            (stop.index, stop.where, stop.pc, here.where,
+                             here.pc))
+
+    def disable_user_breakpoints(self):
+        bps = [b for b in (gdb.breakpoints() or ())
+               if b.enabled and b.number > 0 and b.is_valid()]
+        for b in bps:
+            b.enabled = False
+        return bps
+
+    @staticmethod
+    def enable(bps):
+        for b in bps:
+            if b.is_valid():
+                b.enabled = True
+
+    # bounded count, thinned logarithmically: keep the newest, then one
+    # per doubling distance back
+    def thin(self):
+        while len(self.snapshots) > self.auto_max > 1:
+            newest = self.snapshots[-1].stop.index
+            worst, gap = None, None
+            for i in range(1, len(self.snapshots) - 1):
+                prev, cur = self.snapshots[i - 1], self.snapshots[i]
+                dist = max(newest - cur.stop.index, 1)
+                g = (cur.stop.index - prev.stop.index) / dist
+                if gap is None or g < gap:
+                    worst, gap = i, g
+            if worst is None:
+                break
+            self.backend.discard(self.snapshots.pop(worst).data)
+
+    # restore
+    def restore(self, snap, quiet=False):
+        pid = self.backend.restore(snap.data)
+        self.replaying = True
+        try:
+            if gdb.selected_inferior().pid:
+                run_quiet("kill")
+            run_quiet("attach %d" % pid)
+            user_bps = self.disable_user_breakpoints()
+            try:
+                self.resume_restored(snap.stop)
+            finally:
+                self.enable(user_bps)
+        finally:
+            self.replaying = False
+        self.position = snap.stop.index
+        if not quiet:
+            gdb.execute("frame")
+
+    def resume_restored(self, stop):
+        thread = self.thread_by_handle(stop.handle)
+        thread.switch()
+        run_quiet("break *0x%x thread %d" % (stop.pc, thread.num))
+        bp = gdb.breakpoints()[-1]
+        # the SIGSTOP of --stopped is still pending in each thread
+        run_quiet("handle SIGSTOP nostop noprint nopass")
+        try:
+            continue_bounded("the restored thread's return to %s" %
+                             stop.where)
+        finally:
+            run_quiet("handle SIGSTOP stop print nopass")
+            bp.delete()
+        self.check_at(stop)
+
+    def snapshot_before(self, index):
+        best = None
+        for s in self.snapshots:
+            if s.stop.index <= index and (
+                    best is None or s.stop.index > best.stop.index):
+                best = s
+        if best is None:
+            raise CkptError("ckpt: cannot go back before the first snapshot "
+                            "(no snapshot at or before stop %d; take one "
+                            "with `ckpt snapshot` or `ckpt auto`)" % index)
+        return best
+
+    def replay_to(self, index):
+        """From the restored position, continue until stop `index`,
+        checking each stop against the history."""
+        self.replaying = True
+        try:
+            while self.position < index:
+                continue_bounded("stop %d" % (self.position + 1))
+                self.position += 1
+                self.check_at(self.history[self.position - 1])
+        finally:
+            self.replaying = False
+
+    def reverse_continue(self):
+        stop = self.current_stop()
+        if stop.index <= 1:
+            raise CkptError("ckpt: no earlier stop than this one")
+        target = stop.index - 1
+        snap = self.snapshot_before(target)
+        self.restore(snap, quiet=True)
+        self.replay_to(target)
+        gdb.execute("frame")
+
+    def reverse_watch(self, expr):
+        stop = self.current_stop()
+        now = str(gdb.parse_and_eval(expr))
+        candidates = sorted((s for s in self.snapshots
+                             if s.stop.index <= stop.index),
+                            key=lambda s: -s.stop.index)
+        if not candidates:
+            self.snapshot_before(stop.index)   # raises the error
+        for snap in candidates:
+            hits = self.count_changes(snap, expr, stop.index)
+            if hits:
+                self.restore(snap, quiet=True)
+                self.run_to_change(expr, hits)
+                return
+        raise CkptError("ckpt: %s (now %s) did not change since the first "
+                        "snapshot (stop %d)" % (expr, now,
+                                                candidates[-1].stop.index))
+
+    def watch(self, expr):
+        run_quiet("set can-use-hw-watchpoints 1")
+        return gdb.Breakpoint(expr, gdb.BP_WATCHPOINT, internal=True)
+
+    def count_changes(self, snap, expr, until):
+        """Re-execute from snap to stop `until`, counting changes of expr."""
+        self.restore(snap, quiet=True)
+        wp = self.watch(expr)
+        changes = 0
+        self.replaying = True
+        try:
+            while self.position < until:
+                before = wp.hit_count
+                continue_bounded("stop %d" % (self.position + 1))
+                if wp.hit_count > before:
+                    changes = wp.hit_count
+                    continue
+                self.position += 1
+                self.check_at(self.history[self.position - 1])
+        finally:
+            self.replaying = False
+            wp.delete()
+        return changes
+
+    def run_to_change(self, expr, hits):
+        wp = self.watch(expr)
+        user_bps = self.disable_user_breakpoints()
+        self.replaying = True
+        try:
+            while wp.hit_count < hits:
+                continue_bounded("change %d of %s" % (wp.hit_count + 1, expr))
+        finally:
+            self.replaying = False
+            wp.delete()
+            self.enable(user_bps)
+        thread = gdb.selected_thread()
+        print("ckpt: %s last changed before stop %d here, in thread %d "
+              "(%s): now %s" % (expr, self.position + 1, thread.num,
+                                thread.name, gdb.parse_and_eval(expr)))
+        gdb.execute("frame")
+
+    def cleanup(self):
+        for p in self.restarts:
+            if p.poll() is None:
+                try:
+                    p.kill()
+                except OSError:
+                    pass
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+SESSION = Session()
+
+
+# --- commands -----------------------------------------------------------
+
+class CkptCommand(gdb.Command):
+    """ckpt: snapshots and reverse execution (docs/reversible-debugging.md).
+Subcommands: run, snapshot, snapshots, restore, reverse-continue,
+reverse-watch, auto."""
+
+    def __init__(self):
+        super().__init__("ckpt", gdb.COMMAND_RUNNING, prefix=True)
+
+
+class CkptRun(gdb.Command):
+    """ckpt run [ARGS...]: run the program under ckpt_launch."""
+
+    def __init__(self):
+        super().__init__("ckpt run", gdb.COMMAND_RUNNING)
+
+    def invoke(self, arg, from_tty):
+        s = SESSION
+        launch = find_tool("ckpt_launch")
+        run_quiet("set exec-wrapper %s --coord %s --ckptdir %s" %
+                  (launch, s.coord, s.ckptdir))
+        s.exe = gdb.current_progspace().filename
+        s.position = 0
+        s.history = []
+        s.running = True
+        s.watch_signal_choice()
+        gdb.execute("run %s" % arg, from_tty)
+
+
+class CkptSnapshot(gdb.Command):
+    """ckpt snapshot: snapshot the stopped program."""
+
+    def __init__(self):
+        super().__init__("ckpt snapshot", gdb.COMMAND_RUNNING)
+
+    def invoke(self, arg, from_tty):
+        SESSION.snapshot()
+
+
+class CkptSnapshots(gdb.Command):
+    """ckpt snapshots: list the snapshots."""
+
+    def __init__(self):
+        super().__init__("ckpt snapshots", gdb.COMMAND_STATUS)
+
+    def invoke(self, arg, from_tty):
+        if not SESSION.snapshots:
+            print("ckpt: no snapshots")
+        for snap in SESSION.snapshots:
+            print("%3d  stop %-5d %s" % (snap.number, snap.stop.index,
+                                         snap.stop.where))
+
+
+class CkptRestore(gdb.Command):
+    """ckpt restore N: go back to snapshot N."""
+
+    def __init__(self):
+        super().__init__("ckpt restore", gdb.COMMAND_RUNNING)
+
+    def invoke(self, arg, from_tty):
+        try:
+            n = int(arg)
+        except ValueError:
+            raise CkptError("ckpt restore: %r is not a snapshot number "
+                            "(see `ckpt snapshots`)" % arg)
+        for snap in SESSION.snapshots:
+            if snap.number == n:
+                SESSION.restore(snap)
+                return
+        raise CkptError("ckpt restore: no snapshot %d (see `ckpt "
+                        "snapshots`)" % n)
+
+
+class CkptReverseContinue(gdb.Command):
+    """ckpt reverse-continue: back to the previous stop."""
+
+    def __init__(self):
+        super().__init__("ckpt reverse-continue", gdb.COMMAND_RUNNING)
+
+    def invoke(self, arg, from_tty):
+        SESSION.reverse_continue()
+
+
+class CkptReverseWatch(gdb.Command):
+    """ckpt reverse-watch EXPR: stop where EXPR last changed before now."""
+
+    def __init__(self):
+        super().__init__("ckpt reverse-watch", gdb.COMMAND_RUNNING)
+
+    def invoke(self, arg, from_tty):
+        if not arg.strip():
+            raise CkptError("ckpt reverse-watch: give an expression")
+        SESSION.reverse_watch(arg)
+
+
+class CkptAuto(gdb.Command):
+    """ckpt auto [hits K] [max M]: snapshot every K breakpoint stops,
+keeping at most M (older ones thinned out logarithmically); hits 0: off."""
+
+    def __init__(self):
+        super().__init__("ckpt auto", gdb.COMMAND_RUNNING)
+
+    def invoke(self, arg, from_tty):
+        words = arg.split()
+        if len(words) % 2:
+            raise CkptError("ckpt auto: hits K | max M")
+        for key, val in zip(words[::2], words[1::2]):
+            if key not in ("hits", "max") or not val.isdigit():
+                raise CkptError("ckpt auto: %s %s: expected hits K or "
+                                "max M" % (key, val))
+            if key == "hits":
+                SESSION.auto_hits = int(val)
+            else:
+                SESSION.auto_max = max(2, int(val))
+        print("ckpt: a snapshot every %d stop(s), at most %d kept" %
+              (SESSION.auto_hits, SESSION.auto_max))
+
+
+for cls in (CkptCommand, CkptRun, CkptSnapshot, CkptSnapshots, CkptRestore,
+            CkptReverseContinue, CkptReverseWatch, CkptAuto):
+    cls()
+gdb.events.stop.connect(SESSION.on_stop)
+gdb.events.gdb_exiting.connect(lambda e: SESSION.cleanup())
