@@ -33,6 +33,7 @@ EV_SIGNAL, EV_SIGNALED, EV_RELEASING, EV_RESTORED, EV_ROUND_DONE = 1, 2, 3, 4, 5
 HOOK = "ckpt_debugger_event"
 MANAGER_NAME = "ckpt-manager"
 STEP_TIMEOUT = float(os.environ.get("CKPT_GDB_TIMEOUT", "30"))
+HW_WATCH = int(os.environ.get("CKPT_GDB_HW_WATCH", "0") == "1")
 
 
 class CkptError(gdb.GdbError):
@@ -88,7 +89,7 @@ class Snapshot:
 
 # --- waiting on gdb with a bound ------------------------------------------
 
-def continue_bounded(what, timeout=STEP_TIMEOUT):
+def continue_bounded(what, timeout=STEP_TIMEOUT, command="continue"):
     """`continue`, interrupted after timeout seconds (every wait has one)."""
     fired = []
 
@@ -99,7 +100,7 @@ def continue_bounded(what, timeout=STEP_TIMEOUT):
     timer = threading.Timer(timeout, expire)
     timer.start()
     try:
-        run_quiet("continue")
+        run_quiet(command)
     finally:
         timer.cancel()
     if fired:
@@ -128,14 +129,33 @@ class SignalHook(gdb.Breakpoint):
         return False
 
 
+def writer_line():
+    """The line of the instruction laid out just before the pc: the one
+    that wrote, when a watchpoint reports after a store (stores do not
+    jump, so the writer falls through to the pc)."""
+    frame = gdb.selected_frame()
+    pc = frame.pc()
+    block = frame.block()
+    while block and not block.function:
+        block = block.superblock
+    start = block.start if block else pc - 64
+    for insn in frame.architecture().disassemble(start, pc):
+        if insn["addr"] + insn["length"] == pc:
+            sal = gdb.find_pc_line(insn["addr"])
+            if sal.symtab:
+                return "%s:%d" % (sal.symtab.filename, sal.line)
+    sal = frame.find_sal()
+    return "%s:%d" % (sal.symtab.filename if sal.symtab else "??", sal.line)
+
+
 def set_trap_events(on):
     """libckpt traps at each event while this is set (debugger.c)."""
     run_quiet("set var *(int *)&ckpt_debugger_trap_events = %d" % on)
 
 
-def continue_to_event(wanted, what):
+def continue_to_event(wanted, what, command="continue"):
     """Continue until libckpt traps at one of the events `wanted`."""
-    continue_bounded(what)
+    continue_bounded(what, command=command)
     frame = gdb.selected_frame()
     if frame.name() != HOOK:
         raise CkptError("ckpt: %s: the program stopped elsewhere (%s)" %
@@ -248,6 +268,9 @@ class Session:
         self.auto_hits = 0
         self.auto_max = 8
         self.running = False
+        # after reverse-watch: (snapshot, expression, change number) of
+        # the point between two stops the program is at; None at a stop
+        self.between = None
 
     # signals
     def pass_signal(self, sig):
@@ -281,6 +304,7 @@ class Session:
             return
         if gdb.selected_inferior().pid == 0:
             return
+        self.between = None
         self.position += 1
         del self.history[self.position - 1:]
         try:
@@ -299,6 +323,9 @@ class Session:
             print(str(e))
 
     def current_stop(self):
+        if self.between:
+            raise CkptError("ckpt: the program is between two stops (after "
+                            "reverse-watch); continue to a stop first")
         if self.position == 0 or not self.history[self.position - 1]:
             raise CkptError("ckpt: the program is not stopped at a known "
                             "point (run it with `ckpt run` and stop it)")
@@ -358,7 +385,11 @@ class Session:
             continue_to_event((EV_SIGNALED,),
                               "ckpt's manager signaling the threads")
             run_quiet("set scheduler-locking off")
-            continue_to_event((EV_RELEASING,), "the checkpoint's write")
+            # `signal 0`: the stopped thread does not take the signal it
+            # stopped with (a SIGSEGV would end the program)
+            stopped_in.switch()
+            continue_to_event((EV_RELEASING,), "the checkpoint's write",
+                              command="signal 0")
             # the image is written; the manager alone finishes the round
             run_quiet("set scheduler-locking on")
             self.manager_thread().switch()
@@ -430,6 +461,7 @@ class Session:
         finally:
             self.replaying = False
         self.position = snap.stop.index
+        self.between = None
         if not quiet:
             gdb.execute("frame")
 
@@ -473,72 +505,87 @@ class Session:
             self.replaying = False
 
     def reverse_continue(self):
-        stop = self.current_stop()
-        if stop.index <= 1:
+        if self.between:
+            target = self.position       # the stop before this point
+        else:
+            target = self.current_stop().index - 1
+        if target < 1:
             raise CkptError("ckpt: no earlier stop than this one")
-        target = stop.index - 1
         snap = self.snapshot_before(target)
         self.restore(snap, quiet=True)
         self.replay_to(target)
         gdb.execute("frame")
 
     def reverse_watch(self, expr):
-        stop = self.current_stop()
-        now = str(gdb.parse_and_eval(expr))
+        """The last change of expr before now: from the newest snapshot
+        back, re-execute to now counting the watchpoint's hits; restore
+        the first snapshot that saw any and run to its last hit."""
+        if self.between and self.between[1] == expr and self.between[2] > 1:
+            snap, hits = self.between[0], self.between[2] - 1
+            self.restore(snap, quiet=True)
+            self.run_to_change(snap, expr, hits)
+            return
+        if self.between:
+            until = self.between[0].stop.index
+        else:
+            until = self.current_stop().index
+        gdb.parse_and_eval(expr)     # an error here names the expression
         candidates = sorted((s for s in self.snapshots
-                             if s.stop.index <= stop.index),
+                             if s.stop.index <= until and
+                             not (self.between and s is self.between[0])),
                             key=lambda s: -s.stop.index)
         if not candidates:
-            self.snapshot_before(stop.index)   # raises the error
+            self.snapshot_before(-1)   # raises the error
         for snap in candidates:
-            hits = self.count_changes(snap, expr, stop.index)
+            hits = self.count_changes(snap, expr, until)
             if hits:
                 self.restore(snap, quiet=True)
-                self.run_to_change(expr, hits)
+                self.run_to_change(snap, expr, hits)
                 return
-        raise CkptError("ckpt: %s (now %s) did not change since the first "
-                        "snapshot (stop %d)" % (expr, now,
-                                                candidates[-1].stop.index))
+        raise CkptError("ckpt: %s did not change since the first snapshot "
+                        "(stop %d)" % (expr, candidates[-1].stop.index))
 
     def watch(self, expr):
-        run_quiet("set can-use-hw-watchpoints 1")
+        # hardware watchpoints never fire on some VMs (this one): software
+        # ones single-step, slowly but everywhere; CKPT_GDB_HW_WATCH=1
+        run_quiet("set can-use-hw-watchpoints %d" % HW_WATCH)
         return gdb.Breakpoint(expr, gdb.BP_WATCHPOINT, internal=True)
+
+    def run_counting(self, expr, done):
+        """Continue from a restored snapshot, counting the stops (checked
+        against the history) and the changes of expr until done(changes)."""
+        wp = self.watch(expr)
+        self.replaying = True
+        try:
+            while not done(wp.hit_count):
+                before = wp.hit_count
+                continue_bounded("stop %d" % (self.position + 1))
+                if wp.hit_count > before:
+                    continue
+                self.position += 1
+                if self.position > len(self.history):
+                    raise CkptError("ckpt: divergence: re-execution went "
+                                    "past the last stop seen")
+                self.check_at(self.history[self.position - 1])
+            return wp.hit_count
+        finally:
+            self.replaying = False
+            wp.delete()
 
     def count_changes(self, snap, expr, until):
         """Re-execute from snap to stop `until`, counting changes of expr."""
         self.restore(snap, quiet=True)
-        wp = self.watch(expr)
-        changes = 0
-        self.replaying = True
-        try:
-            while self.position < until:
-                before = wp.hit_count
-                continue_bounded("stop %d" % (self.position + 1))
-                if wp.hit_count > before:
-                    changes = wp.hit_count
-                    continue
-                self.position += 1
-                self.check_at(self.history[self.position - 1])
-        finally:
-            self.replaying = False
-            wp.delete()
-        return changes
+        return self.run_counting(
+            expr, lambda hits: self.position >= until)
 
-    def run_to_change(self, expr, hits):
-        wp = self.watch(expr)
-        user_bps = self.disable_user_breakpoints()
-        self.replaying = True
-        try:
-            while wp.hit_count < hits:
-                continue_bounded("change %d of %s" % (wp.hit_count + 1, expr))
-        finally:
-            self.replaying = False
-            wp.delete()
-            self.enable(user_bps)
+    def run_to_change(self, snap, expr, hits):
+        self.run_counting(expr, lambda n: n >= hits)
+        self.between = (snap, expr, hits)
         thread = gdb.selected_thread()
-        print("ckpt: %s last changed before stop %d here, in thread %d "
-              "(%s): now %s" % (expr, self.position + 1, thread.num,
-                                thread.name, gdb.parse_and_eval(expr)))
+        print("ckpt: %s last changed before stop %d, at %s, in thread %d "
+              "(%s): now %s" % (expr, self.position + 1, writer_line(),
+                                thread.num, thread.name,
+                                gdb.parse_and_eval(expr)))
         gdb.execute("frame")
 
     def cleanup(self):
