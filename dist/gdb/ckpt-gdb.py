@@ -135,7 +135,10 @@ def writer_line():
     jump, so the writer falls through to the pc)."""
     frame = gdb.selected_frame()
     pc = frame.pc()
-    block = frame.block()
+    try:
+        block = frame.block()
+    except RuntimeError:
+        return "pc 0x%x" % pc
     while block and not block.function:
         block = block.superblock
     start = block.start if block else pc - 64
@@ -314,7 +317,7 @@ class Session:
             return
         if (self.auto_hits and isinstance(event, gdb.BreakpointEvent) and
                 self.position % self.auto_hits == 0):
-            gdb.post_event(lambda: self.auto_snapshot())
+            self.auto_snapshot()
 
     def auto_snapshot(self):
         try:
@@ -486,10 +489,14 @@ class Session:
             if s.stop.index <= index and (
                     best is None or s.stop.index > best.stop.index):
                 best = s
+        if best is None and not self.snapshots:
+            raise CkptError("ckpt: cannot go back before the first snapshot "
+                            "(none taken yet: `ckpt snapshot`, or `ckpt "
+                            "auto` to take them as the program runs)")
         if best is None:
             raise CkptError("ckpt: cannot go back before the first snapshot "
-                            "(no snapshot at or before stop %d; take one "
-                            "with `ckpt snapshot` or `ckpt auto`)" % index)
+                            "(stop %d; the target is stop %d)" %
+                            (self.snapshots[0].stop.index, index))
         return best
 
     def replay_to(self, index):
@@ -556,6 +563,10 @@ class Session:
         against the history) and the changes of expr until done(changes)."""
         wp = self.watch(expr)
         self.replaying = True
+        # only the program's thread runs: a software watchpoint sees a
+        # change in whichever thread it steps, ckpt's manager included
+        # (several threads: stage 2, docs/reversible-debugging.md)
+        run_quiet("set scheduler-locking on")
         try:
             while not done(wp.hit_count):
                 before = wp.hit_count
@@ -569,6 +580,7 @@ class Session:
                 self.check_at(self.history[self.position - 1])
             return wp.hit_count
         finally:
+            run_quiet("set scheduler-locking off")
             self.replaying = False
             wp.delete()
 
@@ -589,6 +601,11 @@ class Session:
         gdb.execute("frame")
 
     def cleanup(self):
+        try:
+            subprocess.run([find_tool("ckpt_command"), "--coord", self.coord,
+                            "--quit"], capture_output=True, timeout=10)
+        except (gdb.GdbError, OSError, subprocess.TimeoutExpired):
+            pass
         for p in self.restarts:
             if p.poll() is None:
                 try:
