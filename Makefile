@@ -85,6 +85,9 @@ install-runtime: all
 	install -m 0644 $(wildcard docs/man/*.7) $(DESTDIR)$(MANDIR)/man7/
 	for t in $(TOOL_NAMES); do install -m 0644 dist/bash-completion/ckpt \
 		$(DESTDIR)$(COMPLETIONDIR)/$$t || exit 1; done
+	install -d $(DESTDIR)$(PREFIX)/share/ckpt/gdb
+	sed 's|@CKPT_BINDIR@|$(PREFIX)/bin|' dist/gdb/ckpt-gdb.py \
+		> $(DESTDIR)$(PREFIX)/share/ckpt/gdb/ckpt-gdb.py
 
 # Debian's ckpt-dev: the in-process API (include/ckpt.h, header only:
 # it looks libckpt up at run time, so ckpt.pc names no library of ckpt;

@@ -14,7 +14,7 @@ Going back = restoring the nearest earlier snapshot and re-executing
 forward, counting stops, to the wanted point (FReD's approach). A
 snapshot is taken through a *backend*: ImageBackend (checkpoint images,
 ckpt_restart --stopped, gdb attaches to the restored process) is the one
-here; a backend for in-memory snapshots implements the same three methods.
+here; a backend for in-memory snapshots implements the same four methods.
 docs/reversible-debugging.md tells how it works and its limits.
 """
 
@@ -178,7 +178,7 @@ class ImageBackend:
     """Snapshots as checkpoint images: take = ckpt_command --checkpoint,
     restore = ckpt_restart --stopped + attach. An in-memory backend
     (issue 11's ckpt_command --snapshot/--restore) implements the same
-    take/restore/discard."""
+    take/finish_take/restore/discard."""
 
     def __init__(self, session):
         self.s = session
