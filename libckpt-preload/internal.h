@@ -88,6 +88,13 @@ enum ckpt_debugger_event_kind {
 void debugger_note(int event, long arg);
 void debugger_stop_if_asked(uint32_t restart_flags);
 
+/* wrappers/record_inputs.c: set in libckpt's own threads, never recorded */
+extern __thread int ckpt_internal_thread
+	__attribute__((tls_model("initial-exec")));
+int record_inputs_wants_read(int fd);
+ssize_t record_inputs_read(int fd, void *buf, size_t len,
+			   ssize_t (*next_read)(int, void *, size_t));
+
 #define CKPT_MAX_PENDING 8
 struct pending_signals {
 	int count;

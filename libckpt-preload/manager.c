@@ -638,6 +638,8 @@ void manager_wait_started(void)
 			MANAGER_STARTING, &slice, NULL, 0);
 }
 
+#define MANAGER_THREAD_NAME "ckpt-manager"
+
 static void *manager_main(void *arg)
 {
 	union manager_msg msg;
@@ -647,7 +649,8 @@ static void *manager_main(void *arg)
 	(void)arg;
 	ckpt_signal_block_in_this_thread();
 	/* told apart from the program's threads (ps -L, a debugger) */
-	prctl(PR_SET_NAME, "ckpt-manager", 0, 0, 0);
+	prctl(PR_SET_NAME, MANAGER_THREAD_NAME, 0, 0, 0);
+	ckpt_internal_thread = 1;
 	note_manager_started();
 	if (welcome_pending)
 		finish_joining();
@@ -708,6 +711,8 @@ int manager_start(void)
 	if (r)
 		__atomic_store_n(&manager_started, MANAGER_NONE,
 				 __ATOMIC_RELEASE);
+	else	/* named at once, before it first runs (a debugger looks) */
+		pthread_setname_np(tid, MANAGER_THREAD_NAME);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
 	return -r;

@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 
 import pytest
 
@@ -128,7 +129,7 @@ continue
     assert printed(text) == ["210", "12", "78"], text
     # up to i=19, then from i=12 again: the restored stdout offset is the
     # snapshot's, so the second pass writes over the first
-    assert out == native_output(exe, ["30"]), out
+    assert out == native_output(exe, ["30"]), text + out
 
 
 @pytest.mark.time_limit(180)
@@ -235,3 +236,39 @@ def test_checkpoint_of_a_program_stopped_in_gdb_names_the_tracer(work):
     msg = open(os.path.join(work, "ckpt.out")).read()
     assert re.search(r"traced by PID \d+ \(gdb\)", msg), msg
     assert "kill -CONT" not in msg, msg
+
+
+@pytest.mark.time_limit(120)
+def test_reexecution_sees_the_recorded_inputs(work):
+    """A line read from a FIFO fed once, clock_gettime, getrandom and
+    time: after a restore, the re-execution sees the first run's values
+    (wrappers/record_inputs.c), though the FIFO has nothing left."""
+    exe = build(work, "outside_inputs")
+    fifo = os.path.join(work, "in.fifo")
+    os.mkfifo(fifo)
+    token = "line-%d" % os.getpid()
+
+    def feed():
+        with open(fifo, "w") as f:
+            f.write(token + "\n")
+
+    feeder = threading.Thread(target=feed, daemon=True)
+    feeder.start()
+    show = "print line\nprint when\nprint dice\nprint now\n"
+    text, out = gdb(work, exe, """
+break progress
+ckpt run
+ckpt snapshot
+continue
+%s
+ckpt restore 1
+continue
+%s
+continue
+""" % (show, show), args=["<", fifo])
+    feeder.join(timeout=10)
+    values = printed(text)
+    assert len(values) == 8, text
+    assert token in values[0], text
+    assert values[:4] == values[4:], text
+    assert out.startswith(token), out
