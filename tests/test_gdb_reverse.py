@@ -272,3 +272,32 @@ continue
     assert token in values[0], text
     assert values[:4] == values[4:], text
     assert out.startswith(token), out
+
+
+@pytest.mark.time_limit(120)
+def test_a_different_path_on_reexecution_is_a_divergence(work):
+    """The debugger changes a variable after the snapshot: re-executing
+    from it takes the other path, reported as a divergence, never shown
+    as the past."""
+    exe = build(work, "two_paths")
+    text, _ = gdb(work, exe, """
+break progress
+break left
+break right
+ckpt run
+ckpt snapshot
+continue
+set var mode = 1
+continue
+continue
+continue
+python
+try:
+    gdb.execute("ckpt reverse-continue")
+except Exception as e:
+    print("refused: %s" % e)
+end
+""")
+    assert re.search(r"refused: ckpt: divergence: expected stop 4 at "
+                     r"\S*two_paths.c:\d+ \(pc 0x[0-9a-f]+\), the program is "
+                     r"at \S*two_paths.c:\d+", text), text

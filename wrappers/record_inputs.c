@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -48,6 +49,7 @@ static int state;		/* 0 unknown, 1 on, -1 off */
 static char base_path[1024];
 static int log_fd = -1;
 static uint64_t cursor;		/* saved with the snapshot */
+static uint64_t log_end;	/* the file's size, as of the last open */
 static int busy;		/* spin lock: one entry at a time */
 
 DEFINE_NEXT(clock_gettime);
@@ -98,6 +100,7 @@ static int open_log(void)
 		return -1;
 	}
 	ckpt_mark_own_fd(log_fd, 1);
+	log_end = (uint64_t)lseek(log_fd, 0, SEEK_END);
 	return log_fd;
 }
 
@@ -106,7 +109,9 @@ static int open_log(void)
 static int replay_entry(uint32_t kind, struct record_entry *e, void *out,
 			size_t cap)
 {
-	if (pread(log_fd, e, sizeof(*e), cursor) != sizeof(*e))
+	/* at the end of the record (the usual case, recording): no read */
+	if (cursor >= log_end ||
+	    pread(log_fd, e, sizeof(*e), cursor) != sizeof(*e))
 		return 0;
 	if (e->kind != kind || e->len > cap ||
 	    pread(log_fd, out, e->len, cursor + sizeof(*e)) != e->len) {
@@ -117,6 +122,7 @@ static int replay_entry(uint32_t kind, struct record_entry *e, void *out,
 		if (ftruncate(log_fd, cursor) < 0)
 			ckpt_log("recording inputs: truncate: %s",
 				 strerror(errno));
+		log_end = cursor;
 		return 0;
 	}
 	cursor += sizeof(*e) + e->len;
@@ -125,13 +131,18 @@ static int replay_entry(uint32_t kind, struct record_entry *e, void *out,
 
 static void append_entry(const struct record_entry *e, const void *data)
 {
-	if (pwrite(log_fd, e, sizeof(*e), cursor) != sizeof(*e) ||
-	    (e->len && pwrite(log_fd, data, e->len, cursor + sizeof(*e)) !=
-			       e->len)) {
+	struct iovec iov[2] = {
+		{ (void *)e, sizeof(*e) }, { (void *)data, e->len },
+	};
+	ssize_t want = (ssize_t)(sizeof(*e) + e->len);
+
+	if (pwritev(log_fd, iov, e->len ? 2 : 1, cursor) != want) {
 		ckpt_log("recording inputs: write: %s", strerror(errno));
 		return;
 	}
-	cursor += sizeof(*e) + e->len;
+	cursor += want;
+	if (cursor > log_end)
+		log_end = cursor;
 }
 
 /* Replay the call at the cursor, or run it (live(arg) fills out) and
