@@ -178,7 +178,8 @@ attempt("break progress")
 attempt("ckpt run")
 attempt("continue")
 for cmd in ("ckpt reverse-continue", "ckpt reverse-watch counter",
-            "ckpt restore 3", "ckpt restore x", "kill"):
+            "ckpt restore 3", "ckpt restore x", "ckpt auto seconds x",
+            "kill"):
     attempt(cmd)
 end
 """, args=["10"])
@@ -186,6 +187,7 @@ end
     assert text.count("cannot go back before the first snapshot") == 2, text
     assert "no snapshot 3" in text, text
     assert "'x' is not a snapshot number" in text, text
+    assert "seconds x: expected hits K, seconds T or max M" in text, text
 
 
 @pytest.mark.time_limit(120)
@@ -301,3 +303,33 @@ end
     assert re.search(r"refused: ckpt: divergence: expected stop 4 at "
                      r"\S*two_paths.c:\d+ \(pc 0x[0-9a-f]+\), the program is "
                      r"at \S*two_paths.c:\d+", text), text
+
+
+@pytest.mark.time_limit(120)
+def test_automatic_snapshots_are_bounded_and_thinned(work):
+    """`ckpt auto hits 1 max 4` over 12 stops keeps 4 snapshots: the
+    first, the newest, and gaps that grow with age; `seconds 1` takes one
+    at the first stop a second after the last."""
+    exe = build(work, "counter_lines")
+    text, _ = gdb(work, exe, """
+break progress
+ckpt auto hits 1 max 4
+ckpt run
+%s
+ckpt snapshots
+ckpt auto hits 0 seconds 1
+shell sleep 1.2
+continue
+continue
+ckpt snapshots
+""" % ("continue\n" * 11), args=["30"])
+    lists = text.split("ckpt: a snapshot every 0 stop(s)")
+    first = re.findall(r"^ +\d+ +stop (\d+) ", lists[0], re.M)
+    stops = [int(s) for s in first]
+    # the first is kept (going back to the start stays possible), the
+    # newest too, and the gaps shrink toward now
+    assert len(stops) == 4 and stops[0] == 1 and stops[-1] == 12, text
+    gaps = [b - a for a, b in zip(stops, stops[1:])]
+    assert gaps == sorted(gaps, reverse=True) and gaps[0] > gaps[-1], text
+    second = re.findall(r"^ +\d+ +stop (\d+) ", lists[1], re.M)
+    assert [int(s) for s in second][-1] == 13, text

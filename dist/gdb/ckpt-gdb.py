@@ -269,7 +269,9 @@ class Session:
         self.restarts = []
         self.replaying = False
         self.auto_hits = 0
+        self.auto_seconds = 0
         self.auto_max = 8
+        self.started = time.time()
         self.running = False
         # after reverse-watch: (snapshot, expression, change number) of
         # the point between two stops the program is at; None at a stop
@@ -315,9 +317,19 @@ class Session:
         except gdb.error:
             self.history.append(None)
             return
+        if self.auto_due(event):
+            self.auto_snapshot()
+
+    def auto_due(self, event):
+        """Every K breakpoint stops, or at the first stop T seconds of
+        run time after the last snapshot."""
         if (self.auto_hits and isinstance(event, gdb.BreakpointEvent) and
                 self.position % self.auto_hits == 0):
-            self.auto_snapshot()
+            return True
+        if not self.auto_seconds or isinstance(event, gdb.SignalEvent):
+            return False
+        last = self.snapshots[-1].taken if self.snapshots else self.started
+        return time.time() - last >= self.auto_seconds
 
     def auto_snapshot(self):
         try:
@@ -649,6 +661,7 @@ class CkptRun(gdb.Command):
         s.position = 0
         s.history = []
         s.running = True
+        s.started = time.time()
         s.watch_signal_choice()
         gdb.execute("run %s" % arg, from_tty)
 
@@ -720,8 +733,9 @@ class CkptReverseWatch(gdb.Command):
 
 
 class CkptAuto(gdb.Command):
-    """ckpt auto [hits K] [max M]: snapshot every K breakpoint stops,
-keeping at most M (older ones thinned out logarithmically); hits 0: off."""
+    """ckpt auto [hits K] [seconds T] [max M]: snapshot every K breakpoint
+stops, or at the first stop T seconds after the last snapshot, keeping at
+most M (older ones thinned out logarithmically); 0: off."""
 
     def __init__(self):
         super().__init__("ckpt auto", gdb.COMMAND_RUNNING)
@@ -729,17 +743,20 @@ keeping at most M (older ones thinned out logarithmically); hits 0: off."""
     def invoke(self, arg, from_tty):
         words = arg.split()
         if len(words) % 2:
-            raise CkptError("ckpt auto: hits K | max M")
+            raise CkptError("ckpt auto: hits K | seconds T | max M")
         for key, val in zip(words[::2], words[1::2]):
-            if key not in ("hits", "max") or not val.isdigit():
-                raise CkptError("ckpt auto: %s %s: expected hits K or "
-                                "max M" % (key, val))
+            if key not in ("hits", "seconds", "max") or not val.isdigit():
+                raise CkptError("ckpt auto: %s %s: expected hits K, "
+                                "seconds T or max M" % (key, val))
             if key == "hits":
                 SESSION.auto_hits = int(val)
+            elif key == "seconds":
+                SESSION.auto_seconds = int(val)
             else:
                 SESSION.auto_max = max(2, int(val))
-        print("ckpt: a snapshot every %d stop(s), at most %d kept" %
-              (SESSION.auto_hits, SESSION.auto_max))
+        print("ckpt: a snapshot every %d stop(s) and after %d s, at most "
+              "%d kept" % (SESSION.auto_hits, SESSION.auto_seconds,
+                          SESSION.auto_max))
 
 
 for cls in (CkptCommand, CkptRun, CkptSnapshot, CkptSnapshots, CkptRestore,
