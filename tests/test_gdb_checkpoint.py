@@ -36,6 +36,18 @@ print counter
 ckpt restore 1
 print i
 print counter
+python
+addr = int(gdb.parse_and_eval("(long)&_dl_debug_state"))
+pid = gdb.selected_inferior().pid
+for lo, hi, off, path in file_mappings(pid):
+    if lo <= addr < hi:
+        with open(path, "rb") as f:
+            f.seek(addr - lo + off)
+            same = f.read(1) == bytes(
+                gdb.selected_inferior().read_memory(addr, 1))
+        print("ld.so code after restore: %s" % ("intact" if same else
+                                                 "changed"))
+end
 delete
 continue
 """, args=["30"])
@@ -43,6 +55,8 @@ continue
     assert re.search(r'^\* 1 +Thread .* progress \(i=12\)', text, re.M), text
     assert '"ckpt-manager"' in text, text
     assert printed(text) == ["210", "12", "78"], text
+    # gdb's breakpoint in ld.so was in memory when the image was written
+    assert "ld.so code after restore: intact" in text, text
     # up to i=19, then from i=12 again: the restored stdout offset is the
     # snapshot's, so the second pass writes over the first
     assert out == native_output(exe, ["30"]), text + out

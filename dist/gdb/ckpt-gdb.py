@@ -19,6 +19,7 @@ docs/reversible-debugging.md tells how it works and its limits.
 """
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -149,6 +150,44 @@ def writer_line():
                 return "%s:%d" % (sal.symtab.filename, sal.line)
     sal = frame.find_sal()
     return "%s:%d" % (sal.symtab.filename if sal.symtab else "??", sal.line)
+
+
+def file_mappings(pid):
+    """(start, end, file offset, path) of each file mapped in pid."""
+    maps = []
+    with open("/proc/%d/maps" % pid) as f:
+        for line in f:
+            fields = line.split(None, 5)
+            if len(fields) == 6 and fields[5].startswith("/"):
+                lo, hi = (int(x, 16) for x in fields[0].split("-"))
+                maps.append((lo, hi, int(fields[2], 16),
+                             fields[5].strip()))
+    return maps
+
+
+def repair_saved_breakpoints(pid):
+    """gdb's own breakpoints (the shared-library event in ld.so, and the
+    like) are in memory while a snapshot's image is written, so the image
+    holds their int3. Before gdb inserts anything in the restored process,
+    put back the byte of the file at each such address."""
+    inferior = gdb.selected_inferior()
+    text = run_quiet("maint info breakpoints")
+    addrs = {int(a, 16) for a in re.findall(r"\s(0x[0-9a-f]+)\s", text)}
+    maps = file_mappings(pid)
+    for addr in addrs:
+        for lo, hi, off, path in maps:
+            if not lo <= addr < hi:
+                continue
+            try:
+                with open(path, "rb") as f:
+                    f.seek(addr - lo + off)
+                    orig = f.read(1)
+                if (orig and orig != b"\xcc" and
+                        bytes(inferior.read_memory(addr, 1)) == b"\xcc"):
+                    inferior.write_memory(addr, orig)
+            except (OSError, gdb.error):
+                pass
+            break
 
 
 def set_trap_events(on):
@@ -468,6 +507,7 @@ class Session:
             if gdb.selected_inferior().pid:
                 run_quiet("kill")
             run_quiet("attach %d" % pid)
+            repair_saved_breakpoints(pid)
             user_bps = self.disable_user_breakpoints()
             try:
                 self.resume_restored(snap.stop)
