@@ -146,3 +146,29 @@ continue
     assert token in values[0], text
     assert values[:4] == values[4:], text
     assert out.startswith(token), out
+
+
+@pytest.mark.time_limit(120)
+def test_a_failed_snapshot_says_why_and_leaves_the_stop(work):
+    """The checkpoint fails (no coordinator at the address): the error
+    names it at once, the program is still at its stop, and continues to
+    the native output."""
+    exe = build(work, "counter_lines")
+    text, out = gdb(work, exe, """
+break progress if i == 2
+ckpt run
+python
+SESSION.coord = SESSION.coord + ".gone"
+try:
+    gdb.execute("ckpt snapshot")
+except Exception as e:
+    print("refused: %s" % e)
+end
+print i
+delete
+continue
+""", args=["10"], env={"CKPT_GDB_TIMEOUT": "60"})
+    assert re.search(r"refused: ckpt: snapshot failed: ckpt_command: no "
+                     r"coordinator at \S+\.gone", text), text
+    assert printed(text) == ["2"], text
+    assert out == native_output(exe, ["10"]), text + out

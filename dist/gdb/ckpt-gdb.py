@@ -18,6 +18,7 @@ here; a backend for in-memory snapshots implements the same four methods.
 docs/reversible-debugging.md tells how it works and its limits.
 """
 
+import ctypes
 import os
 import re
 import shutil
@@ -34,6 +35,8 @@ EV_SIGNAL, EV_SIGNALED, EV_RELEASING, EV_RESTORED, EV_ROUND_DONE = 1, 2, 3, 4, 5
 HOOK = "ckpt_debugger_event"
 MANAGER_NAME = "ckpt-manager"
 STEP_TIMEOUT = float(os.environ.get("CKPT_GDB_TIMEOUT", "30"))
+KILL_GRACE = 5
+SYS_TGKILL = 234 if os.uname().machine == "x86_64" else 131  # aarch64
 HW_WATCH = int(os.environ.get("CKPT_GDB_HW_WATCH", "0") == "1")
 
 
@@ -90,23 +93,70 @@ class Snapshot:
 
 # --- waiting on gdb with a bound ------------------------------------------
 
-def continue_bounded(what, timeout=STEP_TIMEOUT, command="continue"):
-    """`continue`, interrupted after timeout seconds (every wait has one)."""
+def stop_every_thread(pid):
+    """SIGSTOP to each running thread: the only signal ckpt's manager
+    (which blocks all the others) cannot block; gdb reports it as a stop.
+    Not to those gdb holds stopped: theirs would stay pending and stop the
+    user's next continue."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    try:
+        tids = [int(t) for t in os.listdir("/proc/%d/task" % pid)]
+    except OSError:
+        return
+    for tid in tids:
+        if process_state(tid) not in ("t", "T", None):
+            libc.syscall(SYS_TGKILL, pid, tid, signal.SIGSTOP)
+
+
+def continue_bounded(what, timeout=STEP_TIMEOUT, command="continue",
+                     give_up=None, sigstop_stops=True):
+    """`continue`, bounded: after timeout seconds, or as soon as
+    give_up() says so, every running thread gets SIGSTOP (a stop for gdb
+    while this waits); if that does not end the wait (sigstop_stops False:
+    the SIGSTOPs of a --stopped restart are still coming), the program is
+    killed KILL_GRACE seconds later. Outside these waits gdb ignores
+    SIGSTOP: one sent here or by --stopped may still be pending."""
     fired = []
+    pid = gdb.selected_inferior().pid
+    done = threading.Event()
 
     def expire():
-        fired.append(1)
-        gdb.post_event(lambda: gdb.execute("interrupt"))
+        if not fired:
+            fired.append("stopped")
+            stop_every_thread(pid)
 
-    timer = threading.Timer(timeout, expire)
-    timer.start()
+    def watch():
+        while not done.wait(0.1):
+            if give_up():
+                expire()
+                return
+
+    def kill():
+        fired.append("killed")
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+    timers = [threading.Timer(timeout, expire),
+              threading.Timer(timeout + KILL_GRACE, kill)]
+    if give_up:
+        timers.append(threading.Thread(target=watch, daemon=True))
+    for t in timers:
+        t.start()
     try:
+        # (gdb's noprint implies nostop)
+        run_quiet("handle SIGSTOP %s nopass" %
+                  ("stop print" if sigstop_stops else "nostop noprint"))
         run_quiet(command)
     finally:
-        timer.cancel()
+        done.set()
+        for t in timers[:2]:
+            t.cancel()
+        run_quiet("handle SIGSTOP nostop noprint nopass")
     if fired:
-        raise CkptError("ckpt: %s did not happen within %.0f s; the program "
-                        "was interrupted" % (what, timeout))
+        raise CkptError("ckpt: %s did not happen (waited at most %.0f s); "
+                        "the program was %s" % (what, timeout, fired[-1]))
 
 
 class SignalHook(gdb.Breakpoint):
@@ -195,9 +245,9 @@ def set_trap_events(on):
     run_quiet("set var *(int *)&ckpt_debugger_trap_events = %d" % on)
 
 
-def continue_to_event(wanted, what, command="continue"):
+def continue_to_event(wanted, what, command="continue", give_up=None):
     """Continue until libckpt traps at one of the events `wanted`."""
-    continue_bounded(what, command=command)
+    continue_bounded(what, command=command, give_up=give_up)
     frame = gdb.selected_frame()
     if frame.name() != HOOK:
         raise CkptError("ckpt: %s: the program stopped elsewhere (%s)" %
@@ -213,6 +263,50 @@ def continue_to_event(wanted, what, command="continue"):
 
 # --- the backend ----------------------------------------------------------
 
+class CommandJob:
+    """A ckpt tool run in the background. Its exit status is read from its
+    own output: gdb may reap the child (waitpid(-1)) before Popen can."""
+
+    def __init__(self, argv):
+        self.proc = subprocess.Popen(
+            ["/bin/sh", "-c", '"$@"; echo "ckpt-exit=$?" >&2', "sh"] + argv,
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True)
+        self.out = self.err = ""
+        self.done = threading.Event()
+        threading.Thread(target=self.collect, daemon=True).start()
+
+    def collect(self):
+        try:
+            self.out, self.err = self.proc.communicate()
+        except (OSError, ValueError):
+            pass
+        self.done.set()
+
+    def wait(self, timeout):
+        return self.done.wait(timeout)
+
+    def status(self):
+        """The exit status; None while it runs (or when it said none)."""
+        if not self.done.is_set():
+            return None
+        m = re.search(r"^ckpt-exit=(\d+)$", self.err, re.M)
+        return int(m.group(1)) if m else None
+
+    def failed(self):
+        return self.done.is_set() and self.status() != 0
+
+    def said(self):
+        text = re.sub(r"^ckpt-exit=\d+\n?", "", self.err, flags=re.M)
+        return (text.strip() or self.out.strip())
+
+    def kill(self):
+        try:
+            self.proc.kill()
+        except OSError:
+            pass
+
+
 class ImageBackend:
     """Snapshots as checkpoint images: take = ckpt_command --checkpoint,
     restore = ckpt_restart --stopped + attach. An in-memory backend
@@ -224,23 +318,18 @@ class ImageBackend:
 
     def take(self, number):
         """Start the checkpoint; the session drives the threads meanwhile.
-        Returns the running command."""
-        return subprocess.Popen(
-            [find_tool("ckpt_command"), "--coord", self.s.coord,
-             "--checkpoint"], stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True)
+        Returns the running command (a CommandJob)."""
+        return CommandJob([find_tool("ckpt_command"), "--coord",
+                           self.s.coord, "--checkpoint"])
 
-    def finish_take(self, proc, number):
-        try:
-            out, err = proc.communicate(timeout=STEP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    def finish_take(self, job, number):
+        if not job.wait(STEP_TIMEOUT):
+            job.kill()
             raise CkptError("ckpt: the checkpoint did not end within %.0f s"
                             % STEP_TIMEOUT)
-        if proc.returncode != 0:
-            raise CkptError("ckpt: checkpoint failed: %s" %
-                            (err.strip() or out.strip()))
-        image = self.image_of(out)
+        if job.status() != 0:
+            raise CkptError("ckpt: checkpoint failed: %s" % job.said())
+        image = self.image_of(job.out)
         kept = os.path.join(self.s.dir, "snapshot-%d.img" % number)
         shutil.copyfile(image, kept)
         return kept
@@ -264,11 +353,14 @@ class ImageBackend:
         self.s.restarts.append(proc)
         deadline = time.monotonic() + STEP_TIMEOUT
         while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise CkptError("ckpt: ckpt_restart %s failed (exit %d)" %
-                                (data, proc.returncode))
-            if process_state(proc.pid) in ("T", "t"):
+            state = process_state(proc.pid)
+            if state in ("T", "t"):
                 return proc.pid
+            # gdb may reap the child itself: look at the process, not
+            # at Popen's status
+            if state in (None, "Z", "X") or proc.poll() is not None:
+                raise CkptError("ckpt: ckpt_restart %s failed (its message "
+                                "is above)" % data)
             time.sleep(0.01)
         proc.kill()
         raise CkptError("ckpt: the restored process %d did not stop within "
@@ -408,14 +500,14 @@ class Session:
         proc = self.backend.take(number)
         self.replaying = True
         try:
-            self.park_threads_for_checkpoint()
+            self.park_threads_for_checkpoint(proc.failed)
             self.return_to(stop)
             data = self.backend.finish_take(proc, number)
-        except BaseException:
-            if proc.poll() is None:
-                proc.kill()
-            raise
+        except gdb.GdbError as e:
+            raise self.take_failure(proc, stop, e)
         finally:
+            if not proc.done.is_set():
+                proc.kill()
             self.replaying = False
             run_quiet("set scheduler-locking off")
             self.enable(user_bps)
@@ -427,7 +519,19 @@ class Session:
                   (number, stop.index, stop.where))
         return number
 
-    def park_threads_for_checkpoint(self):
+    def take_failure(self, proc, stop, error):
+        """The error of a failed snapshot, with what the checkpoint command
+        said; the stopped thread is selected again."""
+        proc.wait(1)
+        try:
+            self.thread_by_handle(stop.handle).switch()
+        except gdb.GdbError:
+            pass
+        if proc.failed():
+            return CkptError("ckpt: snapshot failed: %s" % proc.said())
+        return error
+
+    def park_threads_for_checkpoint(self, failed):
         """Only ckpt's manager runs until it has signaled every thread;
         then all run: each user thread enters ckpt's handler at once (the
         signal is pending) and executes no instruction of its own."""
@@ -437,13 +541,14 @@ class Session:
             run_quiet("set scheduler-locking on")
             self.manager_thread().switch()
             continue_to_event((EV_SIGNALED,),
-                              "ckpt's manager signaling the threads")
+                              "ckpt's manager signaling the threads",
+                              give_up=failed)
             run_quiet("set scheduler-locking off")
             # `signal 0`: the stopped thread does not take the signal it
             # stopped with (a SIGSEGV would end the program)
             stopped_in.switch()
             continue_to_event((EV_RELEASING,), "the checkpoint's write",
-                              command="signal 0")
+                              command="signal 0", give_up=failed)
             # the image is written; the manager alone finishes the round
             run_quiet("set scheduler-locking on")
             self.manager_thread().switch()
@@ -526,12 +631,10 @@ class Session:
         run_quiet("break *0x%x thread %d" % (stop.pc, thread.num))
         bp = gdb.breakpoints()[-1]
         # the SIGSTOP of --stopped may be reported by any thread, now or
-        # a little later: a restored program never stops on SIGSTOP (gdb
-        # does not pass it on by default either)
-        run_quiet("handle SIGSTOP nostop noprint nopass")
+        # a little later
         try:
             continue_bounded("the restored thread's return to %s" %
-                             stop.where)
+                             stop.where, sigstop_stops=False)
         finally:
             bp.delete()
         self.check_at(stop)
