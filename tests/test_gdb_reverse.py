@@ -155,3 +155,35 @@ ckpt snapshots
     assert gaps == sorted(gaps, reverse=True) and gaps[0] > gaps[-1], text
     second = re.findall(r"^ +\d+ +stop (\d+) ", lists[1], re.M)
     assert [int(s) for s in second][-1] == 13, text
+
+
+@pytest.mark.time_limit(120)
+def test_steps_are_not_stops_to_go_back_to(work):
+    """After `next`, reverse-continue goes back to the breakpoint stop the
+    step started from; a snapshot taken after a step serves the stops
+    after it."""
+    exe = build(work, "counter_lines")
+    text, _ = gdb(work, exe, """
+break progress
+ckpt run
+ckpt snapshot
+continue
+finish
+next
+ckpt snapshot
+ckpt snapshots
+continue
+continue
+ckpt reverse-continue
+print i
+ckpt reverse-continue
+print i
+ckpt reverse-continue
+print i
+""", args=["30"])
+    assert re.search(r"^ +2 +after 2 ", text, re.M), text
+    # stops at i = 0 (snapshot 1) and 1, finish and next (snapshot 2),
+    # stops at 2 and 3; back to 2 (from snapshot 2), to 1 (from snapshot
+    # 1: snapshot 2 comes after stop 2), to 0
+    assert printed(text) == ["2", "1", "0"], text
+    assert "divergence" not in text, text

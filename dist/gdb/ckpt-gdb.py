@@ -69,9 +69,12 @@ def run_quiet(cmd):
 class Stop:
     """Where the program stopped: enough to recognise it on re-execution."""
 
-    def __init__(self, index):
+    def __init__(self, index, counted=True):
         frame = gdb.selected_frame()
         thread = gdb.selected_thread()
+        # counted: a stop `continue` reaches again (breakpoint, watchpoint,
+        # signal); else the end of a step, next or finish after stop index
+        self.counted = counted
         self.index = index
         self.pc = frame.pc()
         self.handle = bytes(thread.handle())
@@ -106,6 +109,14 @@ def stop_every_thread(pid):
     for tid in tids:
         if process_state(tid) not in ("t", "T", None):
             libc.syscall(SYS_TGKILL, pid, tid, signal.SIGSTOP)
+
+
+def stopped_by_sigstop():
+    try:
+        return int(gdb.parse_and_eval("$_siginfo.si_signo")) == \
+            signal.SIGSTOP
+    except gdb.error:
+        return False
 
 
 def continue_bounded(what, timeout=STEP_TIMEOUT, command="continue",
@@ -149,6 +160,11 @@ def continue_bounded(what, timeout=STEP_TIMEOUT, command="continue",
         run_quiet("handle SIGSTOP %s nopass" %
                   ("stop print" if sigstop_stops else "nostop noprint"))
         run_quiet(command)
+        # a late SIGSTOP of a --stopped restart is not ours: go on
+        for _ in range(8):
+            if fired or not stopped_by_sigstop():
+                break
+            run_quiet("continue")
     finally:
         done.set()
         for t in timers[:2]:
@@ -238,6 +254,15 @@ def repair_saved_breakpoints(pid):
             except (OSError, gdb.error):
                 pass
             break
+
+
+def counts_as_stop(event):
+    """The stops re-execution counts: those `continue` reaches again. Not
+    the end of a step, next or finish, nor an interrupt (Ctrl-C)."""
+    if isinstance(event, gdb.BreakpointEvent):
+        return True
+    return (isinstance(event, gdb.SignalEvent) and
+            event.stop_signal != "SIGINT")
 
 
 def set_trap_events(on):
@@ -407,6 +432,8 @@ class Session:
         # after reverse-watch: (snapshot, expression, change number) of
         # the point between two stops the program is at; None at a stop
         self.between = None
+        # after a step, next or finish: where it ended (a Stop not counted)
+        self.off_stop = None
 
     # signals
     def pass_signal(self, sig):
@@ -441,6 +468,13 @@ class Session:
         if gdb.selected_inferior().pid == 0:
             return
         self.between = None
+        if not counts_as_stop(event):
+            try:
+                self.off_stop = Stop(self.position, counted=False)
+            except gdb.error:
+                self.off_stop = None
+            return
+        self.off_stop = None
         self.position += 1
         del self.history[self.position - 1:]
         try:
@@ -472,6 +506,8 @@ class Session:
         if self.between:
             raise CkptError("ckpt: the program is between two stops (after "
                             "reverse-watch); continue to a stop first")
+        if self.off_stop:
+            return self.off_stop
         if self.position == 0 or not self.history[self.position - 1]:
             raise CkptError("ckpt: the program is not stopped at a known "
                             "point (run it with `ckpt run` and stop it)")
@@ -622,6 +658,7 @@ class Session:
             self.replaying = False
         self.position = snap.stop.index
         self.between = None
+        self.off_stop = None if snap.stop.counted else snap.stop
         if not quiet:
             gdb.execute("frame")
 
@@ -642,8 +679,10 @@ class Session:
     def snapshot_before(self, index):
         best = None
         for s in self.snapshots:
-            if s.stop.index <= index and (
-                    best is None or s.stop.index > best.stop.index):
+            # one taken after a step past stop N comes after stop N
+            usable = s.stop.index < index or (s.stop.index == index and
+                                              s.stop.counted)
+            if usable and (best is None or s.stop.index > best.stop.index):
                 best = s
         if best is None and not self.snapshots:
             raise CkptError("ckpt: cannot go back before the first snapshot "
@@ -663,12 +702,13 @@ class Session:
             while self.position < index:
                 continue_bounded("stop %d" % (self.position + 1))
                 self.position += 1
+                self.off_stop = None
                 self.check_at(self.history[self.position - 1])
         finally:
             self.replaying = False
 
     def reverse_continue(self):
-        if self.between:
+        if self.between or self.off_stop:
             target = self.position       # the stop before this point
         else:
             target = self.current_stop().index - 1
@@ -730,6 +770,7 @@ class Session:
                 if wp.hit_count > before:
                     continue
                 self.position += 1
+                self.off_stop = None
                 if self.position > len(self.history):
                     raise CkptError("ckpt: divergence: re-execution went "
                                     "past the last stop seen")
@@ -829,8 +870,9 @@ class CkptSnapshots(gdb.Command):
         if not SESSION.snapshots:
             print("ckpt: no snapshots")
         for snap in SESSION.snapshots:
-            print("%3d  stop %-5d %s" % (snap.number, snap.stop.index,
-                                         snap.stop.where))
+            print("%3d  %s %-5d %s" % (
+                snap.number, "stop" if snap.stop.counted else "after",
+                snap.stop.index, snap.stop.where))
 
 
 class CkptRestore(gdb.Command):
