@@ -88,6 +88,9 @@ install-runtime: all
 	# the Slurm batch script of docs/slurm.md
 	install -d $(DESTDIR)$(PREFIX)/share/ckpt/slurm
 	install -m 0755 dist/slurm/ckpt_job.sbatch $(DESTDIR)$(PREFIX)/share/ckpt/slurm/
+	install -d $(DESTDIR)$(PREFIX)/share/ckpt/gdb
+	sed 's|@CKPT_BINDIR@|$(PREFIX)/bin|' dist/gdb/ckpt-gdb.py \
+		> $(DESTDIR)$(PREFIX)/share/ckpt/gdb/ckpt-gdb.py
 
 # Debian's ckpt-dev: the in-process API (include/ckpt.h, header only:
 # it looks libckpt up at run time, so ckpt.pc names no library of ckpt;

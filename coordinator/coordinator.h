@@ -429,6 +429,10 @@ void orphans_discard(struct coordinator *co);
 /* round_members.c */
 bool proc_on_this_host(const struct conn *c);
 char local_process_state(pid_t pid);
+/* tracer.c */
+pid_t local_process_tracer(pid_t pid);
+const char *describe_tracer(pid_t pid, char *buf, size_t len);
+const char *stopped_by_tracer_hint(pid_t pid, char *buf, size_t len);
 int local_children(pid_t pid, pid_t *out, int max);
 void members_on_join(struct coordinator *co, struct conn *c);
 bool members_on_left_while_suspending(struct coordinator *co,

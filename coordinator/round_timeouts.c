@@ -171,15 +171,18 @@ static void time_out_phase(struct coordinator *co)
 
 	for (size_t i = 0; i < co->nconns; i++) {
 		struct conn *c = co->conns[i];
-		char what[256];
+		char what[512], hint[320];
 
 		if (!round_in(co, c) || !owes_answer(co, c) ||
 		    c->close_after_flush)
 			continue;
 		snprintf(what, sizeof(what), "stalled in the %s phase: %s "
-			 "within %.1f s (ckpt_coordinator %s)", phase,
+			 "within %.1f s (ckpt_coordinator %s)%s", phase,
 			 awaited_answer(c->proc.state), len / 1000.0,
-			 short_phase ? "--phase-timeout" : "--write-timeout");
+			 short_phase ? "--phase-timeout" : "--write-timeout",
+			 proc_on_this_host(c) ?
+			 stopped_by_tracer_hint(c->proc.local_pid, hint,
+						sizeof(hint)) : "");
 		drop_stalled(co, c, what);
 	}
 	/* the round failed: those still stopped were told DO_ABORT and
@@ -225,9 +228,11 @@ static void check_write_progress(struct coordinator *co, int64_t now)
 	}
 }
 
-/* A process stopped by SIGSTOP or a debugger cannot answer: say so within
- * a second instead of at the phase's timeout. Only processes on this host
- * can be looked at. */
+/* A process stopped by SIGSTOP cannot answer: say so within a second
+ * instead of at the phase's timeout. A traced one is left to the phase
+ * timeout: its debugger may be taking this very checkpoint, resuming the
+ * manager thread first (dist/gdb/ckpt-gdb.py), or stop it briefly for each
+ * signal it passes on. Only processes on this host can be looked at. */
 static bool process_is_stopped(const struct conn *c)
 {
 	char state;
@@ -235,7 +240,8 @@ static bool process_is_stopped(const struct conn *c)
 	if (!proc_on_this_host(c))
 		return false;
 	state = local_process_state(c->proc.local_pid);
-	return state == 'T' || state == 't';
+	return (state == 'T' || state == 't') &&
+	       local_process_tracer(c->proc.local_pid) <= 0;
 }
 
 static void fail_stopped_processes(struct coordinator *co)

@@ -111,6 +111,7 @@ void ckpt_signal_choose(void)
 	if (pin && valid_rt_signal(atoi(pin))) {
 		ckpt.signal = atoi(pin);
 		pinned = 1;
+		debugger_note(CKPT_DEBUGGER_SIGNAL, ckpt.signal);
 		return;
 	}
 	if (pin && *pin)
@@ -123,6 +124,7 @@ void ckpt_signal_choose(void)
 		ckpt.signal = sig;
 	else
 		ckpt.signal = choose_free_signal(0);
+	debugger_note(CKPT_DEBUGGER_SIGNAL, ckpt.signal);
 }
 
 int ckpt_signal_pinned(void)
@@ -362,6 +364,7 @@ int ckpt_signal_move(int (*install)(void *arg), void *arg,
 		goto fail;
 	}
 	__atomic_add_fetch(&moves, 1, __ATOMIC_RELEASE);
+	debugger_note(CKPT_DEBUGGER_SIGNAL, to);
 	threads_release_from_move(from, to);
 	ckpt_signal_swap_mask(own_mask, from, to);
 	return 0;

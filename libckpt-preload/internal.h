@@ -78,6 +78,26 @@ struct ckpt_state {
 };
 extern struct ckpt_state ckpt;
 
+/* debugger.c: the events of ckpt_debugger_event (a debugger's
+ * breakpoint); the numbers are the extension's interface. */
+enum ckpt_debugger_event_kind {
+	CKPT_DEBUGGER_SIGNAL = 1,	/* arg: the checkpoint signal now */
+	CKPT_DEBUGGER_THREADS_SIGNALED = 2, /* arg: threads signaled */
+	CKPT_DEBUGGER_RELEASING = 3,	/* parked threads about to go */
+	CKPT_DEBUGGER_RESTORED = 4,	/* arg: real pid; about to SIGSTOP */
+	CKPT_DEBUGGER_ROUND_DONE = 5,	/* the manager's part of a round
+					   ended (image durable, or failed) */
+};
+void debugger_note(int event, long arg);
+void debugger_stop_if_asked(uint32_t restart_flags);
+
+/* wrappers/record_inputs.c: set in libckpt's own threads, never recorded */
+extern __thread int ckpt_internal_thread
+	__attribute__((tls_model("initial-exec")));
+int record_inputs_wants_read(int fd);
+ssize_t record_inputs_read(int fd, void *buf, size_t len,
+			   ssize_t (*next_read)(int, void *, size_t));
+
 #define CKPT_MAX_PENDING 8
 struct pending_signals {
 	int count;

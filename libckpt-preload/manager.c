@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -654,6 +655,8 @@ void manager_wait_started(void)
 			MANAGER_STARTING, &slice, NULL, 0);
 }
 
+#define MANAGER_THREAD_NAME "ckpt-manager"
+
 static void *manager_main(void *arg)
 {
 	union manager_msg msg;
@@ -662,6 +665,9 @@ static void *manager_main(void *arg)
 
 	(void)arg;
 	ckpt_signal_block_in_this_thread();
+	/* told apart from the program's threads (ps -L, a debugger) */
+	prctl(PR_SET_NAME, MANAGER_THREAD_NAME, 0, 0, 0);
+	ckpt_internal_thread = 1;
 	note_manager_started();
 	if (welcome_pending)
 		finish_joining();
@@ -672,12 +678,14 @@ static void *manager_main(void *arg)
 			have_next_suspend = 0;
 			msg.do_ckpt = next_suspend;
 			handle_suspend(&msg.do_ckpt);
+			debugger_note(CKPT_DEBUGGER_ROUND_DONE, 0);
 			continue;
 		}
 		r = ckpt_msg_recv(ckpt.coord_fd, &msg, sizeof(msg), &len, -1);
 		switch (r) {
 		case CKPT_MSG_DO_SUSPEND:
 			handle_suspend(&msg.do_ckpt);
+			debugger_note(CKPT_DEBUGGER_ROUND_DONE, 0);
 			break;
 		case CKPT_MSG_DO_KILL:
 			kill(ckpt_real_getpid(), SIGKILL);
@@ -720,6 +728,8 @@ int manager_start(void)
 	if (r)
 		__atomic_store_n(&manager_started, MANAGER_NONE,
 				 __ATOMIC_RELEASE);
+	else	/* named at once, before it first runs (a debugger looks) */
+		pthread_setname_np(tid, MANAGER_THREAD_NAME);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
 	return -r;

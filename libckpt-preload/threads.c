@@ -557,6 +557,8 @@ static int park_every_thread(int *count, char *err, size_t errlen)
 
 	do {
 		r = signal_new_threads(err, errlen);
+		if (r >= 0)
+			debugger_note(CKPT_DEBUGGER_THREADS_SIGNALED, nsignaled);
 		if (r < 0 || (r = wait_parked_on(count, err, errlen)) < 0)
 			return r;
 	} while ((r = signal_new_threads(err, errlen)) > 0 &&
@@ -637,6 +639,7 @@ int threads_suspend_all(char *err, size_t errlen)
 
 void threads_resume_all(void)
 {
+	debugger_note(CKPT_DEBUGGER_RELEASING, nslots);
 	__atomic_store_n(&round_active, 0, __ATOMIC_RELEASE);
 	__atomic_add_fetch(&resume_word, 1, __ATOMIC_RELEASE);
 	futex_wake_all(&resume_word);

@@ -43,7 +43,7 @@ static void usage(FILE *out)
 	fprintf(out,
 		"Usage: ckpt_restart [--coord ADDR] [--ckptdir DIR] "
 		"[--cpu-compat] [--trust-image]\n"
-		"                    [--copy] [--peer-hosts IP,...] IMAGE...\n"
+		"                    [--copy] [--stopped] [--peer-hosts IP,...] IMAGE...\n"
 		"Restart checkpointed processes from their images.\n\n"
 		"  --coord ADDR    coordinator to join (/path or HOST:PORT);\n"
 		"                  default $CKPT_COORD or the per-user socket;\n"
@@ -61,7 +61,10 @@ static void usage(FILE *out)
 		"                  of mapping it from the image (the default\n"
 		"                  maps it: the program runs after reading\n"
 		"                  only its metadata; docs/restart.md)\n"
-
+		"  --stopped       the restored process stops itself (SIGSTOP)\n"
+		"                  once its threads are back, before any runs\n"
+		"                  program code: a debugger attaches, then\n"
+		"                  continues it (docs/reversible-debugging.md)\n"
 		"  --peer-hosts IP,...\n"
 		"                  the addresses of the computation's other\n"
 		"                  hosts: a TCP connection to one of them whose\n"
@@ -92,6 +95,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{ "trust-image", no_argument, NULL, 'T' },
 		{ "peer-hosts", required_argument, NULL, 'P' },
 		{ "copy", no_argument, NULL, 'M' },
+		{ "stopped", no_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -114,6 +118,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 			break;
 		case 'M':
 			restart_copy_memory = 1;
+			break;
+		case 'S':
+			restart_stopped = 1;
 			break;
 		case 'P':
 			if (restart_peer_hosts_check(optarg))

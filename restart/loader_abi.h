@@ -60,6 +60,10 @@ enum loader_arg {
 	LOADER_ARG_PROGRESS,		/* "1": draw a progress line on
 					   stderr (a terminal; the only
 					   loader of its restart) */
+	LOADER_ARG_STOPPED,		/* "1": the restored process stops
+					   itself (SIGSTOP) before any of its
+					   threads runs program code, for a
+					   debugger to attach (--stopped) */
 	LOADER_ARGC
 };
 

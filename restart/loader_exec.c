@@ -424,6 +424,7 @@ int loader_exec(const struct ckpt_image *img, const char *image_path,
 		/* one image restarted in place: its loader alone may draw */
 		[LOADER_ARG_PROGRESS] = !plan_fd && isatty(STDERR_FILENO) ?
 					"1" : "0",
+		[LOADER_ARG_STOPPED] = restart_stopped ? "1" : "0",
 	};
 
 	fd = make_loader_elf(&b, base, anchor, params, err, errlen);

@@ -15,6 +15,7 @@
 #include "memory_mode.h"
 
 int restart_copy_memory;
+int restart_stopped;
 
 /* statfs f_type values (linux/magic.h and the filesystems' own). */
 static const struct {

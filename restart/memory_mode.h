@@ -10,6 +10,8 @@
 
 /* ckpt_restart --copy: copy every extent, map none. */
 extern int restart_copy_memory;
+/* --stopped: the restored process waits in SIGSTOP for a debugger */
+extern int restart_stopped;
 
 /* 1 when the loader may map img's extents (each extent is then still
  * judged on its own: restart/loader/extent_map.c); 0 when every byte is

@@ -89,7 +89,11 @@ static void translate_senders(int fd, void *buf, ssize_t n, unsigned then)
 CKPT_WRAPPER ssize_t read(int fd, void *buf, size_t count)
 {
 	unsigned then = vpid_epoch();
-	ssize_t n = NEXT_FN(read)(fd, buf, count);
+	ssize_t n;
+
+	if (record_inputs_wants_read(fd))
+		return record_inputs_read(fd, buf, count, NEXT_FN(read));
+	n = NEXT_FN(read)(fd, buf, count);
 
 	if (n > 0 && is_marked(fd))
 		translate_senders(fd, buf, n, then);
@@ -100,7 +104,11 @@ CKPT_WRAPPER ssize_t __read_chk(int fd, void *buf, size_t count,
 				size_t buflen)
 {
 	unsigned then = vpid_epoch();
-	ssize_t n = NEXT_FN(__read_chk)(fd, buf, count, buflen);
+	ssize_t n;
+
+	if (record_inputs_wants_read(fd))
+		return record_inputs_read(fd, buf, count, NEXT_FN(read));
+	n = NEXT_FN(__read_chk)(fd, buf, count, buflen);
 
 	if (n > 0 && is_marked(fd))
 		translate_senders(fd, buf, n, then);

@@ -27,6 +27,11 @@
 						   mapped, holding the saved
 						   command line: not part of
 						   the program's memory */
+#define CKPT_RESTART_F_STOPPED		0x2	/* ckpt_restart --stopped: stop
+						   the whole process (SIGSTOP)
+						   once every thread is back,
+						   before any runs program
+						   code, for a debugger */
 
 struct ckpt_range {
 	uint64_t start;

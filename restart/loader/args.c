@@ -110,6 +110,7 @@ void parse_kernel_stack(struct loader *l, const uint64_t *sp)
 	l->plan_fd = (int)fd;
 	chain_parse_link_fds(l, param[LOADER_ARG_LINK_FDS]);
 	l->progress = str_eq(param[LOADER_ARG_PROGRESS], "1");
+	l->stopped = str_eq(param[LOADER_ARG_STOPPED], "1");
 
 	note_args_area(l, (char *const *)(sp + 1));
 	note_args_area(l, (char *const *)p);

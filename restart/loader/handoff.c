@@ -25,7 +25,8 @@ static void fill_args(const struct loader *l, struct ckpt_restart_args *a)
 	a->plan_fd = l->plan_fd ? l->plan_fd : -1;
 	a->keep_fd_end = l->plan_fd ? (int32_t)l->keep_fd_end : 0;
 	a->image_fd = l->image_fd;
-	a->flags = l->args_kept ? CKPT_RESTART_F_ARGS_KEPT : 0;
+	a->flags = (l->args_kept ? CKPT_RESTART_F_ARGS_KEPT : 0) |
+		   (l->stopped ? CKPT_RESTART_F_STOPPED : 0);
 	str_copy(a->image_path, l->image_path, sizeof(a->image_path));
 	str_copy(a->coord_addr, l->coord_addr, sizeof(a->coord_addr));
 	str_copy(a->ckpt_dir, l->ckpt_dir, sizeof(a->ckpt_dir));

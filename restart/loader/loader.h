@@ -82,6 +82,7 @@ struct loader {
 	uint64_t args_start, args_end;
 	uint64_t args_copy;
 	int args_kept;
+	int stopped;		/* LOADER_ARG_STOPPED */
 
 	/* Our free range (main.c): blob, staging area, work area. */
 	uint64_t self_start, self_end;

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Who traces a process (a debugger): a process stopped under ptrace cannot
+ * be continued with kill -CONT, so the coordinator's diagnosis names the
+ * tracer instead. Only for processes on this host.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "coordinator.h"
+
+static ssize_t read_proc_file(pid_t pid, const char *name, char *buf,
+			      size_t len)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -1;
+	buf[n] = 0;
+	return n;
+}
+
+/* The TracerPid of /proc/PID/status, 0 when none (or unknown). */
+pid_t local_process_tracer(pid_t pid)
+{
+	char buf[4096], *p;
+
+	if (read_proc_file(pid, "status", buf, sizeof(buf)) <= 0)
+		return 0;
+	p = strstr(buf, "\nTracerPid:");
+	return p ? (pid_t)strtol(p + 11, NULL, 10) : 0;
+}
+
+/* "traced by PID N (comm)" into buf, "" when the process is not traced. */
+const char *describe_tracer(pid_t pid, char *buf, size_t len)
+{
+	pid_t tracer = local_process_tracer(pid);
+	char comm[64] = "?";
+	size_t n;
+
+	buf[0] = 0;
+	if (tracer <= 0)
+		return buf;
+	if (read_proc_file(tracer, "comm", comm, sizeof(comm)) > 0) {
+		n = strcspn(comm, "\n");
+		comm[n] = 0;
+	}
+	snprintf(buf, len, "traced by PID %d (%s)", (int)tracer, comm);
+	return buf;
+}
+
+/* "; it is stopped, traced by PID N (gdb): ..." for a process a debugger
+ * holds stopped, to end a stalled process's message; "" otherwise. */
+const char *stopped_by_tracer_hint(pid_t pid, char *buf, size_t len)
+{
+	char tracer[128], state = local_process_state(pid);
+
+	buf[0] = 0;
+	if ((state != 'T' && state != 't') ||
+	    !describe_tracer(pid, tracer, sizeof(tracer))[0])
+		return buf;
+	snprintf(buf, len, "; it is stopped, %s: continue it in the debugger, "
+		 "or checkpoint through the debugger's ckpt extension "
+		 "(docs/reversible-debugging.md)", tracer);
+	return buf;
+}
