@@ -240,11 +240,16 @@ static void parse_args(int argc, char **argv, struct request *q)
 			"from-snapshot");
 		exit(2);
 	}
-	if (q->json && ((q->cmd != CKPT_CMD_CHECKPOINT &&
-	    q->cmd != CKPT_CMD_STATUS && q->cmd != CKPT_CMD_LIST) ||
-	    q->from_snapshot)) {
+	if (q->json && q->cmd != CKPT_CMD_CHECKPOINT &&
+	    q->cmd != CKPT_CMD_STATUS && q->cmd != CKPT_CMD_LIST) {
 		fprintf(stderr, "ckpt_command: --json goes with --status, "
-			"--list or --checkpoint (without --from-snapshot) only\n");
+			"--list or --checkpoint only\n");
+		exit(2);
+	}
+	if (q->json && q->from_snapshot) {
+		fprintf(stderr, "ckpt_command: --json does not go with "
+			"--from-snapshot (its reply is the copied images' "
+			"paths)\n");
 		exit(2);
 	}
 }
