@@ -278,6 +278,7 @@ void threads_reset_after_fork(void);
 void emulator_threads_init(void);
 void emulator_threads_refresh(void);
 int emulator_thread(int tid);
+uint64_t emulator_guest_base(void);
 int threads_park_for_move(char *err, size_t errlen);
 void threads_release_from_move(int from, int to);
 int threads_suspend_all(char *err, size_t errlen);

@@ -364,7 +364,8 @@ static int add_populated_extents(struct scan *s, int kind, uint64_t start,
 
 		if (n > PAGEMAP_BATCH)
 			n = PAGEMAP_BATCH;
-		got = pread(s->pagemap_fd, s->pm, n * 8, (addr / PAGE) * 8);
+		got = pread(s->pagemap_fd, s->pm, n * 8,
+			    ((addr + emulator_guest_base()) / PAGE) * 8);
 		if (got != (ssize_t)(n * 8))
 			return got < 0 ? -errno : -EIO;
 		memset(s->mc, 0, n);
