@@ -803,16 +803,39 @@ static void after_fork_in_child(void)
  * variables are made before the child exists): it is a new process whose
  * parent is that virtual pid. Variables naming neither this process nor
  * its parent were left by a program outside the computation. */
+/* "A:B[:C]": how many of the three numbers were read (strtol, not
+ * sscanf: scanf's code is page faults in every program started). */
+static int parse_vpid_var(const char *v, int num[3])
+{
+	char *end;
+	int n;
+
+	for (n = 0; n < 3; n++) {
+		num[n] = (int)strtol(v, &end, 10);
+		if (end == v)
+			break;
+		if (*end != ':') {
+			n++;
+			break;
+		}
+		v = end + 1;
+	}
+	return n;
+}
+
 static pid_t inherited_vpid(pid_t real, pid_t *vppid, int *ours)
 {
 	const char *v = getenv("CKPT_VPID");
-	int virt, r, pp, n;
+	int num[3] = { 0, 0, 0 }, n, virt, r, pp;
 
 	*vppid = 0;
 	*ours = 0;
 	if (!v)
 		return real;
-	n = sscanf(v, "%d:%d:%d", &virt, &r, &pp);
+	n = parse_vpid_var(v, num);
+	virt = num[0];
+	r = num[1];
+	pp = num[2];
 	if (n < 2 || virt <= 0)
 		return real;
 	if (r != real) {
