@@ -15,6 +15,7 @@ BUILD := build/$(ARCH)
 endif
 OBJCOPY := $(CROSS_COMPILE)objcopy
 READELF := $(CROSS_COMPILE)readelf
+OBJDUMP := $(CROSS_COMPILE)objdump
 BIN := $(BUILD)/bin
 LIBDIR := $(BUILD)/lib/ckpt
 OBJ := $(BUILD)/obj
@@ -42,7 +43,7 @@ all: $(LIBDIR)/libckpt.so
 
 $(OBJ)/pic/%.c.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CKPT_CFLAGS) -fPIC -fvisibility=hidden -MMD -MP -c $< -o $@
+	$(CC) $(CKPT_CFLAGS) -fPIC -fvisibility=hidden -fdata-sections -MMD -MP -c $< -o $@
 
 $(OBJ)/pic/%.S.o: %.S
 	@mkdir -p $(dir $@)
@@ -57,10 +58,19 @@ $(OBJ)/app/%.c.o: %.c
 # clash with a program's own zstd.
 LIBZSTD_A ?= $(shell $(CC) -print-file-name=libzstd.a)
 
-$(LIBDIR)/libckpt.so: $(PRELOAD_OBJS)
+# The large arrays apart from the small variables (bss_layout.sh says why).
+BSS_LAYOUT := $(OBJ)/pic/libckpt-bss.ld
+
+$(BSS_LAYOUT): $(PRELOAD_OBJS) libckpt-preload/bss_layout.sh
+	@mkdir -p $(dir $@)
+	sh libckpt-preload/bss_layout.sh $(OBJDUMP) $(PRELOAD_OBJS) > $@.tmp
+	mv $@.tmp $@
+
+$(LIBDIR)/libckpt.so: $(PRELOAD_OBJS) $(BSS_LAYOUT)
 	@mkdir -p $(dir $@)
 	$(CC) -shared -pthread -Wl,-z,defs -Wl,-z,now -Wl,-soname,libckpt.so \
-		-Wl,--exclude-libs,ALL -o $@ $(PRELOAD_OBJS) $(LIBZSTD_A) -ldl
+		-Wl,--exclude-libs,ALL -Wl,-T,$(BSS_LAYOUT) \
+		-o $@ $(PRELOAD_OBJS) $(LIBZSTD_A) -ldl
 
 -include $(sort $(wildcard */build.mk))
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

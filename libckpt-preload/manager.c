@@ -62,21 +62,70 @@ static uint32_t host_hash(const char *host)
 	return h;
 }
 
+/* The digits of v in `base`, at least `min` of them (zeros before),
+ * written to end in the characters before `end`; returns where they
+ * start. */
+static char *digits_before(char *end, unsigned long v, unsigned base,
+			   int min)
+{
+	int n = 0;
+
+	do {
+		*--end = "0123456789abcdef"[v % base];
+		v /= base;
+		n++;
+	} while (v || n < min);
+	return end;
+}
+
+/* "<host hash, 8 hex>-<vpid>-<start second, hex>", as "%08x-%d-%lx"
+ * but without printf, whose code is page faults in every forked child. */
+static void format_unique_id(char *buf, size_t len, uint32_t host,
+			     pid_t vpid, unsigned long now)
+{
+	char tmp[64], *end = tmp + sizeof(tmp), *p;
+	size_t n;
+
+	p = digits_before(end, now, 16, 1);
+	*--p = '-';
+	p = digits_before(p, (unsigned long)(vpid < 0 ? 0 : vpid), 10, 1);
+	*--p = '-';
+	p = digits_before(p, host, 16, 8);
+	n = (size_t)(end - p) < len ? (size_t)(end - p) : len - 1;
+	memcpy(buf, p, n);
+	buf[n] = 0;
+}
+
 /* A name stable for the life of the process (and across restarts). */
+static void make_unique_id(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	format_unique_id(ckpt.unique_id, sizeof(ckpt.unique_id),
+			 host_hash(ckpt.hostname), ckpt.vpid,
+			 (unsigned long)now.tv_sec);
+}
+
 static void make_identity(void)
 {
 	struct utsname u;
-	struct timespec now;
 
 	if (uname(&u) == 0)
 		ckpt_fmt(ckpt.hostname, sizeof(ckpt.hostname), "%s",
 			 u.nodename);
-	clock_gettime(CLOCK_REALTIME, &now);
 	sanitize_name(ckpt.program, sizeof(ckpt.program),
 		      program_invocation_short_name);
-	ckpt_fmt(ckpt.unique_id, sizeof(ckpt.unique_id), "%08x-%d-%lx",
-		 host_hash(ckpt.hostname), (int)ckpt.vpid,
-		 (unsigned long)now.tv_sec);
+	make_unique_id();
+}
+
+/* A NUL-terminated copy of src, cut to fit. */
+static void copy_name(char *dst, size_t len, const char *src)
+{
+	size_t n = strnlen(src, len - 1);
+
+	memcpy(dst, src, n);
+	dst[n] = 0;
 }
 
 static void read_settings(void)
@@ -216,10 +265,9 @@ static int send_hello(uint32_t flags)
 			handover_restart_group(&hello.restart_group_size);
 	if (hello.restart_group)
 		hello.flags |= CKPT_HELLO_F_RESTART_GROUP;
-	ckpt_fmt(hello.program, sizeof(hello.program), "%s", ckpt.program);
-	ckpt_fmt(hello.unique_id, sizeof(hello.unique_id), "%s",
-		 ckpt.unique_id);
-	ckpt_fmt(hello.hostname, sizeof(hello.hostname), "%s", ckpt.hostname);
+	copy_name(hello.program, sizeof(hello.program), ckpt.program);
+	copy_name(hello.unique_id, sizeof(hello.unique_id), ckpt.unique_id);
+	copy_name(hello.hostname, sizeof(hello.hostname), ckpt.hostname);
 	/* TCP: connect_retrying() authenticated both ends already */
 	r = ckpt_msg_send(fd, CKPT_MSG_HELLO, &hello, sizeof(hello));
 	if (r < 0) {
@@ -819,7 +867,7 @@ static void after_fork_in_child(void)
 	ckpt.generation = 0;
 	sections_after_fork_in_child();
 	hooks_after_fork_in_child();
-	make_identity();
+	make_unique_id(); /* the host and the program are the parent's */
 	start_in_this_process(0);
 }
 
@@ -830,16 +878,39 @@ static void after_fork_in_child(void)
  * variables are made before the child exists): it is a new process whose
  * parent is that virtual pid. Variables naming neither this process nor
  * its parent were left by a program outside the computation. */
+/* "A:B[:C]": how many of the three numbers were read (strtol, not
+ * sscanf: scanf's code is page faults in every program started). */
+static int parse_vpid_var(const char *v, int num[3])
+{
+	char *end;
+	int n;
+
+	for (n = 0; n < 3; n++) {
+		num[n] = (int)strtol(v, &end, 10);
+		if (end == v)
+			break;
+		if (*end != ':') {
+			n++;
+			break;
+		}
+		v = end + 1;
+	}
+	return n;
+}
+
 static pid_t inherited_vpid(pid_t real, pid_t *vppid, int *ours)
 {
 	const char *v = getenv("CKPT_VPID");
-	int virt, r, pp, n;
+	int num[3] = { 0, 0, 0 }, n, virt, r, pp;
 
 	*vppid = 0;
 	*ours = 0;
 	if (!v)
 		return real;
-	n = sscanf(v, "%d:%d:%d", &virt, &r, &pp);
+	n = parse_vpid_var(v, num);
+	virt = num[0];
+	r = num[1];
+	pp = num[2];
 	if (n < 2 || virt <= 0)
 		return real;
 	if (r != real) {
