@@ -184,12 +184,12 @@ class Bench:
         self.env["CKPT_DIR"] = self.ckptdir
         self.coordinator = None
 
-    def start_coordinator(self):
+    def start_coordinator(self, options=()):
         # One long-lived coordinator, so launch and restart times do not
         # include starting one.
         self.coordinator = subprocess.Popen(
             [tool("ckpt_coordinator"), "--coord", self.env["CKPT_COORD"],
-             "--daemon"], env=self.env, stdin=subprocess.DEVNULL,
+             "--daemon"] + list(options), env=self.env, stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 30
         while True:
@@ -1103,7 +1103,11 @@ def main():
     restart_modes = None
     wrappers = {}
     try:
-        bench.start_coordinator()
+        # 64 processes writing at once on a slow shared disk can go more
+        # than 2 phase timeouts without finishing one write (docs/
+        # performance.md, "Scale")
+        bench.start_coordinator(bench_scale.COORDINATOR_OPTIONS
+                                if "scale" in parts else ())
         if "sizes" in parts:
             for mib in sizes:
                 print("measuring %d MiB..." % mib, flush=True)

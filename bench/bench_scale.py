@@ -11,8 +11,9 @@ between the round's start and its end, as `ckpt_command --status` says
 import os
 import re
 
-from bench import run, tool
+from bench import BenchError, run, tool
 
+COORDINATOR_OPTIONS = ("--phase-timeout", "30")
 BUSY = re.compile(r"^last checkpoint: .*\(coordinator busy ([\d.]+) ms\)",
                   re.M)
 
@@ -57,38 +58,66 @@ def measure_processes(bench, nprocs, mib, repeat):
                                                    if b is not None)}
 
 
+def attempt(nprocs, mib, measure):
+    """measure(), or what failed: a failure of one figure (a checkpoint
+    refused under load) is reported, the others still measured."""
+    try:
+        return measure()
+    except Exception as e:  # bench.py runs as __main__: its BenchError
+        if type(e).__name__ != BenchError.__name__:
+            raise
+        return {"nprocs": nprocs, "mib": mib,
+                "error": str(e).splitlines()[0]}
+
+
 def measure_scale(bench, big_mib, nprocs, proc_mib, repeat):
     out = {"single": [], "many": None, "same_total": None}
     for mib in (1024, big_mib):
-        r = measure_processes(bench, 1, mib, repeat)
-        r["dd_fsync_s"] = min(bench.floor_dd(mib, fsync=True)
-                              for _ in range(2))
-        out["single"].append(r)
-    out["many"] = measure_processes(bench, nprocs, proc_mib, repeat)
-    out["same_total"] = measure_processes(bench, 1, nprocs * proc_mib,
-                                          repeat)
+        def single(mib=mib):
+            r = measure_processes(bench, 1, mib, repeat)
+            r["dd_fsync_s"] = min(bench.floor_dd(mib, fsync=True)
+                                  for _ in range(2))
+            return r
+        out["single"].append(attempt(1, mib, single))
+        bench.clear_images()
+    out["many"] = attempt(nprocs, proc_mib, lambda: measure_processes(
+        bench, nprocs, proc_mib, repeat))
+    bench.clear_images()
+    out["same_total"] = attempt(1, nprocs * proc_mib,
+                                lambda: measure_processes(
+                                    bench, 1, nprocs * proc_mib, repeat))
     return out
 
 
 def report_scale(s):
     print()
     print("scale: checkpoint (until durable) against memory, best of each")
-    print("%-28s %12s %12s %10s %14s" % ("", "checkpoint", "dd+fsync",
-                                          "ratio", "per GiB"))
-    for r in s["single"]:
-        print("%-28s %10.0f ms %10.0f ms %9.2fx %11.0f ms" % (
-            "1 process, %d MiB" % r["mib"], r["checkpoint_s"] * 1e3,
-            r["dd_fsync_s"] * 1e3, r["checkpoint_s"] / r["dd_fsync_s"],
-            r["checkpoint_s"] * 1e3 / (r["mib"] / 1024)))
-    a, b = s["single"]
-    print("time per GiB, %d MiB over %d MiB: %.2fx (linear: 1.0)" % (
-        b["mib"], a["mib"], (b["checkpoint_s"] / b["mib"]) /
-        (a["checkpoint_s"] / a["mib"])))
+    for r in [s["many"], s["same_total"]] + s["single"]:
+        if "error" in r:
+            print("%d process(es) of %d MiB: FAILED: %s" % (
+                r["nprocs"], r["mib"], r["error"]))
+    single = [r for r in s["single"] if "error" not in r]
+    for r in single:
+        print("1 process, %5d MiB: %8.0f ms, dd+fsync %8.0f ms: %.2fx; "
+              "%.0f ms per GiB" % (
+                  r["mib"], r["checkpoint_s"] * 1e3, r["dd_fsync_s"] * 1e3,
+                  r["checkpoint_s"] / r["dd_fsync_s"],
+                  r["checkpoint_s"] * 1e3 / (r["mib"] / 1024)))
+    if len(single) == 2:
+        a, b = single
+        print("time per GiB, %d MiB over %d MiB: %.2fx (linear: 1.0)" % (
+            b["mib"], a["mib"], (b["checkpoint_s"] / b["mib"]) /
+            (a["checkpoint_s"] / a["mib"])))
     m, t = s["many"], s["same_total"]
-    print("%d processes of %d MiB: %.0f ms; one process of %d MiB: %.0f "
-          "ms: %.2fx" % (m["nprocs"], m["mib"], m["checkpoint_s"] * 1e3,
-                         t["mib"], t["checkpoint_s"] * 1e3,
-                         m["checkpoint_s"] / t["checkpoint_s"]))
+    if "error" not in t:
+        print("1 process, %5d MiB: %8.0f ms" % (t["mib"],
+                                               t["checkpoint_s"] * 1e3))
+    if "error" in m:
+        return
+    print("%d processes of %d MiB: %.0f ms%s" % (
+        m["nprocs"], m["mib"], m["checkpoint_s"] * 1e3,
+        "" if "error" in t else ": %.2fx the one process of as much" % (
+            m["checkpoint_s"] / t["checkpoint_s"])))
     print("coordinator's share of the %d-process round (its CPU time): "
           "%.1f ms in the best run, at most %.1f ms (goal <= 20 ms)" % (
               m["nprocs"], m["busy_ms"] or -1, m["busy_ms_max"]))

@@ -246,6 +246,15 @@ static int scan_range(int pagemap, uint64_t start, uint64_t end, int keep)
 	return 0;
 }
 
+/* The program closed our userfaultfd (a daemon closing every fd) and the
+ * number may be its own file now: forget it, leave it open, make a new
+ * one at the next image. */
+static void lose_uffd(void)
+{
+	ckpt_mark_own_fd(uffd, 0);
+	uffd = -1;
+}
+
 static int register_range(uint64_t start, uint64_t end)
 {
 	struct uffdio_register reg = {
@@ -278,8 +287,11 @@ static int track_mapping(int pagemap, struct mapping *m)
 	if (nwritten)
 		written[nwritten - 1].end = mark_end;
 	m->tracked = 0;
-	if (register_range(m->start, m->end) == 0)
+	r = register_range(m->start, m->end);
+	if (r == 0)
 		scan_range(pagemap, m->start, m->end, 0);
+	if (r == -EBADF || r == -ENOTTY)
+		lose_uffd();
 	return 0;
 }
 
