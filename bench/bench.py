@@ -78,6 +78,8 @@ import tempfile
 import threading
 import time
 
+import bench_scale
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "build", "bin")
 FILL_IDLE = os.path.join(ROOT, "build", "bench", "fill_idle")
@@ -190,12 +192,12 @@ class Bench:
         self.env["CKPT_DIR"] = self.ckptdir
         self.coordinator = None
 
-    def start_coordinator(self):
+    def start_coordinator(self, options=()):
         # One long-lived coordinator, so launch and restart times do not
         # include starting one.
         self.coordinator = subprocess.Popen(
             [tool("ckpt_coordinator"), "--coord", self.env["CKPT_COORD"],
-             "--daemon"], env=self.env, stdin=subprocess.DEVNULL,
+             "--daemon"] + list(options), env=self.env, stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 30
         while True:
@@ -1165,7 +1167,9 @@ def report(results, small, sockets=None, redis=None, restart_modes=None,
 
 
 PARTS = ("sizes", "small", "restart", "sockets", "redis", "compress",
-         "incremental", "snapshots", "wrappers", "programs")
+         "incremental", "snapshots", "wrappers", "programs", "scale")
+# not run unless named in --only: 8 GiB and 64 processes take minutes
+OPT_IN_PARTS = ("scale",)
 
 
 def main():
@@ -1178,9 +1182,16 @@ def main():
     ap.add_argument("--small-runs", type=int, default=10)
     ap.add_argument("--repeat", type=int, default=3,
                     help="runs per size; each figure is the best (3)")
-    ap.add_argument("--only", default=",".join(PARTS),
+    ap.add_argument("--only", default=",".join(
+                        p for p in PARTS if p not in OPT_IN_PARTS),
                     help="comma-separated parts to run among %s (default: "
-                    "all)" % ",".join(PARTS))
+                    "all but %s)" % (",".join(PARTS), ",".join(OPT_IN_PARTS)))
+    ap.add_argument("--scale-mib", type=int, default=8192, metavar="MIB",
+                    help="MiB of the scale part's large process (8192)")
+    ap.add_argument("--scale-procs", type=int, default=64, metavar="N",
+                    help="processes of the scale part's computation (64)")
+    ap.add_argument("--scale-proc-mib", type=int, default=64, metavar="MIB",
+                    help="MiB of each of those processes (64)")
     ap.add_argument("--restart-mib", type=int, default=1024, metavar="MIB",
                     help="MiB of the restart part's process (1024)")
     ap.add_argument("--sockets", type=int, default=1000, metavar="N",
@@ -1219,10 +1230,15 @@ def main():
     results, small, sockets, redis, compress = [], None, None, None, None
     incremental = None
     snapshots = None
+    scale = None
     restart_modes = None
     wrappers = {}
     try:
-        bench.start_coordinator()
+        # 64 processes writing at once on a slow shared disk can go more
+        # than 2 phase timeouts without finishing one write (docs/
+        # performance.md, "Scale")
+        bench.start_coordinator(bench_scale.COORDINATOR_OPTIONS
+                                if "scale" in parts else ())
         if "sizes" in parts:
             for mib in sizes:
                 print("measuring %d MiB..." % mib, flush=True)
@@ -1262,6 +1278,13 @@ def main():
             print("measuring forked checkpoint stalls...", flush=True)
             snapshots = measure_snapshots(bench, sizes, args.repeat)
         run_wrapper_parts(bench, parts, args.repeat, wrappers)
+        if "scale" in parts:
+            print("measuring scale: %d MiB, %d processes of %d MiB..." % (
+                args.scale_mib, args.scale_procs, args.scale_proc_mib),
+                flush=True)
+            scale = bench_scale.measure_scale(
+                bench, args.scale_mib, args.scale_procs,
+                args.scale_proc_mib, min(args.repeat, 2))
     except (BenchError, OSError, subprocess.SubprocessError) as e:
         print("bench: %s" % e, file=sys.stderr)
         report(results, small, sockets, redis, restart_modes, compress)
@@ -1280,6 +1303,8 @@ def main():
     if snapshots:
         report_snapshots(snapshots)
     report_wrappers(wrappers.get("calls"), wrappers.get("programs"))
+    if scale:
+        bench_scale.report_scale(scale)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"sizes": results, "small": small,
@@ -1287,7 +1312,7 @@ def main():
                        "sockets": sockets, "redis": redis,
                        "compress": compress, "incremental": incremental,
                        "snapshots": snapshots,
-                       "wrappers": wrappers}, f,
+                       "wrappers": wrappers, "scale": scale}, f,
                       indent=2)
     return 0
 

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include "coordinator.h"
 #include "../protocol/sanitize.h"
@@ -278,27 +279,43 @@ static void finish_snapshot(struct coordinator *co)
 	buf_free(&reply);
 }
 
+/* The coordinator's own CPU time (user + system): its share of a round
+ * is what it spends between the round's start and its end
+ * (docs/performance.md, "Scale"); the rest is the processes' work and
+ * the messages' transit. */
+static double cpu_ms(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru) < 0)
+		return 0;
+	return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+}
+
 static void round_finish(struct coordinator *co)
 {
 	struct round *r = &co->round;
 	int64_t end = now_ms();
 	double ms = (double)(end - r->start_ms);
+	double busy = cpu_ms() - r->cpu_start_ms;
 
 	if (!r->failed && !r->paths.len)
 		fail_without_members(co);
 	if (!r->snapshot_id)	/* --status: the last checkpoint */
 		co->last = (struct last_round){
 			.generation = r->generation, .ok = !r->failed,
-			.nprocs = r->nprocs, .ms = ms, .end_ms = end,
+			.nprocs = r->nprocs, .ms = ms, .busy_ms = busy,
+			.end_ms = end,
 		};
 	if (r->snapshot_id) {
 		finish_snapshot(co);
 	} else if (!r->failed) {
 		co->last_ok = co->last;
 		coord_log("checkpoint %llu: %d process(es) durable in %.0f ms "
-			  "(suspended after %lld ms)",
+			  "(suspended after %lld ms; coordinator busy %.1f ms)",
 			  (unsigned long long)r->generation, r->nprocs, ms,
-			  (long long)(r->suspended_ms - r->start_ms));
+			  (long long)(r->suspended_ms - r->start_ms), busy);
 		write_restart_scripts(co, buf_str(&r->paths),
 				      buf_str(&r->hosts), r->generation);
 		reply_requesters(co, 0, buf_str(&r->paths),
@@ -422,6 +439,7 @@ static void round_start_into(struct coordinator *co, uint32_t flags,
 		.snapshot_id = snapshot_id,
 		.nprocs = n,
 		.start_ms = now,
+		.cpu_start_ms = cpu_ms(),
 		.next_stop_check_ms = now + COORD_STOP_CHECK_MS,
 	};
 	snprintf(r->dir, sizeof(r->dir), "%s", dir);

@@ -20,9 +20,11 @@ static void status_last_round(struct coordinator *co, struct buf *t)
 		buf_printf(t, "last checkpoint: none\n");
 	else
 		buf_printf(t, "last checkpoint: generation %llu, %d "
-			   "process(es), %.0f ms, %lld s ago\n",
+			   "process(es), %.0f ms (coordinator busy %.1f ms), "
+			   "%lld s ago\n",
 			   (unsigned long long)co->last_ok.generation,
 			   co->last_ok.nprocs, co->last_ok.ms,
+			   co->last_ok.busy_ms,
 			   (long long)((now - co->last_ok.end_ms) / 1000));
 	if (co->last.generation && !co->last.ok)
 		buf_printf(t, "last round: generation %llu FAILED, %lld s "

@@ -217,6 +217,7 @@ struct round {
 	int first_error;
 	int64_t start_ms;
 	int64_t suspended_ms;		/* all SUSPENDED */
+	double cpu_start_ms;		/* the coordinator's CPU time then */
 	int64_t phase_deadline;		/* the running phase's end */
 	int64_t next_stop_check_ms;	/* look for stopped processes */
 	int64_t next_member_check_ms;	/* 0: nobody expected */
@@ -246,6 +247,7 @@ struct last_round {
 	bool ok;
 	int nprocs;
 	double ms;
+	double busy_ms;			/* the coordinator's CPU time in it */
 	int64_t end_ms;
 };
 

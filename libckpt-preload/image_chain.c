@@ -2,18 +2,20 @@
 /*
  * Incremental images (ckpt_launch --incremental; docs/image-format.md,
  * "Chains of incremental images"). Each image of a chain carries one hash
- * per saved page. The next checkpoint hashes every page again and compares
- * it with the page at the same address in the previous image (the "base":
- * the image last committed, or the one this process was restarted from):
- * an equal page is not written but referenced where the base found it (the
- * base itself or one of its links), a changed page is written. Pages of
+ * per saved page. The next checkpoint compares each page with the page at
+ * the same address in the previous image (the "base": the image last
+ * committed, or the one this process was restarted from): a page the
+ * kernel says was not written since the base was read (dirty_pages.c) is
+ * referenced without being read, with the base's hash; any other page is
+ * hashed, and an equal one referenced where the base found it (the base
+ * itself or one of its links); a changed page is written. Pages of
  * memory saved as extents of at most 4 MiB, as in a full image: a delta's
  * extent table describes all of memory; only where the bytes lie differs.
  *
- * Every reference is checked at restart by the extent hash, computed here
- * from the memory itself, so a wrong comparison (a hash collision, a base
- * replaced behind our back) fails the restart with a checksum mismatch,
- * never silently. The base must be in the directory of the new image.
+ * Every reference is checked at restart by the extent hash, the fold of
+ * its page hashes (CKPT_EXTENT_F_PAGE_HASHED), so a wrong comparison (a
+ * hash collision, a base replaced behind our back) fails the restart with
+ * a checksum mismatch, never silently. The base must be in the directory of the new image.
  *
  * Images of a chain are named by generation (ckpt_<prog>_<id>.g<N>.img):
  * a link is never replaced by a later checkpoint. Once a full image is
@@ -31,6 +33,7 @@
 #include <unistd.h>
 #include "ckpt/hash.h"
 #include "ckpt/safe_file.h"
+#include "dirty_pages.h"
 #include "image_chain.h"
 #include "image_writer.h"
 #include "internal.h"
@@ -65,6 +68,7 @@ struct open_extent {
 	uint64_t addr, len, file_offset;
 	uint32_t source;
 	const unsigned char *data;
+	size_t first_hash;		/* its first page's in hashes */
 };
 
 struct chain_writer {
@@ -75,6 +79,9 @@ struct chain_writer {
 	struct table hashes;		/* one per saved page */
 	struct base *b;			/* NULL: a full image */
 	struct open_extent cur;
+	int tracked;			/* dirty_page_unwritten() answers */
+	int moving;			/* the scanned extent changes */
+	int plain_hash;			/* ... is read by ckpt_restart */
 	unsigned char *snapshot;	/* CKPT_EXTENT_MAX */
 	uint32_t used[CKPT_LINKS_MAX + 1];
 };
@@ -317,22 +324,46 @@ static int add_links(struct chain_writer *c)
 	return 0;
 }
 
+/* The open extent's hash, the fold of its page hashes: those of new
+ * data computed here, from the bytes about to be written (and kept as
+ * the page hashes, but for memory that moves: 0, never matched). */
+static uint64_t extent_hash(struct chain_writer *c)
+{
+	struct open_extent *o = &c->cur;
+	uint64_t *ph = (uint64_t *)c->hashes.base + o->first_hash, acc = 0;
+
+	for (uint64_t i = 0; i < o->len / PAGE; i++) {
+		uint64_t h = o->source ? ph[i] :
+			     ckpt_hash64(o->data + i * PAGE, PAGE, 0);
+
+		ph[i] = c->moving ? 0 : h;
+		acc = ckpt_page_hash_fold(acc, h);
+	}
+	return acc;
+}
+
 /* The open extent into the table; its new data into the file. */
 static int close_extent(struct chain_writer *c)
 {
 	struct open_extent *o = &c->cur;
 	struct ckpt_extent *e;
+	uint64_t hash;
 	int r = 0;
 
 	if (!o->len)
 		return 0;
+	hash = extent_hash(c);
 	e = table_push(&c->out);
 	if (!e)
 		return -ENOMEM;
 	*e = (struct ckpt_extent){ .addr = o->addr, .len = o->len,
 		.file_offset = o->file_offset, .source = o->source,
 		.encoding = CKPT_EXTENT_RAW, .stored_len = o->len,
-		.hash = ckpt_hash64(o->data, o->len, 0) };
+		.hash = hash, .flags = CKPT_EXTENT_F_PAGE_HASHED };
+	if (c->plain_hash) {
+		e->hash = ckpt_hash64(o->data, o->len, 0);
+		e->flags = 0;
+	}
 	if (!o->source) {
 		e->file_offset = c->off;
 		r = write_all(c->fd, o->data, o->len, c->off);
@@ -343,30 +374,42 @@ static int close_extent(struct chain_writer *c)
 	return r;
 }
 
-/* One page into the open extent, or a new one after it. */
+/* One page into the open extent, or a new one after it; its hash (0:
+ * new data, hashed when its extent is closed) into the page hashes. */
 static int add_page(struct chain_writer *c, uint64_t a,
 		    const unsigned char *data, uint32_t source,
-		    uint64_t file_offset)
+		    uint64_t file_offset, uint64_t hash)
 {
 	struct open_extent *o = &c->cur;
-	int r;
+	int r = 0;
 
 	if (o->len && o->source == source && o->addr + o->len == a &&
 	    (!source || o->file_offset + o->len == file_offset)) {
 		o->len += PAGE;
-		return 0;
+	} else {
+		r = close_extent(c);
+		*o = (struct open_extent){ .addr = a, .len = PAGE,
+			.source = source, .file_offset = file_offset,
+			.data = data, .first_hash = c->hashes.n };
 	}
-	r = close_extent(c);
-	*o = (struct open_extent){ .addr = a, .len = PAGE, .source = source,
-		.file_offset = file_offset, .data = data };
+	*(uint64_t *)table_push(&c->hashes) = hash;
 	return r;
+}
+
+/* ckpt_restart reads shared memory and the old vdso itself, with the
+ * plain extent hash. */
+static int region_page_hashed(const struct ckpt_region *r)
+{
+	return r->kind != CKPT_REGION_ANON_SHARED &&
+	       r->kind != CKPT_REGION_VDSO;
 }
 
 /*
  * One extent of the memory scan, page by page: referenced where the base
- * has the same page, else written. Memory that changes while the image is
- * written (the manager's stack, below a parked thread) is taken from one
- * snapshot, always written, and its page hashes are 0 (never matched).
+ * has the same page (not written since, or of the same hash), else
+ * written. Memory that changes while the image is written (the manager's
+ * stack, below a parked thread) is taken from one snapshot, always
+ * written, and its page hashes are 0 (never matched).
  */
 static int add_scanned_extent(struct chain_writer *c,
 			      const struct ckpt_region *r,
@@ -383,17 +426,21 @@ static int add_scanned_extent(struct chain_writer *c,
 		memcpy(c->snapshot, src, e->len);
 		src = c->snapshot;
 	}
+	c->moving = moving;
+	c->plain_hash = !region_page_hashed(r);
 	if (table_reserve(&c->hashes, e->len / PAGE) < 0)
 		return -ENOMEM;
 	for (uint64_t p = 0; p < e->len && rc == 0; p += PAGE) {
-		uint64_t h = ckpt_hash64(src + p, PAGE, 0), bh, off = 0;
+		uint64_t a = e->addr + p, h = 0, bh, off = 0;
 		uint32_t source = 0;
 
-		if (!(linkable && base_find(c->b, e->addr + p, &source, &off,
-					    &bh) && bh == h))
-			source = 0;
-		rc = add_page(c, e->addr + p, src + p, source, off);
-		*(uint64_t *)table_push(&c->hashes) = moving ? 0 : h;
+		if (linkable && base_find(c->b, a, &source, &off, &bh)) {
+			if (c->tracked && dirty_page_unwritten(a))
+				h = bh;
+			else if ((h = ckpt_hash64(src + p, PAGE, 0)) != bh)
+				source = 0;
+		}
+		rc = add_page(c, a, src + p, source, off, source ? h : 0);
 	}
 	/* the snapshot is reused by the next extent */
 	return rc ? rc : close_extent(c);
@@ -504,6 +551,10 @@ int chain_write_memory(struct image_writer *w, int fd, const char *dir,
 
 	memset(&b, 0, sizeof(b));
 	r = chain_setup(&c, w, fd, dir, &b);
+	/* after the base is read (its generation), before memory is */
+	if (r == 0)
+		c.tracked = dirty_pages_collect(c.b ? b.h.generation : 0,
+						h->generation);
 	if (r == 0)
 		r = add_memory(&c);
 	if (r == 0) {
@@ -578,6 +629,7 @@ void chain_image_committed(const char *path, uint64_t generation)
 		return;
 	}
 	ckpt_fmt(base_path, sizeof(base_path), "%s", path);
+	dirty_pages_committed(generation);
 	if (written.chain_length != 1)
 		return;
 	ckpt_fmt(dir, sizeof(dir), "%.*s", name > path ?
@@ -589,6 +641,7 @@ void chain_image_committed(const char *path, uint64_t generation)
 static int chain_restore(const struct ckpt_restart_args *args)
 {
 	ckpt_fmt(base_path, sizeof(base_path), "%s", args->image_path);
+	dirty_pages_after_restart();
 	return 0;
 }
 

@@ -18,6 +18,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "ckpt/accel.h"
+#include "dirty_pages.h"
 #include "image_writer.h"
 #include "internal.h"
 
@@ -460,6 +461,8 @@ static int save_region(struct scan *s, const struct maps_vma *m,
 	 * them on to the new ones. */
 	if (kind == CKPT_REGION_VDSO)
 		return writer_add_extent(s->w, m->start, m->end - m->start);
+	if (s->w->chain)
+		dirty_pages_note_mapping(m->start, m->end, kind);
 	if (image_backed) {
 		rc = writer_add_extent(s->w, m->start, m->end - m->start);
 		saved = m->end - m->start;
@@ -655,6 +658,7 @@ int memory_scan(struct image_writer *w, char *err, size_t errlen)
 	}
 	s->w = w;
 	s->prev_end = 0;
+	dirty_pages_forget_mappings();
 	s->heap_seen = 0;
 	s->pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 	if (s->pagemap_fd < 0) {

@@ -652,7 +652,7 @@ static int zstd_extent_hash(struct ckpt_image *img,
 				  (unsigned long long)(e->addr + e->len),
 				  ZSTD_isError(n) ? ZSTD_getErrorName(n) :
 						    "wrong size");
-	*hash = ckpt_hash64(buf, e->len, 0);
+	*hash = ckpt_extent_hash(e, buf);
 	return 0;
 }
 
@@ -668,7 +668,7 @@ static int extent_hash(struct ckpt_image *img, const struct ckpt_extent *e,
 		err = image_read_at(img, image_extent_fd(img, e), buf, e->len,
 				    e->file_offset, "extent data");
 		if (!err)
-			*hash = ckpt_hash64(buf, e->len, 0);
+			*hash = ckpt_extent_hash(e, buf);
 		return err;
 	}
 	p = mmap(NULL, e->len, PROT_READ, MAP_PRIVATE, image_extent_fd(img, e),
@@ -679,7 +679,7 @@ static int extent_hash(struct ckpt_image *img, const struct ckpt_extent *e,
 				  (unsigned long long)e->addr,
 				  (unsigned long long)(e->addr + e->len),
 				  strerror(errno));
-	*hash = ckpt_hash64(p, e->len, 0);
+	*hash = ckpt_extent_hash(e, p);
 	munmap(p, e->len);
 	return 0;
 }
@@ -968,7 +968,7 @@ static int read_vdso_code(struct ckpt_image *img, const struct ckpt_region *r,
 
 		err = read_exact(img, buf + (e->addr - r->start), e->len,
 				 e->file_offset, "saved vdso");
-		if (!err && ckpt_hash64(buf + (e->addr - r->start), e->len, 0)
+		if (!err && ckpt_extent_hash(e, buf + (e->addr - r->start))
 		    != e->hash)
 			err = image_fail(img, EINVAL, "memory %llx-%llx: checksum "
 					 "mismatch: the saved data is corrupt",

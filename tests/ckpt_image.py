@@ -28,9 +28,9 @@ HEADER_SIZE = struct.calcsize(HEADER_FMT)
 assert HEADER_SIZE == 448
 OLD_HEADER_SIZE = 352
 REGION_FMT = "<QQIIIIQQQQQII"     # struct ckpt_region, 80 bytes
-EXTENT_FMT = "<QQQQIIII"          # struct ckpt_extent, 48 bytes (version 5):
+EXTENT_FMT = "<QQQQIIII"          # struct ckpt_extent, 48 bytes (version 6):
 #                                   addr len file_offset hash encoding
-#                                   stored_len source reserved
+#                                   stored_len source flags
 LINK_FMT = "<QQQII"               # struct ckpt_image_link, 32 bytes
 EXTENT_RAW, EXTENT_ZSTD = 0, 1    # ckpt_extent.encoding
 THREAD_FMT = "<iiQQQ"             # struct ckpt_thread_info, 32 bytes

@@ -250,25 +250,26 @@ def test_wrong_magic(work, coord):
 
 def test_wrong_version(work, coord):
     im = Image(work())
-    im.set_header(version=6)
+    im.set_header(version=7)
     im.rehash()
     img = im.write(str(work.dir / "version.img"))
     assert_refused(restart(img, coord), img,
-                   r"image format version 6, this ckpt reads 5: made by a "
+                   r"image format version 7, this ckpt reads 6: made by a "
                    r"newer ckpt")
 
 
-@pytest.mark.parametrize("version", [1, 2, 3, 4])
+@pytest.mark.parametrize("version", [1, 2, 3, 4, 5])
 def test_older_version_refused_clearly(work, coord, version):
     """An image of an older format (1: before file records; 2: before
     the content saved with fd records was hashed; 3: before compressed
-    extents; 4: before chains of incremental images) is refused, naming
+    extents; 4: before chains of incremental images; 5: before extent
+    hashes over page hashes) is refused, naming
     why, by ckpt_restart and ckpt_inspect."""
     im = Image(work())
     im.set_header(version=version)
     im.rehash()
     img = im.write(str(work.dir / "version.img"))
-    pattern = (r"image format version %d, this ckpt reads 5: made by an "
+    pattern = (r"image format version %d, this ckpt reads 6: made by an "
                r"older ckpt, restart it with the ckpt that made it" % version)
     assert_refused(restart(img, coord), img, pattern)
     assert_refused(run([INSPECT, img]), img, pattern)

@@ -32,14 +32,16 @@
 #include "ckpt/hash.h"
 
 #define CKPT_IMAGE_MAGIC	"CKPTIMG1"	/* 8 bytes, no NUL */
-#define CKPT_IMAGE_VERSION	5	/* 2: file records (nfiles); 3: the
+#define CKPT_IMAGE_VERSION	6	/* 2: file records (nfiles); 3: the
 					   content saved with an fd record is
 					   hashed (ckpt_fd_info.data_hash);
 					   4: extents may be compressed
 					   (ckpt_extent.encoding); 5: chains
 					   of incremental images
 					   (ckpt_extent.source, links, page
-					   hashes) */
+					   hashes); 6: an extent's hash may
+					   be over its page hashes
+					   (CKPT_EXTENT_F_PAGE_HASHED) */
 #define CKPT_HEADER_SIZE	4096
 #define CKPT_PROGRAM_MAX	64
 
@@ -234,15 +236,46 @@ struct ckpt_extent {
 	uint64_t file_offset;		/* where the stored bytes are: page-
 					   aligned for CKPT_EXTENT_RAW */
 	uint64_t hash;			/* ckpt_hash64 of the len bytes of
-					   memory (decompressed) */
+					   memory (decompressed), or of its
+					   page hashes: ckpt_extent_hash() */
 	uint32_t encoding;		/* enum ckpt_extent_encoding */
 	uint32_t stored_len;		/* bytes at file_offset: len when
 					   RAW, less when ZSTD (version 4) */
 	uint32_t source;		/* which file holds the stored bytes:
 					   0 this image, n > 0 link n-1 of its
 					   link table (version 5) */
-	uint32_t reserved;
+	uint32_t flags;			/* CKPT_EXTENT_F_* (version 6; was
+					   reserved, 0) */
 };
+
+/* ckpt_extent.flags */
+#define CKPT_EXTENT_F_PAGE_HASHED 0x1	/* hash = the ckpt_hash64 of every
+					   page folded in order (below), so
+					   a writer that knows the hashes of
+					   unchanged pages (an incremental
+					   image) need not read them */
+
+/* One page's hash folded into an extent's (CKPT_EXTENT_F_PAGE_HASHED):
+ * acc starts at 0. */
+static inline uint64_t ckpt_page_hash_fold(uint64_t acc, uint64_t page_hash)
+{
+	return ckpt_hash64(&page_hash, sizeof(page_hash), acc);
+}
+
+/* The hash of an extent's len bytes of memory at data, as e->hash holds
+ * it (pages of 4096 bytes: the unit of the page hashes on every arch). */
+static inline uint64_t ckpt_extent_hash(const struct ckpt_extent *e,
+					const void *data)
+{
+	const unsigned char *p = data;
+	uint64_t acc = 0;
+
+	if (!(e->flags & CKPT_EXTENT_F_PAGE_HASHED))
+		return ckpt_hash64(data, e->len, 0);
+	for (uint64_t off = 0; off < e->len; off += 4096)
+		acc = ckpt_page_hash_fold(acc, ckpt_hash64(p + off, 4096, 0));
+	return acc;
+}
 
 /* The most images a delta may take extents from (its chain less itself;
  * libckpt writes a full image after CKPT_CHAIN_MAX - 1 deltas). */

@@ -89,7 +89,7 @@ void extent_map_prepare(struct loader *l)
 static void verify_in_place(const struct loader *l,
 			    const struct ckpt_extent *e)
 {
-	if (ckpt_hash64((const void *)e->addr, e->len, 0) != e->hash)
+	if (ckpt_extent_hash(e, (const void *)e->addr) != e->hash)
 		loader_fail("memory %lx-%lx: checksum mismatch: the saved data%s "
 			    "is corrupt", e->addr, e->addr + e->len,
 			    extent_source_name(l, e));
@@ -143,8 +143,8 @@ static int verify_span(struct loader *l, const struct ckpt_extent *e,
 							      LOADER_VERIFY_BUF;
 			read_window(l, x, wlen, win);
 		}
-		if (ckpt_hash64(l->verify_buf + (x->file_offset - win), x->len,
-				0) != x->hash)
+		if (ckpt_extent_hash(x, l->verify_buf +
+				     (x->file_offset - win)) != x->hash)
 			loader_fail("memory %lx-%lx: checksum mismatch: the "
 				    "saved data%s is corrupt", x->addr,
 				    x->addr + x->len, extent_source_name(l, x));

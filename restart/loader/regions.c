@@ -181,7 +181,7 @@ void read_extent(const struct loader *l, const struct ckpt_extent *e,
 				    got ? errno_text(got) : "image truncated");
 		done += got;
 	}
-	if (ckpt_hash64(dst, e->len, 0) != e->hash)
+	if (ckpt_extent_hash(e, dst) != e->hash)
 		loader_fail("memory %lx-%lx: checksum mismatch: the saved data%s "
 			    "is corrupt", e->addr, e->addr + e->len,
 			    extent_source_name(l, e));
