@@ -210,9 +210,15 @@ static void note_socket(struct saved_fd *s, const struct stat *st)
 					 &sock_info[nsock_info]);
 	if (kind)
 		s->sock = nsock_info++;
-	if (sockets_unix_stream_peer(s->fd, st->st_ino, &s->peer_ino) == 1)
-		s->kind = CKPT_FD_UNIX_STREAM;
-	else if ((pair = unix_dgram_kind(s->fd, st->st_ino, &s->peer_ino)) > 0)
+	/* an INET socket is no Unix pair: no more system calls to ask */
+	if (kind && sock_info[s->sock].family != AF_UNIX)
+		pair = 0;
+	else if (sockets_unix_stream_peer(s->fd, st->st_ino, &s->peer_ino) ==
+		 1)
+		pair = CKPT_FD_UNIX_STREAM;
+	else
+		pair = unix_dgram_kind(s->fd, st->st_ino, &s->peer_ino);
+	if (pair > 0)
 		s->kind = pair;
 	else if (s->fd > 2 && kind)
 		s->kind = kind;
@@ -243,7 +249,7 @@ static int save_one_fd(int fd, pid_t pid)
 	if (regenerated)	/* the memfd itself, caught being filled */
 		s->flags = (s->flags & ~O_ACCMODE) | O_RDONLY;
 	s->fd_flags = fcntl(fd, F_GETFD);
-	s->offset = lseek(fd, 0, SEEK_CUR);
+	s->offset = S_ISSOCK(st.st_mode) ? -1 : lseek(fd, 0, SEEK_CUR);
 	s->dev = st.st_dev;
 	s->ino = st.st_ino;
 	s->sock = -1;
@@ -282,6 +288,13 @@ static int saved_kind(int fd)
 	return 0;
 }
 
+/* A socket whose queue one process saves (save_queue): only one shared
+ * with another process needs a claim to decide which. */
+static int has_claimed_queue(int kind)
+{
+	return kind == CKPT_FD_SOCKET_OUTSIDE || kind == CKPT_FD_SOCKET_BOUND;
+}
+
 /* List the fds other processes may share in the round's table; without
  * it only sharing with the parent is found. */
 static void publish_shareable(void)
@@ -291,7 +304,8 @@ static void publish_shareable(void)
 	for (int i = 0; i < nsaved && r == 0; i++)
 		if (saved[i].dup_of < 0 &&
 		    (may_share_with_parent(saved[i].kind) ||
-		     is_shareable_event_fd(saved[i].kind)))
+		     is_shareable_event_fd(saved[i].kind) ||
+		     has_claimed_queue(saved[i].kind)))
 			r = shared_add(saved[i].fd, saved[i].dev, saved[i].ino);
 	if (r == 0)
 		r = shared_publish();
@@ -409,9 +423,14 @@ static int save_queue(const struct saved_fd *s, int mfd,
 
 	if (!tcp && !is_udp(si))
 		return 0;
-	r = round_claim(&(struct round_key){ "sock", 0, s->ino });
-	if (r <= 0)
-		return r;
+	/* a socket no other process holds is ours to save: no claim file
+	 * (one per socket per round was most of a checkpoint's cost with
+	 * many connections: docs/performance.md) */
+	if (shared_group_of(s->fd) != 0) {
+		r = round_claim(&(struct round_key){ "sock", 0, s->ino });
+		if (r <= 0)
+			return r;
+	}
 	r = tcp ? sockets_peek_into(s->fd, mfd, &queued) :
 		  udp_queue_save(s->fd, mfd, &queued, &si->ndgrams);
 	if (r < 0)
