@@ -1073,15 +1073,42 @@ static int restore_one_fd(const struct saved_fd *s, int image_fd)
 	return r;
 }
 
+#define SAVED_MAP_FDS 65536
+
+static uint8_t saved_map[SAVED_MAP_FDS / 8];	/* bit fd: a saved fd */
+
+static int in_saved_map(int fd)
+{
+	return fd < SAVED_MAP_FDS ? saved_map[fd / 8] >> (fd % 8) & 1 :
+				    is_saved_fd(fd);
+}
+
+/* Close every fd the restored process has that it did not have at the
+ * checkpoint (handed fds, ckpt_restart's), but keep and libckpt's own:
+ * the open ones found in /proc/self/fd, not every number up to the
+ * limit (a program with 1,000 sockets raised it: 65,536 close calls,
+ * each checked against every saved fd, took most of its restart). */
 static void close_unsaved_fds(int keep)
 {
-	int max = getdtablesize();
+	struct ckpt_dir_iter it;
+	int fd;
 
-	if (max > 65536)
-		max = 65536;
-	for (int fd = 0; fd < max; fd++)
-		if (fd != keep && !is_saved_fd(fd) && !ckpt_is_own_fd(fd))
+	memset(saved_map, 0, sizeof(saved_map));
+	for (int i = 0; i < nsaved; i++)
+		if (saved[i].fd >= 0 && saved[i].fd < SAVED_MAP_FDS)
+			saved_map[saved[i].fd / 8] |= 1 << (saved[i].fd % 8);
+	if (ckpt_dir_open(&it, "/proc/self/fd") < 0) {
+		for (fd = 0; fd < SAVED_MAP_FDS; fd++)
+			if (fd != keep && !in_saved_map(fd) &&
+			    !ckpt_is_own_fd(fd))
+				close(fd);
+		return;
+	}
+	while ((fd = ckpt_dir_next_number(&it)) >= 0)
+		if (fd != it.fd && fd != keep && !in_saved_map(fd) &&
+		    !ckpt_is_own_fd(fd))
 			close(fd);
+	ckpt_dir_close(&it);
 }
 
 /* A descriptor number for libckpt that no saved descriptor needs. */
