@@ -16,7 +16,10 @@
  *
  *   restart, inside the restarted process (files.c's restore): each is
  *   made again at its number with its state; the epoll instances after
- *   every other fd, their targets re-added by number.
+ *   every other fd, their targets re-added by number. An eventfd, timerfd
+ *   or epoll several processes shared is made empty once by ckpt_restart
+ *   (restart/restart_files.c); one holder puts the state in
+ *   (event_fds_apply), the others wait for it (files.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -173,21 +176,21 @@ static int eventfd_save(struct event_fd *e)
 }
 
 /* The counter is put back by a write: eventfd2 takes only 32 bits. */
+static int eventfd_apply(const struct event_fd *e, int fd)
+{
+	uint64_t count = e->eventfd.count;
+
+	if (count && write(fd, &count, sizeof(count)) != sizeof(count))
+		return -errno;
+	return 0;
+}
+
 static int eventfd_restore(const struct event_fd *e)
 {
 	int flags = EFD_CLOEXEC | (e->eventfd.semaphore ? EFD_SEMAPHORE : 0);
-	uint64_t count = e->eventfd.count;
 	int fd = syscall(SYS_eventfd2, 0, flags);
 
-	if (fd < 0)
-		return -errno;
-	if (count && write(fd, &count, sizeof(count)) != sizeof(count)) {
-		int err = errno;
-
-		close(fd);
-		return -err;
-	}
-	return fd;
+	return fd < 0 ? -errno : fd;
 }
 
 /* ----- timerfd ----- */
@@ -272,35 +275,35 @@ static void realtime_deadline(const struct timerfd_state *t,
 
 /* Other clocks (MONOTONIC, BOOTTIME, relative REALTIME) go on with the
  * time that was left: the time the program was stopped does not count. */
-static int timerfd_restore(const struct event_fd *e)
+static int timerfd_apply(const struct event_fd *e, int fd)
 {
 	const struct timerfd_state *t = &e->timerfd;
 	struct itimerspec its = t->its;
 	uint64_t ticks, extra = 0;
-	int flags = 0, fd;
+	int flags = 0;
 
-	fd = syscall(SYS_timerfd_create, t->clockid, TFD_CLOEXEC);
-	if (fd < 0)
-		return -errno;
 	if (is_realtime(t->clockid) && (t->settime_flags & TFD_TIMER_ABSTIME)
 	    && !is_zero(&its.it_value)) {
 		realtime_deadline(t, &its, &extra);
 		flags = t->settime_flags;
 	}
 	if (!is_zero(&its.it_value) &&
-	    syscall(SYS_timerfd_settime, fd, flags, &its, NULL) < 0) {
-		int err = errno;
-
-		close(fd);
-		return -err;
-	}
+	    syscall(SYS_timerfd_settime, fd, flags, &its, NULL) < 0)
+		return -errno;
 	ticks = t->ticks + extra;
 	if (ticks && ioctl(fd, TFD_IOC_SET_TICKS, &ticks) < 0)
 		ckpt_log("fd %d (timerfd): cannot put back its %llu expirations"
 			 " not yet read: TFD_IOC_SET_TICKS: %s (a kernel "
 			 "without CONFIG_CHECKPOINT_RESTORE?)", e->fd,
 			 (unsigned long long)ticks, strerror(errno));
-	return fd;
+	return 0;
+}
+
+static int timerfd_restore(const struct event_fd *e)
+{
+	int fd = syscall(SYS_timerfd_create, e->timerfd.clockid, TFD_CLOEXEC);
+
+	return fd < 0 ? -errno : fd;
 }
 
 /* ----- signalfd ----- */
@@ -406,20 +409,24 @@ static const struct event_fd_ops {
 	const char *name;		/* what it is, for messages */
 	int kind;
 	int (*save)(struct event_fd *e);
-	int (*restore)(const struct event_fd *e);	/* new fd or -errno */
+	/* new fd, with the state unless apply puts it in; or -errno */
+	int (*restore)(const struct event_fd *e);
+	/* the saved state into fd, made empty by restore or by
+	 * ckpt_restart (a description shared between processes) */
+	int (*apply)(const struct event_fd *e, int fd);
 } kinds[] = {
 	{ "anon_inode:[eventfd]", "an eventfd", CKPT_FD_EVENTFD,
-	  eventfd_save, eventfd_restore },
+	  eventfd_save, eventfd_restore, eventfd_apply },
 	{ "anon_inode:[timerfd]", "a timerfd", CKPT_FD_TIMERFD,
-	  timerfd_save, timerfd_restore },
+	  timerfd_save, timerfd_restore, timerfd_apply },
 	{ "anon_inode:[signalfd]", "a signalfd", CKPT_FD_SIGNALFD,
-	  signalfd_save, signalfd_restore },
+	  signalfd_save, signalfd_restore, NULL },
 	{ "anon_inode:[eventpoll]", "an epoll instance", CKPT_FD_EPOLL,
-	  epoll_save, epoll_restore },
+	  epoll_save, epoll_restore, NULL },
 	{ "anon_inode:inotify", "an inotify instance", CKPT_FD_INOTIFY,
-	  inotify_fd_save, inotify_fd_restore },
+	  inotify_fd_save, inotify_fd_restore, NULL },
 	{ "anon_inode:[pidfd]", "a pidfd", CKPT_FD_PIDFD, pidfd_save,
-	  pidfd_restore },
+	  pidfd_restore, NULL },
 };
 
 static const struct event_fd_ops *ops_of(int kind)
@@ -569,15 +576,37 @@ void event_fds_describe(int fd, int64_t *offset, uint32_t *info)
 	}
 }
 
+/* The saved state of fd put into target (a description of its kind
+ * that ckpt_restart made for every process sharing it). 0 or -errno. */
+int event_fds_apply(int fd, int target)
+{
+	const struct event_fd *e = find(fd);
+	const struct event_fd_ops *ops;
+
+	if (!e)
+		return -ENOENT;
+	ops = ops_of(e->kind);
+	return ops->apply ? ops->apply(e, target) : 0;
+}
+
 /* A new fd with the saved state of fd (any number, close-on-exec), or
  * -errno. */
 int event_fds_restore(int fd)
 {
 	const struct event_fd *e = find(fd);
+	int made, r;
 
 	if (!e)
 		return -ENOENT;
-	return ops_of(e->kind)->restore(e);
+	made = ops_of(e->kind)->restore(e);
+	if (made < 0)
+		return made;
+	r = event_fds_apply(fd, made);
+	if (r < 0) {
+		close(made);
+		return r;
+	}
+	return made;
 }
 
 /* Re-add the saved interest list of epoll fd epfd, now that every fd

@@ -60,6 +60,9 @@ static int nsock_info;
 /* How long one checkpoint waits, in all, for TCP data in flight to be
  * acknowledged (socket_state_settle). */
 #define SETTLE_MS 200
+/* How long a holder of a shared event fd waits for the process that puts
+ * its state back (they restore at the same time). */
+#define SHARED_STATE_WAIT_MS 30000
 static int settle_budget_ms;
 
 static struct saved_fd saved[CKPT_MAX_FDS];
@@ -140,8 +143,19 @@ static int is_event_fd(int kind)
 	       kind == CKPT_FD_INOTIFY || kind == CKPT_FD_PIDFD;
 }
 
+/* Event fds whose one open file description several processes may hold
+ * and a restart can make once for all (restart/restart_files.c):
+ * a signalfd reads its reader's signals, an inotify's watches and a
+ * pidfd's process are per-process things. */
+static int is_shareable_event_fd(int kind)
+{
+	return kind == CKPT_FD_EVENTFD || kind == CKPT_FD_TIMERFD ||
+	       kind == CKPT_FD_EPOLL;
+}
+
 /* An event fd whose state cannot be read is replaced by /dev/null. One
- * inherited from the parent is made again in each process: said. */
+ * of the kinds made again in each process, inherited from the parent:
+ * said. */
 static void save_event_fd(struct saved_fd *s, const char *path)
 {
 	pid_t ppid = syscall(SYS_getppid);
@@ -156,7 +170,7 @@ static void save_event_fd(struct saved_fd *s, const char *path)
 	}
 	/* a pidfd holds no state two copies could disagree on */
 	if (ppid > 1 && s->kind != CKPT_FD_PIDFD &&
-	    syscall(SYS_kcmp, ckpt_real_getpid(), ppid, KCMP_FILE, s->fd,
+	    !is_shareable_event_fd(s->kind) && syscall(SYS_kcmp, ckpt_real_getpid(), ppid, KCMP_FILE, s->fd,
 		    s->fd) == 0)
 		unrestored_add("fd %d: %s (%s): shared with the parent process "
 			       "(vpid %d): a restart gives each process its "
@@ -196,9 +210,15 @@ static void note_socket(struct saved_fd *s, const struct stat *st)
 					 &sock_info[nsock_info]);
 	if (kind)
 		s->sock = nsock_info++;
-	if (sockets_unix_stream_peer(s->fd, st->st_ino, &s->peer_ino) == 1)
-		s->kind = CKPT_FD_UNIX_STREAM;
-	else if ((pair = unix_dgram_kind(s->fd, st->st_ino, &s->peer_ino)) > 0)
+	/* an INET socket is no Unix pair: no more system calls to ask */
+	if (kind && sock_info[s->sock].family != AF_UNIX)
+		pair = 0;
+	else if (sockets_unix_stream_peer(s->fd, st->st_ino, &s->peer_ino) ==
+		 1)
+		pair = CKPT_FD_UNIX_STREAM;
+	else
+		pair = unix_dgram_kind(s->fd, st->st_ino, &s->peer_ino);
+	if (pair > 0)
 		s->kind = pair;
 	else if (s->fd > 2 && kind)
 		s->kind = kind;
@@ -229,7 +249,7 @@ static int save_one_fd(int fd, pid_t pid)
 	if (regenerated)	/* the memfd itself, caught being filled */
 		s->flags = (s->flags & ~O_ACCMODE) | O_RDONLY;
 	s->fd_flags = fcntl(fd, F_GETFD);
-	s->offset = lseek(fd, 0, SEEK_CUR);
+	s->offset = S_ISSOCK(st.st_mode) ? -1 : lseek(fd, 0, SEEK_CUR);
 	s->dev = st.st_dev;
 	s->ino = st.st_ino;
 	s->sock = -1;
@@ -268,6 +288,13 @@ static int saved_kind(int fd)
 	return 0;
 }
 
+/* A socket whose queue one process saves (save_queue): only one shared
+ * with another process needs a claim to decide which. */
+static int has_claimed_queue(int kind)
+{
+	return kind == CKPT_FD_SOCKET_OUTSIDE || kind == CKPT_FD_SOCKET_BOUND;
+}
+
 /* List the fds other processes may share in the round's table; without
  * it only sharing with the parent is found. */
 static void publish_shareable(void)
@@ -275,7 +302,10 @@ static void publish_shareable(void)
 	int r = 0;
 
 	for (int i = 0; i < nsaved && r == 0; i++)
-		if (saved[i].dup_of < 0 && may_share_with_parent(saved[i].kind))
+		if (saved[i].dup_of < 0 &&
+		    (may_share_with_parent(saved[i].kind) ||
+		     is_shareable_event_fd(saved[i].kind) ||
+		     has_claimed_queue(saved[i].kind)))
 			r = shared_add(saved[i].fd, saved[i].dev, saved[i].ino);
 	if (r == 0)
 		r = shared_publish();
@@ -393,9 +423,14 @@ static int save_queue(const struct saved_fd *s, int mfd,
 
 	if (!tcp && !is_udp(si))
 		return 0;
-	r = round_claim(&(struct round_key){ "sock", 0, s->ino });
-	if (r <= 0)
-		return r;
+	/* a socket no other process holds is ours to save: no claim file
+	 * (one per socket per round was most of a checkpoint's cost with
+	 * many connections: docs/performance.md) */
+	if (shared_group_of(s->fd) != 0) {
+		r = round_claim(&(struct round_key){ "sock", 0, s->ino });
+		if (r <= 0)
+			return r;
+	}
 	r = tcp ? sockets_peek_into(s->fd, mfd, &queued) :
 		  udp_queue_save(s->fd, mfd, &queued, &si->ndgrams);
 	if (r < 0)
@@ -524,6 +559,24 @@ static uint32_t sharing(const struct saved_fd *s)
 		       s->fd) == 0 ? (uint32_t)s->fd + 1 : 0;
 }
 
+/* An event fd's state summary and, when other processes hold its
+ * description, its share group (CKPT_FDF_SHARED_EVENT). */
+static void describe_event_fd(const struct saved_fd *s,
+			      struct ckpt_fd_info *fi)
+{
+	int64_t group;
+
+	event_fds_describe(s->dup_of >= 0 ? saved[s->dup_of].fd : s->fd,
+			   &fi->offset, &fi->event_info);
+	if (s->dup_of >= 0 || !is_shareable_event_fd(s->kind))
+		return;
+	group = shared_group_of(s->fd);
+	if (group > 0) {
+		fi->fd_flags |= CKPT_FDF_SHARED_EVENT;
+		fi->data_hash = (uint64_t)group;
+	}
+}
+
 static int files_write(struct image_writer *w)
 {
 	int shared = shared_resolve(), r;
@@ -558,8 +611,7 @@ static int files_write(struct image_writer *w)
 		else if (s->kind == CKPT_FD_PTY_MASTER)
 			fi.pty_index = s->pty_index;
 		else if (is_event_fd(s->kind))
-			event_fds_describe(saved[s->dup_of >= 0 ? s->dup_of :
-					   i].fd, &fi.offset, &fi.event_info);
+			describe_event_fd(s, &fi);
 		else if (!is_socket_state(s->kind) &&
 			 !(s->fd_flags & CKPT_FDF_IN_FLIGHT))
 			fi.share = sharing(s);
@@ -865,23 +917,79 @@ static int with_options(const struct saved_fd *s, int r)
 	return r;
 }
 
+/* The description ckpt_restart made for every holder of a shared event
+ * fd; the holder the plan names puts the saved state in. -ENOENT if
+ * there is none. */
+static int take_shared_event_fd(const struct saved_fd *s)
+{
+	int handed = is_shareable_event_fd(s->kind) ?
+		     handover_shared_file(ckpt.vpid, s->fd) : -ENOENT;
+	int r;
+
+	if (handed < 0 || !handover_sets_state(ckpt.vpid, s->fd))
+		return handed;
+	r = event_fds_apply(s->fd, handed);
+	if (r < 0)
+		ckpt_log("fd %d (%s, shared with other processes): putting its "
+			 "state back failed: %s; it comes back empty", s->fd,
+			 saved_path(s), strerror(-r));
+	return handed;
+}
+
 /* Made again with its saved state (event_fds.c), at its number, with its
  * status flags (O_NONBLOCK); if the kernel refuses (an alarm clock
  * without CAP_WAKE_ALARM), /dev/null. */
 static int restore_event_fd(const struct saved_fd *s)
 {
-	int r = event_fds_restore(s->fd);
+	int r = take_shared_event_fd(s);
 
-	if (r < 0) {
+	if (r >= 0)
+		r = dup2(r, s->fd) < 0 ? -errno : 0;
+	else if ((r = event_fds_restore(s->fd)) >= 0)
+		r = place_fd(r, s->fd);
+	else {
 		ckpt_log("fd %d (%s): making it again failed: %s; it is "
 			 "replaced by /dev/null", s->fd, saved_path(s),
 			 strerror(-r));
 		return open_dev_null(s->fd);
 	}
-	r = place_fd(r, s->fd);
 	if (r == 0 && fcntl(s->fd, F_SETFL, s->flags) < 0)
 		r = -errno;
 	return r;
+}
+
+/* 1 if the fd is a shared event fd whose state another process puts
+ * back. */
+static int state_set_elsewhere(const struct saved_fd *s)
+{
+	return s->dup_of < 0 && is_shareable_event_fd(s->kind) &&
+	       handover_shared_file(ckpt.vpid, s->fd) >= 0 &&
+	       !handover_sets_state(ckpt.vpid, s->fd);
+}
+
+/* The epoll interest lists this process puts back (a shared one's by the
+ * process the plan names), then the shared event fds settled between the
+ * processes: first say which states are in, then wait for the others'
+ * (in that order, so that no two processes wait for each other). */
+static void settle_event_fds(int plan_fd)
+{
+	for (int i = 0; i < nsaved; i++)
+		if (saved[i].kind == CKPT_FD_EPOLL && saved[i].dup_of < 0 &&
+		    !state_set_elsewhere(&saved[i]))
+			event_fds_restore_interest(saved[i].fd);
+	for (int i = 0; i < nsaved; i++)
+		if (saved[i].dup_of < 0 && is_shareable_event_fd(saved[i].kind)
+		    && handover_sets_state(ckpt.vpid, saved[i].fd))
+			handover_state_set(plan_fd, ckpt.vpid, saved[i].fd);
+	for (int i = 0; i < nsaved; i++)
+		if (state_set_elsewhere(&saved[i]) &&
+		    handover_wait_state(plan_fd, ckpt.vpid, saved[i].fd,
+					SHARED_STATE_WAIT_MS) < 0)
+			ckpt_log("fd %d (%s, shared with other processes): the "
+				 "process that puts its state back did not do "
+				 "so within %d s; going on", saved[i].fd,
+				 saved_path(&saved[i]),
+				 SHARED_STATE_WAIT_MS / 1000);
 }
 
 static int restore_one_fd(const struct saved_fd *s, int image_fd)
@@ -965,15 +1073,42 @@ static int restore_one_fd(const struct saved_fd *s, int image_fd)
 	return r;
 }
 
+#define SAVED_MAP_FDS 65536
+
+static uint8_t saved_map[SAVED_MAP_FDS / 8];	/* bit fd: a saved fd */
+
+static int in_saved_map(int fd)
+{
+	return fd < SAVED_MAP_FDS ? saved_map[fd / 8] >> (fd % 8) & 1 :
+				    is_saved_fd(fd);
+}
+
+/* Close every fd the restored process has that it did not have at the
+ * checkpoint (handed fds, ckpt_restart's), but keep and libckpt's own:
+ * the open ones found in /proc/self/fd, not every number up to the
+ * limit (a program with 1,000 sockets raised it: 65,536 close calls,
+ * each checked against every saved fd, took most of its restart). */
 static void close_unsaved_fds(int keep)
 {
-	int max = getdtablesize();
+	struct ckpt_dir_iter it;
+	int fd;
 
-	if (max > 65536)
-		max = 65536;
-	for (int fd = 0; fd < max; fd++)
-		if (fd != keep && !is_saved_fd(fd) && !ckpt_is_own_fd(fd))
+	memset(saved_map, 0, sizeof(saved_map));
+	for (int i = 0; i < nsaved; i++)
+		if (saved[i].fd >= 0 && saved[i].fd < SAVED_MAP_FDS)
+			saved_map[saved[i].fd / 8] |= 1 << (saved[i].fd % 8);
+	if (ckpt_dir_open(&it, "/proc/self/fd") < 0) {
+		for (fd = 0; fd < SAVED_MAP_FDS; fd++)
+			if (fd != keep && !in_saved_map(fd) &&
+			    !ckpt_is_own_fd(fd))
+				close(fd);
+		return;
+	}
+	while ((fd = ckpt_dir_next_number(&it)) >= 0)
+		if (fd != it.fd && fd != keep && !in_saved_map(fd) &&
+		    !ckpt_is_own_fd(fd))
 			close(fd);
+	ckpt_dir_close(&it);
 }
 
 /* A descriptor number for libckpt that no saved descriptor needs. */
@@ -1004,13 +1139,16 @@ static int restore_fds(int image_fd, int epolls)
 static int files_restore(const struct ckpt_restart_args *args)
 {
 	int image_fd = move_out_of_the_way(args->image_fd), r = 0;
+	/* kept past the restore of the saved numbers (settle_event_fds) */
+	int plan_fd = args->plan_fd < 0 ? -1 : move_out_of_the_way(
+			fcntl(args->plan_fd, F_DUPFD_CLOEXEC, 3));
 
 	terminal_restored = 0;
 	for (int i = 0; i < 3; i++)
 		stdio_copy[i] = move_out_of_the_way(fcntl(i, F_DUPFD_CLOEXEC,
 							  3));
 	pipes_reset_outside();
-	r = handover_take_plan(args->plan_fd, move_out_of_the_way);
+	r = handover_take_plan(plan_fd, move_out_of_the_way);
 	if (r < 0) {
 		ckpt_log("cannot read the fds of the restart plan: %s",
 			 strerror(-r));
@@ -1020,9 +1158,8 @@ static int files_restore(const struct ckpt_restart_args *args)
 	r = restore_fds(image_fd, 0);
 	if (r == 0)
 		r = restore_fds(image_fd, 1);
-	for (int i = 0; i < nsaved && r == 0; i++)
-		if (saved[i].kind == CKPT_FD_EPOLL && saved[i].dup_of < 0)
-			event_fds_restore_interest(saved[i].fd);
+	if (r == 0)
+		settle_event_fds(plan_fd);
 	for (int i = 0; i < 3; i++)
 		if (stdio_copy[i] >= 0) {
 			ckpt_mark_own_fd(stdio_copy[i], 0);
@@ -1032,6 +1169,10 @@ static int files_restore(const struct ckpt_restart_args *args)
 	close_unsaved_fds(image_fd);
 	ckpt_mark_own_fd(image_fd, 0);
 	close(image_fd);
+	if (plan_fd >= 0) {
+		ckpt_mark_own_fd(plan_fd, 0);
+		close(plan_fd);
+	}
 	return r;
 }
 

@@ -10,6 +10,8 @@
  */
 #include <errno.h>
 #include <stddef.h>
+#include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "ckpt/restart_plan.h"
@@ -67,6 +69,26 @@ uint64_t handover_restart_group(uint32_t *nprocs)
 	return restart_group;
 }
 
+/* Entries of one description share the handed fd: move it once. */
+static void move_shared_files(int (*move_fd)(int))
+{
+	static uint8_t moved_already[CKPT_PLAN_MAX_FILES];
+
+	memset(moved_already, 0, sizeof(moved_already));
+	for (int i = 0; i < nfiles; i++) {
+		int old = files[i].handed_fd, moved;
+
+		if (moved_already[i])
+			continue;
+		moved = move_fd(old);
+		for (int j = i; j < nfiles; j++)
+			if (!moved_already[j] && files[j].handed_fd == old) {
+				files[j].handed_fd = moved;
+				moved_already[j] = 1;
+			}
+	}
+}
+
 /* Read the plan's tables, move every handed fd with move_fd (files.c's:
  * a number no saved fd needs). 0 or -errno. */
 int handover_take_plan(int plan_fd, int (*move_fd)(int))
@@ -109,22 +131,7 @@ int handover_take_plan(int plan_fd, int (*move_fd)(int))
 		pipes[i].read_fd = move_fd(pipes[i].read_fd);
 		pipes[i].write_fd = move_fd(pipes[i].write_fd);
 	}
-	/* Entries of one description share the handed fd: move it once
-	 * (reserved marks the entries done). */
-	for (int i = 0; i < nfiles; i++)
-		files[i].reserved = 0;
-	for (int i = 0; i < nfiles; i++) {
-		int old = files[i].handed_fd, moved;
-
-		if (files[i].reserved)
-			continue;
-		moved = move_fd(old);
-		for (int j = i; j < nfiles; j++)
-			if (!files[j].reserved && files[j].handed_fd == old) {
-				files[j].handed_fd = moved;
-				files[j].reserved = 1;
-			}
-	}
+	move_shared_files(move_fd);
 	return 0;
 }
 
@@ -153,6 +160,69 @@ int handover_shared_file(pid_t vpid, int fd)
 		if (files[i].vpid == vpid && files[i].fd == fd)
 			return files[i].handed_fd;
 	return -ENOENT;
+}
+
+static int file_entry(pid_t vpid, int fd)
+{
+	for (int i = 0; i < nfiles; i++)
+		if (files[i].vpid == vpid && files[i].fd == fd)
+			return i;
+	return -1;
+}
+
+/* 1 if this process puts the saved state into the shared event fd it
+ * had at fd (the others wait for it: handover_wait_state). */
+int handover_sets_state(pid_t vpid, int fd)
+{
+	int i = file_entry(vpid, fd);
+
+	return i >= 0 && (files[i].flags & CKPT_PLAN_FILE_SETS_STATE);
+}
+
+static size_t flags_offset(int i)
+{
+	return offsetof(struct ckpt_restart_plan, files) +
+	       i * sizeof(files[0]) + offsetof(struct ckpt_plan_file, flags);
+}
+
+/* Tell the other holders of the shared event fd at fd that its state is
+ * in (the plan is a memfd every restored process of this restart has). */
+void handover_state_set(int plan_fd, pid_t vpid, int fd)
+{
+	int i = file_entry(vpid, fd);
+	uint32_t flags;
+
+	if (i < 0)
+		return;
+	flags = files[i].flags | CKPT_PLAN_FILE_STATE_SET;
+	if (pwrite(plan_fd, &flags, sizeof(flags), flags_offset(i)) !=
+	    sizeof(flags))
+		ckpt_log("fd %d: cannot tell the restart plan that its state "
+			 "is restored: %s", fd, strerror(errno));
+}
+
+/* Wait (timeout_ms at most) until the process that puts the state into
+ * the shared event fd at fd has done so: the program must not run on an
+ * empty counter or interest list. 0, or -ETIMEDOUT. */
+int handover_wait_state(int plan_fd, pid_t vpid, int fd, int timeout_ms)
+{
+	int i = file_entry(vpid, fd), lead = -1;
+	struct timespec nap = { 0, 1000000 };
+	uint32_t flags;
+
+	for (int j = 0; i >= 0 && j < nfiles && lead < 0; j++)
+		if (files[j].handed_fd == files[i].handed_fd &&
+		    (files[j].flags & CKPT_PLAN_FILE_SETS_STATE))
+			lead = j;
+	if (lead < 0 || lead == i)
+		return 0;
+	for (int waited = 0; waited < timeout_ms; waited++) {
+		if (pread(plan_fd, &flags, sizeof(flags), flags_offset(lead)) ==
+		    sizeof(flags) && (flags & CKPT_PLAN_FILE_STATE_SET))
+			return 0;
+		nanosleep(&nap, NULL);
+	}
+	return -ETIMEDOUT;
 }
 
 static void close_handed(int fd)

@@ -204,8 +204,10 @@ int writer_add_fd(struct image_writer *w, const struct ckpt_fd_info *fi,
 	*slot = *fi;
 	slot->data_offset = 0;
 	slot->data_size = 0;
-	slot->data_hash = 0;
+	/* without content, data_hash may hold a share group
+	 * (CKPT_FDF_SHARED_EVENT) */
 	if (content_fd >= 0) {
+		slot->data_hash = 0;
 		b = table_push(&w->blobs);
 		if (!b)
 			return -ENOMEM;

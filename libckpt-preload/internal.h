@@ -202,6 +202,7 @@ int event_fds_save(int fd, int kind);
 void event_fds_check_interest(pid_t pid, int (*saved_kind)(int fd));
 void event_fds_describe(int fd, int64_t *offset, uint32_t *info);
 int event_fds_restore(int fd);
+int event_fds_apply(int fd, int target);
 void event_fds_restore_interest(int epfd);
 
 /* inotify.c (an event fd kind of event_fds.c) and wrappers/inotify.c */
@@ -512,6 +513,9 @@ int handover_take_plan(int plan_fd, int (*move_fd)(int));
 uint64_t handover_restart_group(uint32_t *nprocs);
 int handover_pipe_end(uint64_t ino, int write_end);
 int handover_shared_file(pid_t vpid, int fd);
+int handover_sets_state(pid_t vpid, int fd);
+void handover_state_set(int plan_fd, pid_t vpid, int fd);
+int handover_wait_state(int plan_fd, pid_t vpid, int fd, int timeout_ms);
 int handover_socket_end(uint64_t ino);
 void handover_close_all(void);
 

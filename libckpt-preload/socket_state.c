@@ -212,10 +212,77 @@ int socket_state_save(int fd, uint64_t ino, struct ckpt_socket_info *si)
 
 /* The options saved with *si set back on fd (the socket restored in its
  * place); a refused one is said, not fatal. */
-void socket_state_restore_options(int fd, const struct ckpt_socket_info *si)
+/* The options of a new socket of each kind, read once per process: a
+ * restored socket is always new, so only the options the program changed
+ * need a setsockopt (9 per TCP socket otherwise). */
+struct fresh_options {
+	uint32_t family, type, protocol;
+	int32_t opt[CKPT_SOCK_OPT_SLOTS];
+};
+
+static struct fresh_options fresh[8];
+static int nfresh;
+
+static const struct fresh_options *fresh_options_of(
+	const struct ckpt_socket_info *si)
 {
+	struct ckpt_socket_info probe;
+	int s;
+
+	for (int i = 0; i < nfresh; i++)
+		if (fresh[i].family == si->family && fresh[i].type == si->type &&
+		    fresh[i].protocol == si->protocol)
+			return &fresh[i];
+	if (nfresh == (int)(sizeof(fresh) / sizeof(fresh[0])))
+		return NULL;
+	s = socket(si->family, si->type | SOCK_CLOEXEC, si->protocol);
+	if (s < 0)
+		return NULL;
+	memset(&probe, 0, sizeof(probe));
+	probe.family = si->family;
+	probe.type = si->type;
+	ckpt_socket_options_read(s, &probe);
+	close(s);
+	fresh[nfresh] = (struct fresh_options){ si->family, si->type,
+						si->protocol, { 0 } };
+	memcpy(fresh[nfresh].opt, probe.opt, sizeof(probe.opt));
+	return &fresh[nfresh++];
+}
+
+/* Slots set together (SO_LINGER, SO_RCVTIMEO, SO_SNDTIMEO): the first of
+ * each pair. */
+static int pair_first(int slot)
+{
+	return slot == CKPT_SOCK_OPT_LINGER_ON ||
+	       slot == CKPT_SOCK_OPT_RCVTIMEO_SEC ||
+	       slot == CKPT_SOCK_OPT_SNDTIMEO_SEC;
+}
+
+/* si's options with those a new socket has anyway left unset. */
+static void only_changed_options(struct ckpt_socket_info *si)
+{
+	const struct fresh_options *f = fresh_options_of(si);
+
+	if (!f || ckpt_socket_info_size(si) < sizeof(*si))
+		return;
+	for (int i = 0; i < CKPT_SOCK_OPT_COUNT; i++) {
+		int n = pair_first(i) ? 2 : 1;
+
+		if (!memcmp(&si->opt[i], &f->opt[i], n * sizeof(si->opt[0])))
+			for (int k = 0; k < n; k++)
+				si->opt[i + k] = CKPT_SOCK_OPT_UNSET;
+		i += n - 1;
+	}
+}
+
+void socket_state_restore_options(int fd, const struct ckpt_socket_info *saved)
+{
+	struct ckpt_socket_info si = *saved;
 	const char *what;
-	int r = ckpt_socket_options_apply(fd, si, &what);
+	int r;
+
+	only_changed_options(&si);
+	r = ckpt_socket_options_apply(fd, &si, &what);
 
 	if (r < 0)
 		ckpt_log("%s: fd %d: setting the socket option %s back "

@@ -362,6 +362,10 @@ static void print_fds(const struct ckpt_image *img)
 		else if (f->share)
 			printf(" (shared with the parent's fd %u)",
 			       f->share - 1);
+		if (f->fd_flags & CKPT_FDF_SHARED_EVENT)
+			printf(" (shared description %llu)",
+			       (unsigned long long)(f->data_hash &
+						    ~CKPT_FD_SHARE_GROUP));
 		if (f->fd_flags & CKPT_FDF_IN_FLIGHT)
 			printf(" (in flight: carried by a queued message)");
 		if (f->data_size)

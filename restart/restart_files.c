@@ -16,6 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include "process_tree.h"
 
 struct fd_ref {
@@ -32,6 +35,42 @@ static int shareable(uint32_t kind)
 {
 	return kind == CKPT_FD_FILE || kind == CKPT_FD_DIR ||
 	       kind == CKPT_FD_DEVICE;
+}
+
+/* An eventfd, timerfd or epoll record several processes share. */
+static int shared_event(const struct ckpt_fd_info *f)
+{
+	return (f->kind == CKPT_FD_EVENTFD || f->kind == CKPT_FD_TIMERFD ||
+		f->kind == CKPT_FD_EPOLL) &&
+	       (f->fd_flags & CKPT_FDF_SHARED_EVENT) &&
+	       (f->data_hash & CKPT_FD_SHARE_GROUP) &&
+	       f->data_hash <= UINT32_MAX;
+}
+
+/* The share group of a record, 0 if it has none: a file's `share`, an
+ * event fd's data_hash. */
+static uint32_t share_group(const struct ckpt_fd_info *f)
+{
+	if (shared_event(f))
+		return (uint32_t)f->data_hash;
+	if (shareable(f->kind) && (f->share & CKPT_FD_SHARE_GROUP))
+		return f->share;
+	return 0;
+}
+
+/* An event fd made empty, of the record's kind: libckpt in the process
+ * the plan names puts the saved state in (event_fds.c). */
+static int make_event_fd(const struct ckpt_fd_info *f)
+{
+	int fd;
+
+	if (f->kind == CKPT_FD_EVENTFD)
+		fd = eventfd(0, f->event_info ? EFD_SEMAPHORE : 0);
+	else if (f->kind == CKPT_FD_TIMERFD)
+		fd = timerfd_create((int)f->event_info, 0);
+	else
+		fd = epoll_create1(0);
+	return fd < 0 ? -errno : fd;
 }
 
 static int find_record(const struct ckpt_image *img, int fd, uint32_t kind)
@@ -78,6 +117,8 @@ static int open_description(const struct ckpt_image *img,
 	const char *path = image_string(img, f->path);
 	int fd;
 
+	if (shared_event(f))
+		return make_event_fd(f);
 	if (f->kind == CKPT_FD_DIR)
 		fd = open(path, O_RDONLY | O_DIRECTORY);
 	else
@@ -123,6 +164,7 @@ int plan_add_file(struct ckpt_restart_plan *plan, int vpid, int fd,
 	e->vpid = vpid;
 	e->fd = fd;
 	e->handed_fd = handed;
+	e->flags = 0;
 	return 0;
 }
 
@@ -146,6 +188,17 @@ static struct group *group_for(struct ckpt_image *imgs, struct fd_ref lead,
 		return NULL;
 	}
 	fd = open_description(&imgs[lead.img], f);
+	if (fd < 0 && shared_event(f)) {
+		/* each process makes its own (files.c), as it can */
+		fprintf(stderr, "ckpt_restart: warning: %s: fd %d (%s): making "
+			"the description its processes share failed: %s; each "
+			"gets its own copy\n", imgs[lead.img].path, f->fd,
+			image_string(&imgs[lead.img], f->path), strerror(-fd));
+		g = &groups[(*ngroups)++];
+		g->leader = lead;
+		g->handed_fd = -1;
+		return g;
+	}
 	if (fd < 0) {
 		fprintf(stderr, "ckpt_restart: %s: fd %d (%s): opening the file "
 			"its children share failed: %s\n", imgs[lead.img].path,
@@ -164,6 +217,8 @@ static struct group *group_for(struct ckpt_image *imgs, struct fd_ref lead,
 	g->leader = lead;
 	g->handed_fd = placed;
 	plan_add_file(plan, imgs[lead.img].hdr.vpid, f->fd, placed);
+	if (shared_event(f))	/* this process puts the state in */
+		plan->files[plan->nfiles - 1].flags = CKPT_PLAN_FILE_SETS_STATE;
 	return g;
 }
 
@@ -175,8 +230,7 @@ static struct fd_ref group_leader(struct ckpt_image *imgs, int n,
 
 	for (int i = 0; i < n && r.img < 0; i++)
 		for (uint32_t j = 0; j < imgs[i].hdr.nfds && r.img < 0; j++)
-			if (shareable(imgs[i].fds[j].kind) &&
-			    imgs[i].fds[j].share == share) {
+			if (share_group(&imgs[i].fds[j]) == share) {
 				r.img = i;
 				r.rec = j;
 			}
@@ -189,11 +243,11 @@ static struct fd_ref group_leader(struct ckpt_image *imgs, int n,
 static int shared_lead(struct ckpt_image *imgs, int n, const int *parent,
 		       struct fd_ref r, struct fd_ref *lead)
 {
-	const struct ckpt_fd_info *f = &imgs[r.img].fds[r.rec];
+	uint32_t group = share_group(&imgs[r.img].fds[r.rec]);
 	struct fd_ref up;
 
-	if (shareable(f->kind) && (f->share & CKPT_FD_SHARE_GROUP)) {
-		*lead = group_leader(imgs, n, f->share);
+	if (group) {
+		*lead = group_leader(imgs, n, group);
 		return 1;
 	}
 	if (!parent_ref(imgs, parent, r, &up))
@@ -219,8 +273,9 @@ int restart_files_create(struct ckpt_image *imgs, int n, const int *parent,
 				      keep_fd_end);
 			if (!g)
 				return -EINVAL;
-			if (lead.img == i && lead.rec == (int)j)
-				continue;	/* group_for listed it */
+			if (g->handed_fd < 0 ||
+			    (lead.img == i && lead.rec == (int)j))
+				continue;	/* none, or group_for listed it */
 			if (plan_add_file(plan, imgs[i].hdr.vpid,
 				      imgs[i].fds[j].fd, g->handed_fd) < 0) {
 				fprintf(stderr, "ckpt_restart: more than %d "

@@ -15,25 +15,35 @@ TURNS = 300
 TURN = r"^turn (\d+)$"
 
 
-def shared_groups(session, images, name):
-    """The share group of every fd record on a file called name."""
+def shared_groups(session, images, name, between=r"\d+ bytes saved"):
+    """The share group of every fd record on a file called name (an
+    optional "(...)" matching between before it)."""
     return [g for img in images for g in re.findall(
-        re.escape(name) + r"(?: \(\d+ bytes saved\))?"
+        re.escape(name) + r"(?: \(%s\))?" % between +
         r" \(shared description (\d+)\)",
         session.inspect(img))]
 
 
-@pytest.mark.time_limit(300)
-def test_shared_offset_after_fork(session):
-    out = session.path("shared.txt")
-    p = session.launch([app("shared_offset"), out, str(TURNS), "10"])
-    p.wait_line(TURN, minimum=40)
+def checkpoint_turns(session, argv, minimum):
+    """Launch a parent and child, checkpoint after `minimum` turns, kill
+    them: the last turn seen before the checkpoint, the images and every
+    turn before the kill."""
+    p = session.launch(argv)
+    p.wait_line(TURN, minimum=minimum)
     seen = max(numbers(p.lines(), TURN))
     images = session.checkpoint(expect_images=2)
     session.kill_all()
     p.popen.wait(30)
     before = numbers(p.lines(), TURN)
     assert not any(l.startswith("FAIL") for l in p.lines()), p.lines()[-3:]
+    return seen, images, before
+
+
+@pytest.mark.time_limit(300)
+def test_shared_offset_after_fork(session):
+    out = session.path("shared.txt")
+    seen, images, before = checkpoint_turns(
+        session, [app("shared_offset"), out, str(TURNS), "10"], 40)
 
     shared = shared_groups(session, images, "shared.txt")
     assert len(shared) == 2 and len(set(shared)) == 1, "the images do not " \
@@ -77,6 +87,35 @@ def test_shared_offset_siblings_scm_rights(session):
     assert rc == 0 and lines[-1] == ref[-1], (
         "exit %d, last lines %r, want %r; stderr:\n%s" % (
             rc, lines[-3:], ref[-1], r.stderr_text()))
+    after = numbers(lines, TURN)
+    assert seen < after[0] <= before[-1] + 1
+    assert after == list(range(after[0], turns + 1))
+
+
+@pytest.mark.time_limit(300)
+def test_event_fds_shared_after_fork(session):
+    """An eventfd, an epoll instance and a timerfd inherited across fork
+    come back as one description each: after the restart the child still
+    sees the parent's epoll changes and eventfd writes, the parent the
+    child's timer."""
+    turns = 400
+    seen, images, before = checkpoint_turns(
+        session, [app("shared_event_fds"), str(turns), "5"], 40)
+    for img in images:
+        assert "own copy" not in session.inspect(img)
+    for name in ("eventfd", "eventpoll", "timerfd"):
+        shared = shared_groups(session, images, "anon_inode:[%s]" % name,
+                               between=r"[^)]*")
+        assert len(shared) == 2 and len(set(shared)) == 1, "the images do " \
+            "not record one shared %s: %r" % (name, shared)
+
+    r = session.restart(images)
+    rc = r.wait_exit()
+    lines = r.lines()
+    assert rc == 0 and lines[-1] == "OK shared events %d" % turns, (
+        "exit %d, last lines %r, stderr:\n%s" % (rc, lines[-5:],
+                                                r.stderr_text()))
+    assert not any(l.startswith("FAIL") for l in lines), lines
     after = numbers(lines, TURN)
     assert seen < after[0] <= before[-1] + 1
     assert after == list(range(after[0], turns + 1))

@@ -498,6 +498,13 @@ struct ckpt_pty_info {
  * for CKPT_FD_UNIX_DGRAM (each message: the bytes up to and including
  * one write that carried fds), not plain bytes. */
 #define CKPT_FDF_MESSAGES	0x400
+/* ckpt_fd_info.fd_flags of an eventfd, timerfd, signalfd or epoll record
+ * whose open file description other processes of the checkpoint hold
+ * too (inherited across fork, passed over a socket): its data_hash (it
+ * has no data_*) is the share group, CKPT_FD_SHARE_GROUP | n as in
+ * `share`; ckpt_restart makes the description once and hands it to
+ * every holder. */
+#define CKPT_FDF_SHARED_EVENT	0x800
 
 /* ckpt_unix_queue.flags: the socket's options */
 #define CKPT_UNIXQ_F_PASSCRED	0x1	/* SO_PASSCRED */

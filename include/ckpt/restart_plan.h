@@ -50,8 +50,16 @@ struct ckpt_plan_file {
 	int32_t vpid;
 	int32_t fd;			/* the fd number in that process */
 	int32_t handed_fd;
-	int32_t reserved;
+	uint32_t flags;			/* CKPT_PLAN_FILE_* (was reserved) */
 };
+
+/* ckpt_plan_file.flags of a shared event fd (CKPT_FDF_SHARED_EVENT):
+ * ckpt_restart made the description empty; the process of the entry
+ * marked SETS_STATE puts the saved state in (eventfd counter, timer,
+ * epoll interest list) and then sets STATE_SET in the plan, which the
+ * other holders wait for before their program runs. */
+#define CKPT_PLAN_FILE_SETS_STATE	0x1
+#define CKPT_PLAN_FILE_STATE_SET	0x2
 
 /* One end of a connected AF_UNIX stream socket pair, made by
  * ckpt_restart with the bytes queued for it; every process inherits it. */

@@ -194,6 +194,37 @@ def log_problems(lines):
             re.search(r"\) failed: ", l)]
 
 
+def client_backends(postmaster):
+    """The pids of postmaster's children serving a client connection
+    (process title "postgres: USER DB [local] ...")."""
+    found = []
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            with open(stat) as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(stat[:-4] + "cmdline", "rb") as f:
+                title = f.read()
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == postmaster and b"[local]" in title:
+            found.append(int(stat.split("/")[2]))
+    return found
+
+
+def wait_client_backends_gone(postmaster, timeout=COMMAND_TIMEOUT):
+    """psql exits once it sent its Terminate message; the backend that
+    served it ends a moment later, which under load can be after a
+    shutdown signal sent at once: then postgres logs FATAL "terminating
+    connection due to administrator command" for it, as it would
+    natively."""
+    deadline = time.time() + timeout
+    while client_backends(postmaster) and time.time() < deadline:
+        time.sleep(0.05)
+    assert not client_backends(postmaster), "client backends still " \
+        "running %ds after the last psql: %r" % (
+            timeout, client_backends(postmaster))
+
+
 @pytest.mark.time_limit(300)
 def test_postgres_rows_survive(pg_session):
     s = pg_session
@@ -246,7 +277,9 @@ def test_postgres_rows_survive(pg_session):
     assert r.stdout.strip() == "row 1500", (r.stdout, r.stderr)
 
     # a fast shutdown, as pg_ctl -m fast would ask it (pg_ctl itself
-    # would signal the pid in postmaster.pid, the original process's)
+    # would signal the pid in postmaster.pid, the original process's),
+    # once no client connection is left
+    wait_client_backends_gone(rs.pid)
     os.kill(rs.pid, signal.SIGINT)
     status = rs.wait_exit(COMMAND_TIMEOUT)
     log += rs.err.snapshot()
