@@ -38,7 +38,7 @@ PRELOAD_SRCS := $(wildcard libckpt-preload/*.c wrappers/*.c vpid/*.c) \
 	$(wildcard libckpt-preload/arch/$(ARCH)/*.S) $(CLIENT_SRCS)
 PRELOAD_OBJS := $(patsubst %,$(OBJ)/pic/%.o,$(PRELOAD_SRCS))
 
-.PHONY: all install install-runtime install-dev deb test bench clean kernel-check demo check
+.PHONY: all install install-runtime install-dev deb deb-check test bench clean kernel-check demo check
 all: $(LIBDIR)/libckpt.so
 
 $(OBJ)/pic/%.c.o: %.c
@@ -98,6 +98,10 @@ install-runtime: all
 	# the Slurm batch script of docs/slurm.md
 	install -d $(DESTDIR)$(PREFIX)/share/ckpt/slurm
 	install -m 0755 dist/slurm/ckpt_job.sbatch $(DESTDIR)$(PREFIX)/share/ckpt/slurm/
+	# the JSON schemas of the --json outputs (docs/schemas)
+	install -d $(DESTDIR)$(PREFIX)/share/ckpt/schemas
+	install -m 0644 $(wildcard docs/schemas/*.json) \
+		$(DESTDIR)$(PREFIX)/share/ckpt/schemas/
 	install -d $(DESTDIR)$(PREFIX)/share/ckpt/gdb
 	sed 's|@CKPT_BINDIR@|$(PREFIX)/bin|' dist/gdb/ckpt-gdb.py \
 		> $(DESTDIR)$(PREFIX)/share/ckpt/gdb/ckpt-gdb.py
@@ -122,6 +126,12 @@ deb:
 	rm -rf $(BUILD)/deb && mkdir -p $(BUILD)/deb/src
 	git ls-files -z | xargs -0 cp --parents -t $(BUILD)/deb/src
 	cd $(BUILD)/deb/src && dpkg-buildpackage -us -uc -b
+
+# CI: build the packages, install them into this root (only with CI=true
+# or DEB_CHECK_FLAGS=--i-mean-it), run the demo from /usr/bin, lintian,
+# compare with make install, remove them (tests/deb_check.sh).
+deb-check:
+	tests/deb_check.sh $(DEB_CHECK_FLAGS)
 
 clean:
 	rm -rf $(BUILD)

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The ckpt demo: a counter is launched under ckpt_launch, checkpointed,
 # killed, and restarted from its image; it continues where it stopped and
-# ends with the same result as an uninterrupted run. Run by `make demo`.
+# ends with the same result as an uninterrupted run. Run by `make demo`;
+# tests/deb_check.sh runs it on the installed tools (CKPT_BINDIR=/usr/bin).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-bin=$top/build/bin
-app=$top/build/tests/apps/counter
+bin=${CKPT_BINDIR:-$top/build/bin}
+app=${CKPT_DEMO_APP:-$top/build/tests/apps/counter}
 work=$(mktemp -d /tmp/ckpt-demo.XXXXXX)
 export CKPT_COORD=$work/coord.sock CKPT_DIR=$work
 cleanup() {
