@@ -11,31 +11,12 @@
 #include <unistd.h>
 #include "coordinator.h"
 
-static ssize_t read_proc_file(pid_t pid, const char *name, char *buf,
-			      size_t len)
-{
-	char path[64];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return -1;
-	buf[n] = 0;
-	return n;
-}
-
 /* The TracerPid of /proc/PID/status, 0 when none (or unknown). */
 pid_t local_process_tracer(pid_t pid)
 {
 	char buf[4096], *p;
 
-	if (read_proc_file(pid, "status", buf, sizeof(buf)) <= 0)
+	if (read_proc_text(pid, "status", buf, sizeof(buf)) < 0)
 		return 0;
 	p = strstr(buf, "\nTracerPid:");
 	return p ? (pid_t)strtol(p + 11, NULL, 10) : 0;
@@ -51,7 +32,7 @@ const char *describe_tracer(pid_t pid, char *buf, size_t len)
 	buf[0] = 0;
 	if (tracer <= 0)
 		return buf;
-	if (read_proc_file(tracer, "comm", comm, sizeof(comm)) > 0) {
+	if (read_proc_text(tracer, "comm", comm, sizeof(comm)) == 0) {
 		n = strcspn(comm, "\n");
 		comm[n] = 0;
 	}
