@@ -519,6 +519,11 @@ int handover_wait_state(int plan_fd, pid_t vpid, int fd, int timeout_ms);
 int handover_socket_end(uint64_t ino);
 void handover_close_all(void);
 
+/* restart_barrier.c */
+void restart_barrier_open(int plan_fd, pid_t vpid);
+void restart_barrier_fail(void);
+void restart_barrier_wait(void);
+
 /* checkpoint.c */
 int checkpoint_suspend(uint64_t generation, const char *dir, char *err,
 		       size_t errlen);

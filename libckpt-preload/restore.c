@@ -11,7 +11,9 @@
  *      signal handler; they re-register rseq, robust list and tid; then
  *      the POSIX timers (one may signal a thread)
  *   5. unmap the loader
- *   6. release the threads and become the main thread; the manager
+ *   6. wait until every process of the restart is that far
+ *      (restart_barrier.c)
+ *   7. release the threads and become the main thread; the manager
  *      thread rejoins the coordinator (manager.c)
  */
 #include <fcntl.h>
@@ -54,6 +56,7 @@ static void __attribute__((noreturn)) restore_failed(const char *what,
 {
 	ckpt_log("restart from %s failed: %s: %s", restart_args.image_path,
 		 what, why);
+	restart_barrier_fail();
 	syscall(SYS_exit_group, 1);
 	__builtin_unreachable();
 }
@@ -141,6 +144,7 @@ void ckpt_restore_entry(struct ckpt_restart_args *args)
 	if (restart_args.ckpt_dir[0])
 		ckpt_fmt(ckpt.ckpt_dir, sizeof(ckpt.ckpt_dir), "%s",
 			 restart_args.ckpt_dir);
+	restart_barrier_open(restart_args.plan_fd, ckpt.vpid);
 	r = checkpoint_restore_resources(&restart_args);
 	if (r < 0)
 		restore_failed("restoring process resources", strerror(-r));
@@ -153,6 +157,7 @@ void ckpt_restore_entry(struct ckpt_restart_args *args)
 	if (files_restored_a_terminal())
 		syscall(SYS_kill, ckpt_real_getpid(), SIGWINCH);
 	embedding_note_restored();
+	restart_barrier_wait();
 	debugger_stop_if_asked(restart_args.flags);
 	threads_release_restored();
 }

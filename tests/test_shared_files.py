@@ -113,8 +113,10 @@ def test_event_fds_shared_after_fork(session):
     rc = r.wait_exit()
     lines = r.lines()
     assert rc == 0 and lines[-1] == "OK shared events %d" % turns, (
-        "exit %d, last lines %r, stderr:\n%s" % (rc, lines[-5:],
-                                                r.stderr_text()))
+        "exit %d, last lines %r, failures %r, before the kill %r, "
+        "stderr:\n%s" % (rc, lines[-2:],
+                         [l for l in lines if l.startswith("FAIL")],
+                         before[-2:], r.stderr_text()))
     assert not any(l.startswith("FAIL") for l in lines), lines
     after = numbers(lines, TURN)
     assert seen < after[0] <= before[-1] + 1

@@ -24,14 +24,19 @@
 #define CKPT_PLAN_MAX_SOCKETS		4096
 #define CKPT_PLAN_MAX_SHM		256
 
-/* One restored process (or zombie). real_pid is written by the process
- * itself right after ckpt_restart's fork made it. */
+/* One restored process. real_pid is written by the process itself
+ * right after ckpt_restart's fork made it; state by its libckpt once its
+ * resources are back (libckpt-preload/restart_barrier.c: no program runs
+ * before every process of the restart is restored). */
 struct ckpt_plan_proc {
 	int32_t vpid;
 	int32_t vppid;
 	int32_t real_pid;		/* 0 until known */
-	int32_t reserved;
+	uint32_t state;			/* CKPT_PLAN_PROC_* (was reserved: 0) */
 };
+
+#define CKPT_PLAN_PROC_RESTORED	1
+#define CKPT_PLAN_PROC_FAILED	2
 
 /* One pipe of the computation, created once by ckpt_restart (refilled
  * with the bytes in flight at the checkpoint). Every restored process
