@@ -200,6 +200,7 @@ const char *event_fds_name(int kind);
 void event_fds_begin(void);
 int event_fds_save(int fd, int kind);
 void event_fds_check_interest(pid_t pid, int (*saved_kind)(int fd));
+int event_fds_refresh(int fd, pid_t pid, int (*saved_kind)(int fd));
 void event_fds_describe(int fd, int64_t *offset, uint32_t *info);
 int event_fds_restore(int fd);
 int event_fds_apply(int fd, int target);
