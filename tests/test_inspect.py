@@ -3,13 +3,14 @@
 block in known call chains (tests/apps/named_threads.c) is checkpointed
 and killed; the backtrace of each thread in the image names its chain,
 also after a restart and in a compressed image, and --json says what
-the text says."""
+the text says and is valid against docs/schemas/ckpt_inspect.schema.json."""
 
 import json
 import re
 import time
 
 from ckpt_harness import app, run
+from test_command_json import load_schema, validate
 
 # thread name -> the functions its backtrace holds, innermost first
 CHAINS = {
@@ -21,6 +22,7 @@ CHAINS = {
     "sleeper": ["nanosleep", "nap", "sleeper_main", "start_thread"],
     "named_threads": ["wait_for_threads", "main", "_start"],
 }
+SCHEMA = load_schema("ckpt_inspect.schema.json")
 THREAD_LINE = re.compile(r"^    thread (\d+) \(([^)]*)\): (.*)$")
 
 
@@ -101,6 +103,7 @@ def test_json_says_what_the_text_says(session):
     img, _ = checkpoint_and_kill(session)
     out = inspect(session, img)
     doc = json.loads(inspect(session, "--json", img))
+    validate(doc, SCHEMA)
     assert doc["tool"] == "ckpt_inspect" and doc["schema"] == 1
     assert doc["image"] == img and doc["verified"] is True
     assert doc["header"]["program"] == "named_threads"
@@ -139,6 +142,7 @@ def test_after_restart_and_compressed(session):
     session.kill_all()
     r.wait_exit(30)
     doc = json.loads(inspect(session, "--json", img2))
+    validate(doc, SCHEMA)
     assert any(reg["encoding"] == "zstd" for reg in doc["regions"])
     assert_chains(text_backtraces(inspect(session, img2)))
 
@@ -152,6 +156,7 @@ def test_no_verify_and_several_images(session):
                     img, img).splitlines()
     assert len(lines) == 2
     doc = json.loads(lines[1])
+    validate(doc, SCHEMA)
     assert doc["verified"] is None and "backtrace" not in doc["threads"][0]
     r = run([session.tool("ckpt_inspect"), img, session.path("nope.img")],
             60)
