@@ -164,3 +164,42 @@ def test_no_verify_and_several_images(session):
     assert len(text_backtraces(r.stdout)) == 6
     r = run([session.tool("ckpt_inspect")], 60)
     assert r.returncode == 1 and "no image given" in r.stderr
+
+
+TREE_LINE = re.compile(r"^( +)(\S+) \(vpid (\d+)(, session leader)?\)$")
+
+
+def process_tree(out):
+    """{vpid: parent vpid or None} of the text's process tree."""
+    lines = out.split("\nprocess tree of these ")[1].splitlines()[1:]
+    parents, stack = {}, []
+    for line in lines:
+        m = TREE_LINE.match(line)
+        if not m:
+            continue
+        depth = len(m.group(1)) // 2 - 2
+        del stack[depth:]
+        parents[int(m.group(3))] = stack[-1] if stack else None
+        stack.append(int(m.group(3)))
+    return parents
+
+
+def test_several_images_show_their_process_tree(session):
+    """proc_tree's four processes: each under its parent, by vpid."""
+    s = session
+    p = s.launch([app("proc_tree"), "400", "20"])
+    start = p.wait_line(r"^start parent (\d+) child1 (\d+) child2 (\d+)$")
+    g = p.wait_line(r"^child1 has grandchild (\d+)$")
+    parent, child1, child2 = (int(start.group(i)) for i in (1, 2, 3))
+    images = s.checkpoint(expect_images=4)
+    s.kill_all()
+    p.wait_exit(30)
+    out = inspect(s, "--no-verify", "--no-backtraces", *sorted(images))
+    assert "\nprocess tree of these 4 images:\n" in out, out
+    assert process_tree(out) == {parent: None, child1: parent,
+                                 child2: parent,
+                                 int(g.group(1)): child1}, out
+    # one image, or --json: no tree
+    assert "process tree" not in inspect(s, "--no-verify", images[0])
+    assert "process tree" not in inspect(s, "--json", "--no-verify",
+                                         *images)
