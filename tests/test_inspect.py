@@ -6,10 +6,11 @@ also after a restart and in a compressed image, and --json says what
 the text says and is valid against docs/schemas/ckpt_inspect.schema.json."""
 
 import json
+import os
 import re
 import time
 
-from ckpt_harness import app, run
+from ckpt_harness import ROOT, app, run
 from test_command_json import load_schema, validate
 
 # thread name -> the functions its backtrace holds, innermost first
@@ -24,6 +25,24 @@ CHAINS = {
 }
 SCHEMA = load_schema("ckpt_inspect.schema.json")
 THREAD_LINE = re.compile(r"^    thread (\d+) \(([^)]*)\): (.*)$")
+# named_threads' frames with their source line (it is built with -g): the
+# line of the call each is in, found in its source by that call's text
+CALLS = {"queue_pop": "pthread_cond_wait(&never, &lock);",
+         "worker_main": "queue_pop());",
+         "read_command": "read(fd, &c, 1);",
+         "nap": "nanosleep(&left, &left)"}
+NAMED_THREADS_C = os.path.join(ROOT, "tests", "apps", "named_threads.c")
+
+
+def source_line(text):
+    with open(NAMED_THREADS_C) as f:
+        [n] = [i for i, line in enumerate(f, 1) if text in line]
+    return n
+
+
+def function_of(frame):
+    """"queue_pop (named_threads.c:35)" -> "queue_pop"."""
+    return frame.split(" (")[0]
 
 
 def start_program(s):
@@ -65,7 +84,7 @@ def text_backtraces(out):
 
 
 def is_subsequence(want, frames):
-    it = iter(frames)
+    it = iter(function_of(f) for f in frames)
     return all(any(f == w for f in it) for w in want)
 
 
@@ -93,6 +112,11 @@ def test_backtraces_name_each_threads_calls(session):
     found = text_backtraces(out)
     assert len(found) == 6, out   # 5 of the program, libckpt's manager
     assert_chains(found, tids)
+    # the program's frames with the source line of their call (libdw)
+    frames = [f for _, fs in found.values() for f in fs]
+    for function, call in CALLS.items():
+        want = "%s (named_threads.c:%d)" % (function, source_line(call))
+        assert want in frames, (want, out)
     # Each application thread's registers came from its signal frame.
     assert not any("pc and sp only" in labels
                    for labels, _ in found.values()
@@ -117,7 +141,12 @@ def test_json_says_what_the_text_says(session):
         assert t["backtrace_text"] == " <- ".join(frames)
         assert [f["function"].split("@")[0] if f["function"] else None
                 for f in t["backtrace"]][:2] == [
-            None if re.search(r"\+0x|^0x", f) else f for f in frames[:2]]
+            None if re.search(r"\+0x|^0x", f) else function_of(f)
+            for f in frames[:2]]
+        for f in t["backtrace"]:
+            if f["function"] in CALLS:
+                assert (f["source_file"], f["source_line"]) == (
+                    "named_threads.c", source_line(CALLS[f["function"]]))
         assert t["name"] in labels
         assert t["manager"] == labels.startswith("ckpt manager")
         assert t["pc"] == t["backtrace"][0]["pc"]
