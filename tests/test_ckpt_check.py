@@ -6,11 +6,13 @@ coordinator address is named and fails with exit 1."""
 
 import ctypes
 import errno
+import fcntl
 import json
 import mmap
 import os
 import re
 import stat
+import struct
 
 import pytest
 
@@ -200,12 +202,23 @@ def raw_syscall(name, *args):
     return libc.syscall(nr, *args), ctypes.get_errno()
 
 
-def userfaultfd_works():
+UFFD_API = 0xAA
+UFFDIO_API = 0xc018aa3f         # _IOWR(0xAA, 0x3F, struct uffdio_api)
+UFFD_FEATURE_PAGEFAULT_FLAG_WP = 1 << 0
+UFFD_FEATURE_WP_ASYNC = 1 << 15
+
+
+def userfaultfd_features():
+    """The features UFFDIO_API offers on a new userfaultfd, None when
+    there is none for this user."""
     fd, _ = raw_syscall("userfaultfd", os.O_CLOEXEC | os.O_NONBLOCK)
     if fd < 0:
-        return False
-    os.close(fd)
-    return True
+        return None
+    try:
+        api = struct.pack("QQQ", UFFD_API, 0, 0)
+        return struct.unpack("QQQ", fcntl.ioctl(fd, UFFDIO_API, api))[1]
+    finally:
+        os.close(fd)
 
 
 def rseq_present():
@@ -215,9 +228,17 @@ def rseq_present():
 
 
 def test_kernel_features_match_what_this_test_probes(check_env):
-    """On the test machine: no soft-dirty, userfaultfd and rseq present;
-    each as this test finds it itself."""
+    """On the test machine: no soft-dirty; userfaultfd with write-protect,
+    asynchronous too; rseq present; each as this test finds it itself."""
     _, _, checks = as_json(check_env)
     assert checks["soft_dirty"]["available"] == soft_dirty_works()
-    assert checks["userfaultfd"]["available"] == userfaultfd_works()
+    features = userfaultfd_features()
+    assert checks["userfaultfd"]["available"] == (features is not None)
+    if features is not None:
+        assert int(checks["userfaultfd"]["value"], 16) == features
+    wp = bool((features or 0) & UFFD_FEATURE_PAGEFAULT_FLAG_WP)
+    wp_async = bool((features or 0) & UFFD_FEATURE_WP_ASYNC)
+    assert checks["uffd_wp"]["available"] == wp
+    assert checks["uffd_wp"]["detail"].endswith(
+        "(UFFD_FEATURE_WP_ASYNC): %s" % ("yes" if wp_async else "no"))
     assert checks["rseq"]["available"] == rseq_present()
