@@ -287,6 +287,9 @@ void threads_resume_all(void);
 int threads_count(void);
 const struct ckpt_thread *threads_get(int i);
 void threads_capture_self(struct ckpt_thread *t);
+/* tid_address.c: a thread's clear-child-tid word (&pd->tid) */
+void tid_address_init(void);
+pid_t *tid_address_of_self(void);
 struct ckpt_thread *threads_manager_slot(void);
 int threads_restore_all(char *err, size_t errlen);
 void threads_release_restored(void) __attribute__((noreturn));

@@ -960,6 +960,7 @@ static void remember_library_path(void)
 __attribute__((constructor)) static void ckpt_init(void)
 {
 	emulator_threads_init();
+	tid_address_init();
 	init_vpid_table();
 	pipes_init_outside(getenv("CKPT_OUTSIDE"));
 	unsetenv("CKPT_OUTSIDE");
