@@ -281,6 +281,13 @@ void emulator_threads_init(void);
 void emulator_threads_refresh(void);
 int emulator_thread(int tid);
 uint64_t emulator_guest_base(void);
+int emulator_active(void);
+void emulator_note_fork_child(void);
+void emulator_manager_number_begin(void);
+void emulator_manager_number_end(void);
+/* signals.c: under an emulator, handlers return through libckpt */
+void signals_return_through_libckpt(int sig);
+void signals_all_return_through_libckpt(void);
 int threads_park_for_move(char *err, size_t errlen);
 void threads_release_from_move(int from, int to);
 int threads_suspend_all(char *err, size_t errlen);
@@ -288,6 +295,9 @@ void threads_resume_all(void);
 int threads_count(void);
 const struct ckpt_thread *threads_get(int i);
 void threads_capture_self(struct ckpt_thread *t);
+/* tid_address.c: a thread's clear-child-tid word (&pd->tid) */
+void tid_address_init(void);
+pid_t *tid_address_of_self(void);
 struct ckpt_thread *threads_manager_slot(void);
 int threads_restore_all(char *err, size_t errlen);
 void threads_release_restored(void) __attribute__((noreturn));

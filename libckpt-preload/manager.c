@@ -772,7 +772,9 @@ int manager_start(void)
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	__atomic_store_n(&manager_started, MANAGER_STARTING, __ATOMIC_RELEASE);
+	emulator_manager_number_begin();
 	r = ckpt_real_pthread_create(&tid, &attr, manager_main, NULL);
+	emulator_manager_number_end();
 	if (r)
 		__atomic_store_n(&manager_started, MANAGER_NONE,
 				 __ATOMIC_RELEASE);
@@ -859,6 +861,7 @@ static void after_fork_in_child(void)
 	welcome_pending = 0; /* the parent's connection, closed above */
 	image_in_flight = 0; /* the parent's image, not ours */
 	threads_reset_after_fork();
+	emulator_note_fork_child();
 	emulator_threads_refresh();
 	ckpt.vppid = ckpt.vpid;
 	vpid_reset_after_fork();
@@ -960,6 +963,7 @@ static void remember_library_path(void)
 __attribute__((constructor)) static void ckpt_init(void)
 {
 	emulator_threads_init();
+	tid_address_init();
 	init_vpid_table();
 	pipes_init_outside(getenv("CKPT_OUTSIDE"));
 	unsetenv("CKPT_OUTSIDE");
@@ -980,6 +984,7 @@ __attribute__((constructor)) static void ckpt_init(void)
 	/* the program before an exec blocked the signal for the exec
 	 * (wrappers/exec.c); one that came meanwhile is taken, ignored */
 	threads_mask_ckpt_signal(SIG_UNBLOCK, NULL);
+	signals_all_return_through_libckpt();
 	pthread_atfork(NULL, NULL, after_fork_in_child);
 	manager_fds_init();
 	ckpt_accel_open();

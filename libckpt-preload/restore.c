@@ -148,6 +148,7 @@ void ckpt_restore_entry(struct ckpt_restart_args *args)
 	r = checkpoint_restore_resources(&restart_args);
 	if (r < 0)
 		restore_failed("restoring process resources", strerror(-r));
+	signals_all_return_through_libckpt();
 	r = threads_restore_all(err, sizeof(err));
 	if (r < 0)
 		restore_failed("recreating threads", err);
