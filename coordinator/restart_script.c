@@ -282,7 +282,9 @@ static void put_script(FILE *f, const char *restart_bin, const char *coord,
 			"started with the command template CKPT_HOST_CMD\n"
 			"# (default 'ssh {host}'; {host} is replaced by the "
 			"host name), e.g.\n#   CKPT_HOST_CMD='ip netns exec "
-			"{host}' %s\n# (docs/multi-host.md).\n", sh->n,
+			"{host}' %s\n# --host OLD=NEW[@ADDR] restarts host "
+			"OLD's images on host NEW, whose address\n# takes the "
+			"place of OLD's (docs/multi-host.md).\n", sh->n,
 			SCRIPT_NAME);
 	fputs(self_check, f);
 	fprintf(f, "coord=\"${CKPT_COORD:-%s}\"\n", coord);
