@@ -69,16 +69,55 @@ def checkpoint_and_kill(h, progs, at=30):
     return result
 
 
-def run_script(h, args, timeout=120):
-    """ckpt_restart_script.sh ARGS with CKPT_HOST_CMD; (exit status,
-    its Proc)."""
+def start_script(h, args):
+    """ckpt_restart_script.sh ARGS with CKPT_HOST_CMD, started."""
     script = os.path.join(h.dir_of(h.names[0]), "ckpt_restart_script.sh")
     env = dict(h.env, CKPT_HOST_CMD=h.host_cmd())
     del env["CKPT_COORD"]
     s = Proc([script] + args, env, "ckpt_restart_script.sh",
              preexec_fn=os.setsid)
     h.procs.append(s)
+    return s
+
+
+def run_script(h, args, timeout=120):
+    """start_script, waited for: (exit status, its Proc)."""
+    s = start_script(h, args)
     return s.wait_exit(timeout), s
+
+
+def checkpoint_again_and_kill(h, progs, s, runs):
+    """The restarted computation (script s) checkpointed once each
+    program printed 20 more numbers, then killed; returns the runs as
+    checkpoint_and_kill does, for the next restart."""
+    seen = {}
+    for _, tag, _, prog in progs:
+        out, was, _ = runs[tag]
+        seen[tag] = wait_progress(out, prog, was + 20, s)
+    h.command("--checkpoint")
+    h.command("--kill")
+    s.wait_exit(60)
+    again = {}
+    for _, tag, _, prog in progs:
+        out = runs[tag][0]
+        again[tag] = (out, seen[tag], file_numbers(out, prog))
+        os.truncate(out, 0)
+    return again
+
+
+def images_of(h, host, addr):
+    """The programs whose images the script in host a's directory lists
+    under host (at addr), from host a's directory."""
+    with open(os.path.join(h.dir_of(h.names[0]),
+                           "ckpt_restart_script.sh")) as f:
+        text = f.read()
+    k = re.search(r"^h(\d+)='%s' a\d+='%s' " % (
+        re.escape(host), re.escape(addr)), text, re.M)
+    assert k, text
+    body = re.search(r"^images%s\(\) \{(.*?)^\}" % k.group(1), text,
+                     re.M | re.S).group(1)
+    return sorted(re.findall(r"'%s/(ckpt_[a-z]+_[a-z]+)_" % re.escape(
+        h.dir_of(h.names[0])), body))
 
 
 def assert_continued(progs, runs):
@@ -105,19 +144,27 @@ def assert_came_back_on(h, program, host, addr):
 def test_hosts_swapped_both_conversations_continue_exactly(hosts):
     """Host a's images restart on b and b's on a: the TCP connection and
     the UDP sockets follow the new addresses (the servers' address is now
-    host b's), and both conversations end as an uninterrupted run would."""
+    host b's). Checkpointed there and swapped back the same way (the next
+    script knows where each process ran last): both conversations end as
+    an uninterrupted run would."""
     h = hosts
     a, b = h.names[:2]
     progs = programs(h)
     runs = checkpoint_and_kill(h, progs)
-    rc, s = run_script(h, ["--host", "%s=%s" % (a, b), "--host=%s=%s" % (
-        b, a)])
+    swap = ["--host", "%s=%s" % (a, b), "--host=%s=%s" % (b, a)]
+    s = start_script(h, swap)
+    runs = checkpoint_again_and_kill(h, progs, s, runs)
     err = s.stderr_text()
-    assert rc == 0, err
     assert "its other end" not in err and "could not" not in err, err
-    assert_continued(progs, runs)
     assert_came_back_on(h, "tcp_conversation", b, h.addrs[1])
     assert_came_back_on(h, "tcp_conversation", a, h.addrs[0])
+    # the next script: host a's images (the servers) ran last on b
+    assert images_of(h, b, h.addrs[1]) == sorted(
+        "ckpt_%s_conversation" % k for k in ("tcp", "udp")), images_of(
+        h, b, h.addrs[1])
+    rc, s = run_script(h, swap)
+    assert rc == 0, s.stderr_text()
+    assert_continued(progs, runs)
 
 
 @pytest.mark.time_limit(120)
