@@ -410,7 +410,7 @@ int main(int argc, char **argv)
 	if (ensure_coordinator(o.coord, coord, sizeof(coord)))
 		return 1;
 	if (o.nimages == 1 && !has_pipes(&imgs[0]) && !restart_peer_hosts &&
-	    !root_wants_terminal(&imgs[0])) {
+	    !restart_host_map_given() && !root_wants_terminal(&imgs[0])) {
 		exec_loader(&imgs[0], coord, ckpt_dir, 0, 0);
 		return 1;
 	}

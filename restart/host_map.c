@@ -223,3 +223,23 @@ int restart_host_map_check(const struct ckpt_image *imgs, int n)
 		}
 	return 0;
 }
+
+/* The map, for libckpt (libckpt-preload/host_moves.c), which moves the
+ * addresses the program sends to. */
+void restart_host_map_plan(struct ckpt_restart_plan *plan)
+{
+	plan->nhost_moves = 0;
+	for (int i = 0; i < nmoves && i < CKPT_PLAN_MAX_HOST_MOVES; i++) {
+		struct ckpt_plan_host_move *p = &plan->host_moves[i];
+
+		p->family = moves[i].family;
+		memcpy(p->from, moves[i].from, sizeof(p->from));
+		memcpy(p->to, moves[i].to, sizeof(p->to));
+		plan->nhost_moves++;
+	}
+}
+
+int restart_host_map_given(void)
+{
+	return nmoves > 0;
+}

@@ -8,6 +8,7 @@
 #define CKPT_RESTART_HOST_MAP_H
 
 #include <stdint.h>
+#include "ckpt/restart_plan.h"
 #include "image_check.h"
 
 /* The map from list (OLD=NEW,...; numeric, OLD and NEW of one family, no
@@ -21,5 +22,10 @@ void restart_host_map_socket(struct ckpt_socket_info *si);
 /* Every socket of the images whose own address the map moves can bind
  * the new address on this host. 0, or -errno after saying which not. */
 int restart_host_map_check(const struct ckpt_image *imgs, int n);
+/* The map into the plan, for libckpt: it moves the addresses the
+ * program sends to (libckpt-preload/host_moves.c). */
+void restart_host_map_plan(struct ckpt_restart_plan *plan);
+/* Whether --host-map was given (a restart then always has a plan). */
+int restart_host_map_given(void);
 
 #endif

@@ -27,9 +27,11 @@ def hosts():
     yield from hosts_fixture(3)
 
 
-def programs(h):
+def programs(h, udp_call="call"):
     """(host, tag, argv, progress) of the two conversations: servers on
-    host a, callers on host b, all talking to host a's address."""
+    host a, callers on host b, all talking to host a's address; the UDP
+    caller connected ("call") or sending to the address it was given
+    ("callto")."""
     a, b = h.names[:2]
     tcp, udp = app("tcp_conversation"), app("udp_conversation")
     at = [h.addrs[0]]
@@ -40,7 +42,7 @@ def programs(h):
          r"^reply (\d+) "),
         (a, "udp-serve", [udp, "serve"] + at + [UDP_PORT, str(N), DELAY],
          r"^served (\d+)$"),
-        (b, "udp-call", [udp, "call"] + at + [UDP_PORT, str(N), DELAY],
+        (b, "udp-call", [udp, udp_call] + at + [UDP_PORT, str(N), DELAY],
          r"^reply (\d+) "),
     ]
 
@@ -169,17 +171,19 @@ def test_hosts_swapped_both_conversations_continue_exactly(hosts):
 
 @pytest.mark.time_limit(120)
 def test_one_host_moved_to_a_third_host_with_another_address(hosts):
-    """Host b's images (the callers) restart on host c, at c's address;
-    host a's stay: the servers now hear from c's address."""
+    """Host a's images (the servers) restart on host c, at c's address;
+    host b's stay. The TCP connection follows the map; the UDP caller is not connected: it sends
+    every number to the address it was given at the start, host a's,
+    which libckpt passes to c's."""
     h = hosts
-    b, c = h.names[1:]
-    progs = programs(h)
+    a, b, c = h.names
+    progs = programs(h, "callto")
     runs = checkpoint_and_kill(h, progs)
-    rc, s = run_script(h, ["--host", "%s=%s@%s" % (b, c, h.addrs[2])])
+    rc, s = run_script(h, ["--host", "%s=%s@%s" % (a, c, h.addrs[2])])
     assert rc == 0, s.stderr_text()
     assert_continued(progs, runs)
     assert_came_back_on(h, "udp_conversation", c, h.addrs[2])
-    assert_came_back_on(h, "udp_conversation", h.names[0], h.addrs[0])
+    assert_came_back_on(h, "udp_conversation", b, h.addrs[1])
 
 
 @pytest.mark.time_limit(120)

@@ -94,7 +94,7 @@ static void call(FILE *in, int fd, unsigned long n, unsigned long delay)
 
 int main(int argc, char **argv)
 {
-	struct conversation c = conversation_args(PROG, argc, argv);
+	struct conversation c = conversation_args(PROG, argc, argv, 0);
 	int fd = connected(argv[1], c.ip, c.port);
 	FILE *in = fdopen(dup(fd), "r");
 

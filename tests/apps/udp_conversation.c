@@ -13,6 +13,9 @@
  * repeated K with the same answer without counting it twice: the
  * numbers and hashes are those of an uninterrupted run however many
  * datagrams were lost. A number out of order or a wrong hash is a FAIL.
+ * "callto" instead of "call": the caller's socket is not connected, each
+ * number goes by sendto to IP:PORT as given at the start (an address the
+ * program keeps), answers are taken from any source.
  * Output:
  *   server: "served K" per number, then "done serve N SUM"
  *   caller: "reply K SUM" per answer, then "done call N SUM"
@@ -25,22 +28,26 @@
 
 #define PROG "udp_conversation"
 #define RESEND_MS 300
-#define MAX_RESENDS 400		/* 2 minutes without an answer */
+#define MAX_RESENDS 100		/* 30 s without an answer */
 
-static int udp_socket(int serve, const char *ip, unsigned long port)
+static struct sockaddr_in server;	/* callto: where each number goes */
+static int unconnected;
+
+static int udp_socket(const struct conversation *c)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET,
-				 .sin_port = htons(port) };
 	int fd = socket(AF_INET, SOCK_DGRAM, 0);
 
-	if (inet_pton(AF_INET, ip, &a.sin_addr) != 1)
-		die(PROG, "%s: not an IPv4 address", ip);
+	server.sin_family = AF_INET;
+	server.sin_port = htons(c->port);
+	if (inet_pton(AF_INET, c->ip, &server.sin_addr) != 1)
+		die(PROG, "%s: not an IPv4 address", c->ip);
 	if (fd < 0)
 		die(PROG, "socket: %s", strerror(errno));
-	if (serve ? bind(fd, (void *)&a, sizeof(a)) :
-		    connect(fd, (void *)&a, sizeof(a)))
-		die(PROG, "%s %s:%lu: %s", serve ? "bind" : "connect", ip, port,
-		    strerror(errno));
+	unconnected = c->unconnected;
+	if (c->serve ? bind(fd, (void *)&server, sizeof(server)) :
+	    !unconnected && connect(fd, (void *)&server, sizeof(server)))
+		die(PROG, "%s %s:%lu: %s", c->serve ? "bind" : "connect", c->ip,
+		    c->port, strerror(errno));
 	return fd;
 }
 
@@ -54,6 +61,10 @@ static void serve(int fd, unsigned long n, unsigned long delay)
 	ssize_t got;
 
 	while (want <= n) {
+		if (poll(&(struct pollfd){ fd, POLLIN, 0 }, 1,
+			 MAX_RESENDS * RESEND_MS) == 0)
+			die(PROG, "FAIL serve: no number %lu for %d s", want,
+			    MAX_RESENDS * RESEND_MS / 1000);
 		len = sizeof(from);
 		got = recvfrom(fd, buf, sizeof(buf) - 1, 0, (void *)&from, &len);
 		if (got < 0)
@@ -94,7 +105,9 @@ static void ask(int fd, unsigned long want, uint64_t sum)
 	for (int tries = 0; tries < MAX_RESENDS; tries++) {
 		struct pollfd p = { fd, POLLIN, 0 };
 
-		dprintf(fd, "%lu", want);
+		n = snprintf(buf, sizeof(buf), "%lu", want);
+		sendto(fd, buf, n, 0, unconnected ? (void *)&server : NULL,
+		       unconnected ? sizeof(server) : 0);
 		while (poll(&p, 1, RESEND_MS) > 0) {
 			n = recv(fd, buf, sizeof(buf) - 1, 0);
 			if (n < 0 && errno != ECONNREFUSED)
@@ -132,8 +145,8 @@ static void call(int fd, unsigned long n, unsigned long delay)
 
 int main(int argc, char **argv)
 {
-	struct conversation c = conversation_args(PROG, argc, argv);
-	int fd = udp_socket(c.serve, c.ip, c.port);
+	struct conversation c = conversation_args(PROG, argc, argv, 1);
+	int fd = udp_socket(&c);
 
 	if (c.serve)
 		serve(fd, c.n, c.delay);
