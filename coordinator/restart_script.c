@@ -263,6 +263,19 @@ static void put_per_host(FILE *f, const char *restart_bin,
 	      "exit $st\n", f);
 }
 
+/* --host needs a script of several hosts: one host's images restart
+ * where the script runs. */
+static const char one_host_moves[] =
+	"for a; do\n"
+	"\tcase $a in --host|--host=*)\n"
+	"\t\techo \"$0: --host: the images of this checkpoint all come from "
+	"one host: run this script on the host that is to restart them, "
+	"and give ckpt_restart --host-map OLD=NEW if its address changed "
+	"(docs/multi-host.md)\" >&2\n"
+	"\t\texit 2 ;;\n"
+	"\tesac\n"
+	"done\n";
+
 static void put_script(FILE *f, const char *restart_bin, const char *coord,
 		       const struct script_hosts *sh, const char *paths,
 		       uint64_t generation)
@@ -292,6 +305,7 @@ static void put_script(FILE *f, const char *restart_bin, const char *coord,
 		put_per_host(f, restart_bin, sh, paths);
 		return;
 	}
+	fputs(one_host_moves, f);
 	fputs("exec ", f);
 	put_quoted(f, restart_bin);
 	fputs(" --coord \"$coord\" \"$@\"", f);
