@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 #include "arch.h"
 #include "ckpt/image.h"
@@ -501,6 +502,16 @@ struct ucred;
 int peer_creds_saved(int fd, struct ucred *uc);
 
 /* multicast.c */
+/* host_moves.c: the addresses of hosts the computation moved away from
+ * (ckpt_restart --host-map). Take this restart's moves from the plan;
+ * 0 or -errno. */
+int host_moves_take(int plan_fd, uint32_t n);
+/* sa, or a copy in *moved with a moved host's new address. */
+const struct sockaddr *host_moves_apply(const struct sockaddr *sa,
+					socklen_t len,
+					struct sockaddr_storage *moved);
+int host_moves_any(void);
+
 int multicast_is_membership(int level, int name);
 void multicast_note(int fd, int level, int name, const void *val,
 		    unsigned int len);

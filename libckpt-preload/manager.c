@@ -107,13 +107,20 @@ static void make_unique_id(void)
 			 (unsigned long)now.tv_sec);
 }
 
-static void make_identity(void)
+/* The host the process runs on, as its HELLO reports it: read again
+ * after a restart, which may be on another host (docs/multi-host.md). */
+static void read_hostname(void)
 {
 	struct utsname u;
 
 	if (uname(&u) == 0)
 		ckpt_fmt(ckpt.hostname, sizeof(ckpt.hostname), "%s",
 			 u.nodename);
+}
+
+static void make_identity(void)
+{
+	read_hostname();
 	sanitize_name(ckpt.program, sizeof(ckpt.program),
 		      program_invocation_short_name);
 	make_unique_id();
@@ -803,6 +810,7 @@ void manager_after_restart(uint64_t image_generation)
 	ckpt.coord_fd = -1;
 	ckpt.restarts++;
 	ckpt.generation = image_generation;
+	read_hostname();
 	r = join_coordinator_retrying(CKPT_HELLO_F_RESTARTED |
 				      CKPT_HELLO_F_IMAGE_GENERATION);
 	if (r < 0)

@@ -76,6 +76,7 @@ RESTART_OBJS := $(OBJ)/app/restart/ckpt_restart.c.o \
 	$(OBJ)/app/restart/restart_listeners.c.o \
 	$(OBJ)/app/restart/restart_tcp.c.o \
 	$(OBJ)/app/restart/restart_tcp_hosts.c.o \
+	$(OBJ)/app/restart/host_map.c.o \
 	$(OBJ)/app/restart/restart_udp.c.o \
 	$(OBJ)/app/restart/restart_sockets.c.o \
 	$(OBJ)/app/restart/restart_unix_dgram.c.o \

@@ -23,6 +23,7 @@
 #define CKPT_PLAN_MAX_FILES		1024
 #define CKPT_PLAN_MAX_SOCKETS		4096
 #define CKPT_PLAN_MAX_SHM		256
+#define CKPT_PLAN_MAX_HOST_MOVES	64
 
 /* One restored process. real_pid is written by the process itself
  * right after ckpt_restart's fork made it; state by its libckpt once its
@@ -91,6 +92,15 @@ struct ckpt_plan_shm {
 	int32_t sysv_id;		/* shmid + 1; 0: none (was reserved) */
 };
 
+/* One entry of ckpt_restart --host-map (restart/host_map.c): libckpt
+ * sends what the program sends to `from` to `to` instead, when `from`
+ * is no entry's `to` (libckpt-preload/host_moves.c). */
+struct ckpt_plan_host_move {
+	uint32_t family;		/* AF_INET or AF_INET6 */
+	uint32_t reserved;
+	uint8_t from[16], to[16];	/* 4 bytes used for AF_INET */
+};
+
 struct ckpt_restart_plan {
 	uint64_t magic;			/* CKPT_RESTART_PLAN_MAGIC */
 	uint32_t version;		/* CKPT_RESTART_PLAN_VERSION */
@@ -101,11 +111,14 @@ struct ckpt_restart_plan {
 	uint32_t nfiles;
 	uint32_t nsockets;
 	uint32_t nshm;			/* was reserved: 0 */
+	uint32_t nhost_moves;
+	uint32_t reserved;
 	struct ckpt_plan_proc procs[CKPT_PLAN_MAX_PROCS];
 	struct ckpt_plan_pipe pipes[CKPT_PLAN_MAX_PIPES];
 	struct ckpt_plan_file files[CKPT_PLAN_MAX_FILES];
 	struct ckpt_plan_socket sockets[CKPT_PLAN_MAX_SOCKETS];
 	struct ckpt_plan_shm shm[CKPT_PLAN_MAX_SHM];	/* appended */
+	struct ckpt_plan_host_move host_moves[CKPT_PLAN_MAX_HOST_MOVES];
 };
 
 #endif /* CKPT_RESTART_PLAN_H */
