@@ -44,8 +44,7 @@ static int read_plan_head(int plan_fd, struct ckpt_restart_plan *head)
 	    head->npipes > CKPT_PLAN_MAX_PIPES ||
 	    head->nfiles > CKPT_PLAN_MAX_FILES ||
 	    head->nsockets > CKPT_PLAN_MAX_SOCKETS ||
-	    head->nshm > CKPT_PLAN_MAX_SHM ||
-	    head->nhost_moves > CKPT_PLAN_MAX_HOST_MOVES)
+	    head->nshm > CKPT_PLAN_MAX_SHM)
 		return -EPROTO;
 	return 0;
 }
@@ -119,7 +118,7 @@ int handover_take_plan(int plan_fd, int (*move_fd)(int))
 		r = read_table(plan_fd, shm, sizeof(shm[0]), head.nshm,
 			       offsetof(struct ckpt_restart_plan, shm));
 	if (r == 0)
-		r = host_moves_take(plan_fd, head.nhost_moves);
+		r = host_moves_take(plan_fd);
 	if (r < 0)
 		return r;
 	nshm = head.nshm;

@@ -92,13 +92,18 @@ static void merge(const struct ckpt_plan_host_move *in, uint32_t n)
 	nmoves = kept;
 }
 
-int host_moves_take(int plan_fd, uint32_t n)
+int host_moves_take(int plan_fd)
 {
 	static struct ckpt_plan_host_move in[CKPT_PLAN_MAX_HOST_MOVES];
-	size_t size = n * sizeof(in[0]);
+	uint32_t n;
+	size_t size;
 
+	if (pread(plan_fd, &n, sizeof(n), offsetof(struct ckpt_restart_plan,
+						   nhost_moves)) != sizeof(n))
+		return -EIO;
 	if (n > CKPT_PLAN_MAX_HOST_MOVES)
 		return -EPROTO;
+	size = n * sizeof(in[0]);
 	if (n && pread(plan_fd, in, size, offsetof(struct ckpt_restart_plan,
 						   host_moves)) !=
 		 (ssize_t)size)

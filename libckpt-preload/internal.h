@@ -505,7 +505,7 @@ int peer_creds_saved(int fd, struct ucred *uc);
 /* host_moves.c: the addresses of hosts the computation moved away from
  * (ckpt_restart --host-map). Take this restart's moves from the plan;
  * 0 or -errno. */
-int host_moves_take(int plan_fd, uint32_t n);
+int host_moves_take(int plan_fd);
 /* sa, or a copy in *moved with a moved host's new address. */
 const struct sockaddr *host_moves_apply(const struct sockaddr *sa,
 					socklen_t len,

@@ -111,13 +111,15 @@ struct ckpt_restart_plan {
 	uint32_t nfiles;
 	uint32_t nsockets;
 	uint32_t nshm;			/* was reserved: 0 */
-	uint32_t nhost_moves;
-	uint32_t reserved;
 	struct ckpt_plan_proc procs[CKPT_PLAN_MAX_PROCS];
 	struct ckpt_plan_pipe pipes[CKPT_PLAN_MAX_PIPES];
 	struct ckpt_plan_file files[CKPT_PLAN_MAX_FILES];
 	struct ckpt_plan_socket sockets[CKPT_PLAN_MAX_SOCKETS];
 	struct ckpt_plan_shm shm[CKPT_PLAN_MAX_SHM];	/* appended */
+	/* appended: the head above and every table's offset stay what the
+	 * libckpt in older images reads */
+	uint32_t nhost_moves;
+	uint32_t reserved;
 	struct ckpt_plan_host_move host_moves[CKPT_PLAN_MAX_HOST_MOVES];
 };
 
