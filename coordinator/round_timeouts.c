@@ -46,12 +46,12 @@ const char *round_phase_name(const struct round *r)
 /* Bytes the process wrote so far (its image grows): /proc/PID/io wchar;
  * PROGRESS_UNKNOWN when it cannot be read (another host, a process that
  * is not dumpable, gone). */
-uint64_t proc_written_bytes(const struct conn *c)
+uint64_t proc_written_bytes(struct coordinator *co, struct conn *c)
 {
 	char buf[1024], *p;
 
 	if (!proc_on_this_host(c) ||
-	    read_proc_text(c->proc.local_pid, "io", buf, sizeof(buf)) < 0)
+	    proc_file_read(co, c, PROC_FILE_IO, buf, sizeof(buf)) < 0)
 		return PROGRESS_UNKNOWN;
 	p = strstr(buf, "wchar:");
 	return p ? strtoull(p + 6, NULL, 10) : PROGRESS_UNKNOWN;
@@ -76,6 +76,13 @@ void round_timeouts_on_answer(struct conn *c)
 	c->proc.progress_ms = now_ms();
 }
 
+/* Writing progress is looked at in the write phase only
+ * (check_write_progress), where start_writing() read where each began. */
+static bool in_write_phase(const struct round *r)
+{
+	return r->writing && !r->resumed && !r->failed;
+}
+
 void round_timeouts_start_phase(struct coordinator *co, int64_t len_ms)
 {
 	int64_t now = now_ms();
@@ -87,8 +94,8 @@ void round_timeouts_start_phase(struct coordinator *co, int64_t len_ms)
 		if (!round_in(co, c))
 			continue;
 		c->proc.progress_ms = now;
-		c->proc.wchar = co->round.writing ? proc_written_bytes(c)
-						  : PROGRESS_UNKNOWN;
+		if (!in_write_phase(&co->round))
+			c->proc.wchar = PROGRESS_UNKNOWN;
 	}
 }
 
@@ -202,7 +209,7 @@ static void check_write_progress(struct coordinator *co, int64_t now)
 {
 	int64_t stall = co->phase_timeout_ms * COORD_STALL_FACTOR;
 
-	if (!co->round.writing || co->round.resumed || co->round.failed)
+	if (!in_write_phase(&co->round))
 		return;
 	for (size_t i = 0; i < co->nconns; i++) {
 		struct conn *c = co->conns[i];
@@ -211,7 +218,7 @@ static void check_write_progress(struct coordinator *co, int64_t now)
 
 		if (!round_in(co, c) || c->proc.state != PROC_WRITING)
 			continue;
-		w = proc_written_bytes(c);
+		w = proc_written_bytes(co, c);
 		if (w == PROGRESS_UNKNOWN || c->proc.wchar == PROGRESS_UNKNOWN)
 			continue;
 		if (w != c->proc.wchar) {
@@ -233,13 +240,13 @@ static void check_write_progress(struct coordinator *co, int64_t now)
  * timeout: its debugger may be taking this very checkpoint, resuming the
  * manager thread first (dist/gdb/ckpt-gdb.py), or stop it briefly for each
  * signal it passes on. Only processes on this host can be looked at. */
-static bool process_is_stopped(const struct conn *c)
+static bool process_is_stopped(struct coordinator *co, struct conn *c)
 {
 	char state;
 
 	if (!proc_on_this_host(c))
 		return false;
-	state = local_process_state(c->proc.local_pid);
+	state = round_process_state(co, c);
 	return (state == 'T' || state == 't') &&
 	       local_process_tracer(c->proc.local_pid) <= 0;
 }
@@ -250,7 +257,7 @@ static void fail_stopped_processes(struct coordinator *co)
 		struct conn *c = co->conns[i];
 
 		if (!round_in(co, c) || round_state_is_final(c->proc.state) ||
-		    c->proc.state == PROC_ABORTING || !process_is_stopped(c))
+		    c->proc.state == PROC_ABORTING || !process_is_stopped(co, c))
 			continue;
 		/* once continued it must run again, not wait for us */
 		round_abort_participant(co, c);
