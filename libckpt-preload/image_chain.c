@@ -449,6 +449,59 @@ static int add_page(struct chain_writer *c, uint64_t a,
 	return r;
 }
 
+/* Pages from a not written since the base, which holds them in one raw
+ * extent with a hash each, up to end: how many (0 or 1: page by page). */
+static uint64_t unwritten_run(struct chain_writer *c, uint64_t a,
+			      uint64_t end)
+{
+	struct base *b = c->b;
+	const struct ckpt_extent *e;
+	uint64_t stop = dirty_unwritten_until(a), n, idx, i, off, hash;
+	uint32_t source;
+
+	if (stop <= a || !base_find(b, a, &source, &off, &hash))
+		return 0;
+	e = &b->extents[b->cur];
+	if (stop > e->addr + e->len)
+		stop = e->addr + e->len;
+	if (stop > end)
+		stop = end;
+	n = (stop - a) / PAGE;
+	idx = b->cur_page + (a - e->addr) / PAGE;
+	for (i = 0; i < n && b->hashes[idx + i]; i++)
+		;
+	return i;
+}
+
+/* n pages from a, not written since the base: referenced where the base
+ * has them (unwritten_run() found them in one of its extents), their
+ * hashes the base's, added to the open extent as add_page() would one by
+ * one. */
+static int add_base_run(struct chain_writer *c, uint64_t a, uint64_t n)
+{
+	struct base *b = c->b;
+	const struct ckpt_extent *e = &b->extents[b->cur];
+	struct open_extent *o = &c->cur;
+	uint64_t off = e->file_offset + (a - e->addr);
+	uint64_t idx = b->cur_page + (a - e->addr) / PAGE;
+	uint32_t source = e->source + 1;
+	int r = 0;
+
+	if (o->len && o->source == source && o->addr + o->len == a &&
+	    o->file_offset + o->len == off) {
+		o->len += n * PAGE;
+	} else {
+		r = close_extent(c);
+		*o = (struct open_extent){ .addr = a, .len = n * PAGE,
+			.source = source, .file_offset = off,
+			.first_hash = c->hashes.n };
+	}
+	memcpy((uint64_t *)c->hashes.base + c->hashes.n, &b->hashes[idx],
+	       n * sizeof(uint64_t));
+	c->hashes.n += n;
+	return r;
+}
+
 /* ckpt_restart reads shared memory and the old vdso itself, with the
  * plain extent hash. */
 static int region_page_hashed(const struct ckpt_region *r)
@@ -484,9 +537,15 @@ static int add_scanned_extent(struct chain_writer *c,
 	if (table_reserve(&c->hashes, e->len / PAGE) < 0)
 		return -ENOMEM;
 	for (uint64_t p = 0; p < e->len && rc == 0; p += PAGE) {
-		uint64_t a = e->addr + p, h = 0, bh, off = 0;
+		uint64_t a = e->addr + p, h = 0, bh, off = 0, run;
 		uint32_t source = 0;
 
+		if (linkable && c->tracked &&
+		    (run = unwritten_run(c, a, e->addr + e->len)) > 1) {
+			rc = add_base_run(c, a, run);
+			p += (run - 1) * PAGE;
+			continue;
+		}
 		if (linkable && base_find(c->b, a, &source, &off, &bh)) {
 			if (c->tracked && dirty_page_unwritten(a))
 				h = bh;
