@@ -116,6 +116,8 @@ struct process_info {
 	char image_tmp[4096];		/* this round: its temporary image,
 					   from WRITTEN or SYNCED */
 	bool kill_sent;
+	int64_t running_ms;		/* last seen running (an
+					   answer, bytes it wrote); 0 never */
 	int64_t progress_ms;		/* this round: last sign of life
 					   (an answer, bytes it wrote) */
 	uint64_t wchar;			/* bytes written, /proc/PID/io */

@@ -74,6 +74,7 @@ uint64_t proc_resident_bytes(const struct conn *c)
 void round_timeouts_on_answer(struct conn *c)
 {
 	c->proc.progress_ms = now_ms();
+	c->proc.running_ms = c->proc.progress_ms;
 }
 
 /* Writing progress is looked at in the write phase only
@@ -224,6 +225,7 @@ static void check_write_progress(struct coordinator *co, int64_t now)
 		if (w != c->proc.wchar) {
 			c->proc.wchar = w;
 			c->proc.progress_ms = now;
+			c->proc.running_ms = now;
 		}
 		if (now - c->proc.progress_ms < stall)
 			continue;
@@ -233,6 +235,15 @@ static void check_write_progress(struct coordinator *co, int64_t now)
 			 stall / 1000.0, COORD_STALL_FACTOR);
 		drop_stalled(co, c, what);
 	}
+}
+
+/* How often stopped processes and writing progress are looked at. */
+static int64_t check_interval(const struct coordinator *co)
+{
+	int64_t half = co->phase_timeout_ms / 2;
+
+	return half < COORD_STOP_CHECK_MS ? (half > 50 ? half : 50)
+					  : COORD_STOP_CHECK_MS;
 }
 
 /* A process stopped by SIGSTOP cannot answer: say so within a second
@@ -251,13 +262,25 @@ static bool process_is_stopped(struct coordinator *co, struct conn *c)
 	       local_process_tracer(c->proc.local_pid) <= 0;
 }
 
-static void fail_stopped_processes(struct coordinator *co)
+/* Seen running since the last look (it answered, or wrote bytes): its
+ * /proc/PID/stat is not read this time (the largest part of the
+ * coordinator's time in a long round: docs/performance.md, "Scale"). A
+ * process stopped since is found at the next look. */
+static bool seen_running(const struct coordinator *co, const struct conn *c,
+			 int64_t now)
+{
+	return c->proc.running_ms && now - c->proc.running_ms <
+				     check_interval(co);
+}
+
+static void fail_stopped_processes(struct coordinator *co, int64_t now)
 {
 	for (size_t i = 0; i < co->nconns; i++) {
 		struct conn *c = co->conns[i];
 
 		if (!round_in(co, c) || round_state_is_final(c->proc.state) ||
-		    c->proc.state == PROC_ABORTING || !process_is_stopped(co, c))
+		    c->proc.state == PROC_ABORTING ||
+		    seen_running(co, c, now) || !process_is_stopped(co, c))
 			continue;
 		/* once continued it must run again, not wait for us */
 		round_abort_participant(co, c);
@@ -265,15 +288,6 @@ static void fail_stopped_processes(struct coordinator *co)
 				   "debugger); continue it (kill -CONT) and "
 				   "checkpoint again");
 	}
-}
-
-/* How often stopped processes and writing progress are looked at. */
-static int64_t check_interval(const struct coordinator *co)
-{
-	int64_t half = co->phase_timeout_ms / 2;
-
-	return half < COORD_STOP_CHECK_MS ? (half > 50 ? half : 50)
-					  : COORD_STOP_CHECK_MS;
 }
 
 void round_check_timeouts(struct coordinator *co)
@@ -286,8 +300,8 @@ void round_check_timeouts(struct coordinator *co)
 	if (r->next_member_check_ms && now >= r->next_member_check_ms)
 		r->next_member_check_ms = 0; /* round_advance looks again */
 	if (now >= r->next_stop_check_ms) {
-		fail_stopped_processes(co);
 		check_write_progress(co, now);
+		fail_stopped_processes(co, now);
 		r->next_stop_check_ms = now + check_interval(co);
 	}
 	if (now >= r->phase_deadline)
