@@ -326,9 +326,11 @@ static void round_finish(struct coordinator *co)
 		reply_requesters(co, r->first_error, buf_str(&r->failures),
 				 "");
 	}
-	for (size_t i = 0; i < co->nconns; i++)
+	for (size_t i = 0; i < co->nconns; i++) {
 		if (round_in(co, co->conns[i]))
 			co->conns[i]->proc.state = PROC_IDLE;
+		proc_files_close(co->conns[i]);
+	}
 	orphans_discard(co);
 	r->active = false;
 	if (co->interval_s)
@@ -352,12 +354,16 @@ static void start_writing(struct coordinator *co)
 				r->dir);
 			c->proc.state = PROC_WRITING;
 			c->proc.image_tmp[0] = 0;
-			c->proc.wchar_at_write = proc_written_bytes(c);
+			c->proc.wchar_at_write = proc_written_bytes(co, c);
 			c->proc.expected_bytes = proc_resident_bytes(c);
 			c->proc.written_ms = -1;
 		}
 	}
 	round_timeouts_start_phase(co, co->write_timeout_ms);
+	for (size_t i = 0; i < co->nconns; i++)
+		if (round_in(co, co->conns[i]))
+			co->conns[i]->proc.wchar =
+				co->conns[i]->proc.wchar_at_write;
 }
 
 /* Move the round on after any event: to phase 2, or to its end. */

@@ -114,11 +114,13 @@ struct conn *conn_add(struct coordinator *co, int fd, const char *peer)
 	c->serial = ++co->next_serial;
 	snprintf(c->peer, sizeof(c->peer), "%s", peer);
 	c->first_msg_deadline = now_ms() + COORD_HELLO_TIMEOUT_MS;
+	proc_files_init(c);
 	co->conns[co->nconns++] = c;
+	conn_events_add(c);
 	return c;
 }
 
-int conn_flush(struct conn *c)
+static int send_queued(struct conn *c)
 {
 	while (c->out.len && !c->eof) {
 		ssize_t n = send(c->fd, c->out.data, c->out.len,
@@ -136,6 +138,14 @@ int conn_flush(struct conn *c)
 		return n < 0 ? -errno : -EPIPE;
 	}
 	return 0;
+}
+
+int conn_flush(struct conn *c)
+{
+	int r = send_queued(c);
+
+	conn_events_update(c);
+	return r;
 }
 
 void conn_send(struct conn *c, uint16_t type, const void *payload,
@@ -259,6 +269,7 @@ void conn_free(struct conn *c)
 {
 	if (c->fd >= 0)
 		close(c->fd);
+	proc_files_close(c);
 	buf_free(&c->in);
 	buf_free(&c->out);
 	buf_free(&c->proc.unrestored);

@@ -2,7 +2,8 @@
 /*
  * ckpt_coordinator: tracks the processes of one computation and runs
  * checkpoint rounds (checkpoint_round.c) and commands (commands.c). One
- * thread, one poll loop; every wait is bounded by a deadline.
+ * thread, one event loop (conn_events.c); every wait is bounded by a
+ * deadline.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -191,7 +192,7 @@ static void handle_msg(struct coordinator *co, struct conn *c,
 	}
 }
 
-static void read_conn(struct coordinator *co, struct conn *c)
+void conn_read(struct coordinator *co, struct conn *c)
 {
 	struct ckpt_msg_header hdr;
 	const char *payload;
@@ -347,61 +348,6 @@ static bool should_exit(struct coordinator *co)
 	return false;
 }
 
-static void poll_once(struct coordinator *co, const sigset_t *wait_mask)
-{
-	static struct pollfd *pfds;
-	static size_t pfds_cap;
-	size_t n = co->nconns;
-	int64_t d = next_deadline(co);
-	struct timespec ts, *tsp = NULL;
-
-	if (n + 1 > pfds_cap) {
-		pfds_cap = (n + 1) * 2;
-		pfds = realloc(pfds, pfds_cap * sizeof(*pfds));
-		if (!pfds) {
-			coord_log("out of memory for %zu poll entries", n + 1);
-			exit(1);
-		}
-	}
-	pfds[0] = (struct pollfd){
-		.fd = guard_listener_paused(co) ? -1 : co->listen_fd,
-		.events = POLLIN,
-	};
-	for (size_t i = 0; i < n; i++) {
-		struct conn *c = co->conns[i];
-
-		pfds[i + 1] = (struct pollfd){
-			.fd = c->eof ? -1 : c->fd,
-			.events = POLLIN | (c->out.len ? POLLOUT : 0),
-		};
-	}
-	if (d) {
-		int64_t left = d - now_ms();
-
-		if (left < 0)
-			left = 0;
-		ts.tv_sec = left / 1000;
-		ts.tv_nsec = (left % 1000) * 1000000;
-		tsp = &ts;
-	}
-	if (ppoll(pfds, n + 1, tsp, wait_mask) < 0) {
-		if (errno != EINTR)
-			coord_log("poll failed: %s", strerror(errno));
-		return;
-	}
-	for (size_t i = 0; i < n; i++) {
-		struct conn *c = co->conns[i];
-		short rev = pfds[i + 1].revents;
-
-		if (rev & POLLOUT)
-			conn_flush(c);
-		if (rev & (POLLIN | POLLHUP | POLLERR))
-			read_conn(co, c);
-	}
-	if (pfds[0].revents & POLLIN)
-		listener_accept(co);
-}
-
 /* Last replies (QUIT's, for one) get a bounded chance to leave. */
 static void flush_all(struct coordinator *co)
 {
@@ -423,7 +369,7 @@ static void on_signal(int sig)
 	exit_signal = sig;
 }
 
-/* Termination signals are blocked except inside ppoll(), so none is
+/* Termination signals are blocked except inside epoll_pwait(), so none is
  * lost between the check and the wait. */
 static void setup_signals(sigset_t *wait_mask)
 {
@@ -684,7 +630,7 @@ int main(int argc, char **argv)
 	else
 		coord_log("listening on %s", co.addr);
 	while (!should_exit(&co)) {
-		poll_once(&co, &wait_mask);
+		conn_events_wait(&co, next_deadline(&co), &wait_mask);
 		reap(&co);
 		run_timers(&co);
 		reap(&co);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * ckpt_coordinator internals: one process, one thread, one poll loop.
+ * ckpt_coordinator internals: one process, one thread, one event loop.
  * Connections are processes (libckpt), commands (ckpt_command), or new
  * ones that have not said which yet. docs/protocol.md tells the story.
  */
@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -75,6 +76,13 @@ enum conn_kind {
 	CONN_COMMAND,		/* sent CMD */
 };
 
+/* /proc/PID files a round reads again and again (proc_files.c). */
+enum proc_file {
+	PROC_FILE_IO,		/* write progress (wchar) */
+	PROC_FILE_STAT,		/* its state: stopped? */
+	PROC_FILE_COUNT
+};
+
 /* Where a process is in the current checkpoint round. */
 enum proc_state {
 	PROC_IDLE,		/* not in a round */
@@ -108,6 +116,8 @@ struct process_info {
 	char image_tmp[4096];		/* this round: its temporary image,
 					   from WRITTEN or SYNCED */
 	bool kill_sent;
+	int64_t running_ms;		/* last seen running (an
+					   answer, bytes it wrote); 0 never */
 	int64_t progress_ms;		/* this round: last sign of life
 					   (an answer, bytes it wrote) */
 	uint64_t wchar;			/* bytes written, /proc/PID/io */
@@ -119,6 +129,8 @@ struct process_info {
 	pid_t local_pid;		/* its pid here, vouched for by the
 					   kernel (peer_pid.c); 0: none, it
 					   is not signalled nor looked at */
+	int file_fd[PROC_FILE_COUNT];	/* this round: its /proc files, -1
+					   when not open (proc_files.c) */
 };
 
 /* Where a TCP connection is in its handshake (auth_handshake.c). */
@@ -163,6 +175,7 @@ struct conn {
 	uint64_t pending_generation;	/* 0: queued for the next round */
 	bool reply_json;		/* its command asked for JSON
 					   (CKPT_CMD_F_JSON, json_replies.c) */
+	bool watching_out;		/* registered for writable events */
 };
 
 /* A process the round waits for before writing (round_members.c). */
@@ -305,6 +318,14 @@ void write_restart_scripts(struct coordinator *co, const char *paths,
 
 /* coordinator.c */
 int64_t now_ms(void);
+/* Read what c sent and handle its complete messages. */
+void conn_read(struct coordinator *co, struct conn *c);
+
+/* conn_events.c: the main loop's wait */
+void conn_events_add(struct conn *c);
+void conn_events_update(struct conn *c);
+void conn_events_wait(struct coordinator *co, int64_t deadline,
+		      const sigset_t *wait_mask);
 
 /* The earlier of two deadlines (ms, now_ms() clock), 0 meaning none. */
 static inline int64_t deadline_earlier(int64_t a, int64_t b)
@@ -411,7 +432,7 @@ const char *round_phase_name(const struct round *r);
 /* /proc/PID/NAME's text, NUL-terminated (round_members.c): 0 or -errno */
 int read_proc_text(pid_t pid, const char *name, char *buf, size_t len);
 /* /proc/PID/io wchar, PROGRESS_UNKNOWN off this host or unreadable */
-uint64_t proc_written_bytes(const struct conn *c);
+uint64_t proc_written_bytes(struct coordinator *co, struct conn *c);
 /* Its resident memory in bytes, 0 when unknown. */
 uint64_t proc_resident_bytes(const struct conn *c);
 void round_timeouts_on_answer(struct conn *c);
@@ -422,6 +443,13 @@ void round_orphan_committed(struct coordinator *co, const char *name,
 			    const char *path, const char *unrestored,
 			    int err, const char *what);
 
+/* proc_files.c */
+void proc_files_init(struct conn *c);
+void proc_files_close(struct conn *c);
+/* Its /proc/PID/NAME's text, NUL-terminated: 0 or -errno. */
+int proc_file_read(struct coordinator *co, struct conn *c, enum proc_file f,
+		   char *buf, size_t len);
+
 /* orphan_images.c */
 int orphan_adopt(struct coordinator *co, struct conn *c, char *why,
 		 size_t wlen);
@@ -431,6 +459,8 @@ void orphans_discard(struct coordinator *co);
 /* round_members.c */
 bool proc_on_this_host(const struct conn *c);
 char local_process_state(pid_t pid);
+/* The same for a process of a round (its /proc file kept open). */
+char round_process_state(struct coordinator *co, struct conn *c);
 /* tracer.c */
 pid_t local_process_tracer(pid_t pid);
 const char *describe_tracer(pid_t pid, char *buf, size_t len);

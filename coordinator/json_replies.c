@@ -64,7 +64,7 @@ static void round_bytes(struct coordinator *co, uint64_t *done,
 		if (!round_in(co, c) || !co->round.writing)
 			continue;
 		*expected += c->proc.expected_bytes;
-		w = proc_written_bytes(c);
+		w = proc_written_bytes(co, c);
 		if (w != PROGRESS_UNKNOWN &&
 		    c->proc.wchar_at_write != PROGRESS_UNKNOWN &&
 		    w >= c->proc.wchar_at_write)

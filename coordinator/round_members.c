@@ -58,14 +58,29 @@ int read_proc_text(pid_t pid, const char *name, char *buf, size_t len)
 
 /* The state letter of /proc/PID/stat ('R', 'S', 'T', 'Z', ...), 0 when
  * the process is gone. */
+static char state_in_stat(const char *stat)
+{
+	const char *p = strrchr(stat, ')');
+
+	return p && p[1] == ' ' ? p[2] : 0;
+}
+
 char local_process_state(pid_t pid)
 {
-	char buf[512], *p;
+	char buf[512];
 
 	if (read_proc_text(pid, "stat", buf, sizeof(buf)) < 0)
 		return 0;
-	p = strrchr(buf, ')');
-	return p && p[1] == ' ' ? p[2] : 0;
+	return state_in_stat(buf);
+}
+
+char round_process_state(struct coordinator *co, struct conn *c)
+{
+	char buf[512];
+
+	if (proc_file_read(co, c, PROC_FILE_STAT, buf, sizeof(buf)) < 0)
+		return 0;
+	return state_in_stat(buf);
 }
 
 /* The threads /proc/PID/task still lists (an exited leader stays until

@@ -46,12 +46,12 @@ const char *round_phase_name(const struct round *r)
 /* Bytes the process wrote so far (its image grows): /proc/PID/io wchar;
  * PROGRESS_UNKNOWN when it cannot be read (another host, a process that
  * is not dumpable, gone). */
-uint64_t proc_written_bytes(const struct conn *c)
+uint64_t proc_written_bytes(struct coordinator *co, struct conn *c)
 {
 	char buf[1024], *p;
 
 	if (!proc_on_this_host(c) ||
-	    read_proc_text(c->proc.local_pid, "io", buf, sizeof(buf)) < 0)
+	    proc_file_read(co, c, PROC_FILE_IO, buf, sizeof(buf)) < 0)
 		return PROGRESS_UNKNOWN;
 	p = strstr(buf, "wchar:");
 	return p ? strtoull(p + 6, NULL, 10) : PROGRESS_UNKNOWN;
@@ -74,6 +74,14 @@ uint64_t proc_resident_bytes(const struct conn *c)
 void round_timeouts_on_answer(struct conn *c)
 {
 	c->proc.progress_ms = now_ms();
+	c->proc.running_ms = c->proc.progress_ms;
+}
+
+/* Writing progress is looked at in the write phase only
+ * (check_write_progress), where start_writing() read where each began. */
+static bool in_write_phase(const struct round *r)
+{
+	return r->writing && !r->resumed && !r->failed;
 }
 
 void round_timeouts_start_phase(struct coordinator *co, int64_t len_ms)
@@ -87,8 +95,8 @@ void round_timeouts_start_phase(struct coordinator *co, int64_t len_ms)
 		if (!round_in(co, c))
 			continue;
 		c->proc.progress_ms = now;
-		c->proc.wchar = co->round.writing ? proc_written_bytes(c)
-						  : PROGRESS_UNKNOWN;
+		if (!in_write_phase(&co->round))
+			c->proc.wchar = PROGRESS_UNKNOWN;
 	}
 }
 
@@ -202,7 +210,7 @@ static void check_write_progress(struct coordinator *co, int64_t now)
 {
 	int64_t stall = co->phase_timeout_ms * COORD_STALL_FACTOR;
 
-	if (!co->round.writing || co->round.resumed || co->round.failed)
+	if (!in_write_phase(&co->round))
 		return;
 	for (size_t i = 0; i < co->nconns; i++) {
 		struct conn *c = co->conns[i];
@@ -211,12 +219,13 @@ static void check_write_progress(struct coordinator *co, int64_t now)
 
 		if (!round_in(co, c) || c->proc.state != PROC_WRITING)
 			continue;
-		w = proc_written_bytes(c);
+		w = proc_written_bytes(co, c);
 		if (w == PROGRESS_UNKNOWN || c->proc.wchar == PROGRESS_UNKNOWN)
 			continue;
 		if (w != c->proc.wchar) {
 			c->proc.wchar = w;
 			c->proc.progress_ms = now;
+			c->proc.running_ms = now;
 		}
 		if (now - c->proc.progress_ms < stall)
 			continue;
@@ -225,38 +234,6 @@ static void check_write_progress(struct coordinator *co, int64_t now)
 			 "(ckpt_coordinator --phase-timeout x %d)",
 			 stall / 1000.0, COORD_STALL_FACTOR);
 		drop_stalled(co, c, what);
-	}
-}
-
-/* A process stopped by SIGSTOP cannot answer: say so within a second
- * instead of at the phase's timeout. A traced one is left to the phase
- * timeout: its debugger may be taking this very checkpoint, resuming the
- * manager thread first (dist/gdb/ckpt-gdb.py), or stop it briefly for each
- * signal it passes on. Only processes on this host can be looked at. */
-static bool process_is_stopped(const struct conn *c)
-{
-	char state;
-
-	if (!proc_on_this_host(c))
-		return false;
-	state = local_process_state(c->proc.local_pid);
-	return (state == 'T' || state == 't') &&
-	       local_process_tracer(c->proc.local_pid) <= 0;
-}
-
-static void fail_stopped_processes(struct coordinator *co)
-{
-	for (size_t i = 0; i < co->nconns; i++) {
-		struct conn *c = co->conns[i];
-
-		if (!round_in(co, c) || round_state_is_final(c->proc.state) ||
-		    c->proc.state == PROC_ABORTING || !process_is_stopped(c))
-			continue;
-		/* once continued it must run again, not wait for us */
-		round_abort_participant(co, c);
-		round_fail_process(co, c, EAGAIN, "is stopped (SIGSTOP or a "
-				   "debugger); continue it (kill -CONT) and "
-				   "checkpoint again");
 	}
 }
 
@@ -269,6 +246,50 @@ static int64_t check_interval(const struct coordinator *co)
 					  : COORD_STOP_CHECK_MS;
 }
 
+/* A process stopped by SIGSTOP cannot answer: say so within a second
+ * instead of at the phase's timeout. A traced one is left to the phase
+ * timeout: its debugger may be taking this very checkpoint, resuming the
+ * manager thread first (dist/gdb/ckpt-gdb.py), or stop it briefly for each
+ * signal it passes on. Only processes on this host can be looked at. */
+static bool process_is_stopped(struct coordinator *co, struct conn *c)
+{
+	char state;
+
+	if (!proc_on_this_host(c))
+		return false;
+	state = round_process_state(co, c);
+	return (state == 'T' || state == 't') &&
+	       local_process_tracer(c->proc.local_pid) <= 0;
+}
+
+/* Seen running since the last look (it answered, or wrote bytes): its
+ * /proc/PID/stat is not read this time (the largest part of the
+ * coordinator's time in a long round: docs/performance.md, "Scale"). A
+ * process stopped since is found at the next look. */
+static bool seen_running(const struct coordinator *co, const struct conn *c,
+			 int64_t now)
+{
+	return c->proc.running_ms && now - c->proc.running_ms <
+				     check_interval(co);
+}
+
+static void fail_stopped_processes(struct coordinator *co, int64_t now)
+{
+	for (size_t i = 0; i < co->nconns; i++) {
+		struct conn *c = co->conns[i];
+
+		if (!round_in(co, c) || round_state_is_final(c->proc.state) ||
+		    c->proc.state == PROC_ABORTING ||
+		    seen_running(co, c, now) || !process_is_stopped(co, c))
+			continue;
+		/* once continued it must run again, not wait for us */
+		round_abort_participant(co, c);
+		round_fail_process(co, c, EAGAIN, "is stopped (SIGSTOP or a "
+				   "debugger); continue it (kill -CONT) and "
+				   "checkpoint again");
+	}
+}
+
 void round_check_timeouts(struct coordinator *co)
 {
 	struct round *r = &co->round;
@@ -279,8 +300,8 @@ void round_check_timeouts(struct coordinator *co)
 	if (r->next_member_check_ms && now >= r->next_member_check_ms)
 		r->next_member_check_ms = 0; /* round_advance looks again */
 	if (now >= r->next_stop_check_ms) {
-		fail_stopped_processes(co);
 		check_write_progress(co, now);
+		fail_stopped_processes(co, now);
 		r->next_stop_check_ms = now + check_interval(co);
 	}
 	if (now >= r->phase_deadline)

@@ -359,6 +359,23 @@ int dirty_page_unwritten(uint64_t addr)
 	return m && addr < m->end && m->tracked && !(w && addr < w->end);
 }
 
+uint64_t dirty_unwritten_until(uint64_t addr)
+{
+	const struct mapping *m = find_le(mappings, nmappings,
+					  sizeof(*mappings), addr);
+	const struct range *w = find_le(written, nwritten, sizeof(*written),
+					addr);
+	uint64_t end;
+
+	if (!m || addr >= m->end || !m->tracked || (w && addr < w->end))
+		return addr;
+	end = m->end;
+	w = w ? w + 1 : written;	/* the first written range above */
+	if (w < written + nwritten && w->start < end)
+		end = w->start;
+	return end;
+}
+
 void dirty_pages_committed(uint64_t generation)
 {
 	if (generation && generation == armed_generation)

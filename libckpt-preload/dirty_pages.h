@@ -19,6 +19,9 @@ int dirty_pages_collect(uint64_t base_generation, uint64_t generation);
 /* After dirty_pages_collect returned 1: the page at addr was not
  * written since the base image was read. */
 int dirty_page_unwritten(uint64_t addr);
+/* The end of the unwritten run of pages from addr (addr itself when the
+ * page at addr was written or is not tracked). */
+uint64_t dirty_unwritten_until(uint64_t addr);
 /* The image of generation is durable: the base of the next one. */
 void dirty_pages_committed(uint64_t generation);
 /* In a restarted process: nothing is tracked (the memory is new). */

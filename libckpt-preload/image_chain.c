@@ -30,6 +30,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include "ckpt/hash.h"
 #include "ckpt/safe_file.h"
@@ -41,6 +42,9 @@
 #define PAGE 4096UL
 /* A full image after this many images in a chain (1 full + 15 deltas). */
 #define CHAIN_MAX_DEFAULT	16
+/* New data written with one pwritev per this many extents (IOV_MAX):
+ * a delta's changed pages are scattered, one extent each. */
+#define WRITE_BATCH		1024
 
 /* The image the next one is compared with: the last one committed, or
  * the one this process was restarted from; "" for none. */
@@ -84,6 +88,9 @@ struct chain_writer {
 	int plain_hash;			/* ... is read by ckpt_restart */
 	unsigned char *snapshot;	/* CKPT_EXTENT_MAX */
 	uint32_t used[CKPT_LINKS_MAX + 1];
+	struct iovec *pending;		/* new data not written yet, */
+	int npending;			/* ... ending at off */
+	uint64_t pending_bytes;
 };
 
 static int chain_max(void)
@@ -342,6 +349,53 @@ static uint64_t extent_hash(struct chain_writer *c)
 	return acc;
 }
 
+/* The new data queued by close_extent() into the file, before off. */
+static int write_pending(struct chain_writer *c)
+{
+	struct iovec *iov = c->pending;
+	int n = c->npending;
+	uint64_t at = c->off - c->pending_bytes;
+	ssize_t done;
+
+	while (n > 0) {
+		done = pwritev(c->fd, iov, n, (off_t)at);
+		if (done < 0 && errno == EINTR)
+			continue;
+		if (done <= 0)
+			return done < 0 ? -errno : -EIO;
+		at += (uint64_t)done;
+		while (n > 0 && (size_t)done >= iov->iov_len) {
+			done -= (ssize_t)iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n > 0) {	/* a short write: the rest of this one */
+			iov->iov_base = (char *)iov->iov_base + done;
+			iov->iov_len -= (size_t)done;
+		}
+	}
+	c->npending = 0;
+	c->pending_bytes = 0;
+	return 0;
+}
+
+/* len bytes of new data at off, written with the next batch: the
+ * program stays stopped until write_pending() (the snapshot of moving
+ * memory is written before it is reused). */
+static int queue_write(struct chain_writer *c, const void *data,
+		       uint64_t len)
+{
+	int r = 0;
+
+	if (c->npending == WRITE_BATCH)
+		r = write_pending(c);
+	c->pending[c->npending++] = (struct iovec){
+		.iov_base = (void *)data, .iov_len = len };
+	c->pending_bytes += len;
+	c->off += len;
+	return r;
+}
+
 /* The open extent into the table; its new data into the file. */
 static int close_extent(struct chain_writer *c)
 {
@@ -366,8 +420,7 @@ static int close_extent(struct chain_writer *c)
 	}
 	if (!o->source) {
 		e->file_offset = c->off;
-		r = write_all(c->fd, o->data, o->len, c->off);
-		c->off += o->len;
+		r = queue_write(c, o->data, o->len);
 	}
 	c->used[o->source]++;
 	o->len = 0;
@@ -393,6 +446,59 @@ static int add_page(struct chain_writer *c, uint64_t a,
 			.data = data, .first_hash = c->hashes.n };
 	}
 	*(uint64_t *)table_push(&c->hashes) = hash;
+	return r;
+}
+
+/* Pages from a not written since the base, which holds them in one raw
+ * extent with a hash each, up to end: how many (0 or 1: page by page). */
+static uint64_t unwritten_run(struct chain_writer *c, uint64_t a,
+			      uint64_t end)
+{
+	struct base *b = c->b;
+	const struct ckpt_extent *e;
+	uint64_t stop = dirty_unwritten_until(a), n, idx, i, off, hash;
+	uint32_t source;
+
+	if (stop <= a || !base_find(b, a, &source, &off, &hash))
+		return 0;
+	e = &b->extents[b->cur];
+	if (stop > e->addr + e->len)
+		stop = e->addr + e->len;
+	if (stop > end)
+		stop = end;
+	n = (stop - a) / PAGE;
+	idx = b->cur_page + (a - e->addr) / PAGE;
+	for (i = 0; i < n && b->hashes[idx + i]; i++)
+		;
+	return i;
+}
+
+/* n pages from a, not written since the base: referenced where the base
+ * has them (unwritten_run() found them in one of its extents), their
+ * hashes the base's, added to the open extent as add_page() would one by
+ * one. */
+static int add_base_run(struct chain_writer *c, uint64_t a, uint64_t n)
+{
+	struct base *b = c->b;
+	const struct ckpt_extent *e = &b->extents[b->cur];
+	struct open_extent *o = &c->cur;
+	uint64_t off = e->file_offset + (a - e->addr);
+	uint64_t idx = b->cur_page + (a - e->addr) / PAGE;
+	uint32_t source = e->source + 1;
+	int r = 0;
+
+	if (o->len && o->source == source && o->addr + o->len == a &&
+	    o->file_offset + o->len == off) {
+		o->len += n * PAGE;
+	} else {
+		r = close_extent(c);
+		*o = (struct open_extent){ .addr = a, .len = n * PAGE,
+			.source = source, .file_offset = off,
+			.first_hash = c->hashes.n };
+	}
+	memcpy((uint64_t *)c->hashes.base + c->hashes.n, &b->hashes[idx],
+	       n * sizeof(uint64_t));
+	c->hashes.n += n;
 	return r;
 }
 
@@ -431,9 +537,15 @@ static int add_scanned_extent(struct chain_writer *c,
 	if (table_reserve(&c->hashes, e->len / PAGE) < 0)
 		return -ENOMEM;
 	for (uint64_t p = 0; p < e->len && rc == 0; p += PAGE) {
-		uint64_t a = e->addr + p, h = 0, bh, off = 0;
+		uint64_t a = e->addr + p, h = 0, bh, off = 0, run;
 		uint32_t source = 0;
 
+		if (linkable && c->tracked &&
+		    (run = unwritten_run(c, a, e->addr + e->len)) > 1) {
+			rc = add_base_run(c, a, run);
+			p += (run - 1) * PAGE;
+			continue;
+		}
 		if (linkable && base_find(c->b, a, &source, &off, &bh)) {
 			if (c->tracked && dirty_page_unwritten(a))
 				h = bh;
@@ -442,8 +554,10 @@ static int add_scanned_extent(struct chain_writer *c,
 		}
 		rc = add_page(c, a, src + p, source, off, source ? h : 0);
 	}
+	if (rc == 0)
+		rc = close_extent(c);
 	/* the snapshot is reused by the next extent */
-	return rc ? rc : close_extent(c);
+	return rc == 0 && moving ? write_pending(c) : rc;
 }
 
 static int add_memory(struct chain_writer *c)
@@ -464,7 +578,7 @@ static int add_memory(struct chain_writer *c)
 		r->first_extent = first;
 		r->nextents = c->out.n - first;
 	}
-	return rc;
+	return rc ? rc : write_pending(c);
 }
 
 /* Links no extent uses are dropped (the chain then needs fewer files);
@@ -507,7 +621,9 @@ static int chain_setup(struct chain_writer *c, struct image_writer *w,
 	c->out.elem = sizeof(struct ckpt_extent);
 	c->hashes.elem = sizeof(uint64_t);
 	c->snapshot = map_anon(CKPT_EXTENT_MAX);
-	if (!c->snapshot || table_reserve(&c->out, w->extents.n + 1024) < 0)
+	c->pending = map_anon(WRITE_BATCH * sizeof(struct iovec));
+	if (!c->snapshot || !c->pending ||
+	    table_reserve(&c->out, w->extents.n + 1024) < 0)
 		return -ENOMEM;
 	if (base_load(b, dir, &why) == 0) {
 		c->b = b;
@@ -521,6 +637,8 @@ static void chain_teardown(struct chain_writer *c)
 {
 	if (c->snapshot)
 		munmap(c->snapshot, CKPT_EXTENT_MAX);
+	if (c->pending)
+		munmap(c->pending, WRITE_BATCH * sizeof(struct iovec));
 	table_free(&c->out);
 	table_free(&c->hashes);
 	if (c->b)

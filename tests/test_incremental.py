@@ -136,6 +136,18 @@ def refused(session, img, pattern):
                                                               r.stderr)
 
 
+def corrupt_refused(session, last, addr, length, link):
+    """ckpt_restart of last fails on the corrupt memory addr+length of
+    chain link `link`, naming both."""
+    r = run([session.tool("ckpt_restart"), last], COMMAND_TIMEOUT,
+            env=session.env)
+    assert r.returncode != 0, "restarted on corrupt data of %s" % link
+    assert re.search(r"memory %x-%x: checksum mismatch: the saved data in "
+                     r"chain link %s is corrupt" % (
+                         addr, addr + length, re.escape(link)),
+                     r.stderr), r.stderr
+
+
 @pytest.mark.time_limit(120)
 def test_missing_or_damaged_link_refused(session):
     """ckpt_restart and ckpt_inspect refuse a delta whose link is missing,
@@ -174,6 +186,24 @@ def test_missing_or_damaged_link_refused(session):
     refused(session, last, r"chain link %s \(generation \d+\): damaged"
             % name)
 
+    # a page the middle delta changed, put over the full image's mapping
+    # with others of its file in one batch (restart/loader/extent_patch.c)
+    shutil.copy2(keep, middle)
+    im = Image(last)
+    links = [im.string(link[3]) for link in
+             im.table(LINK_FMT, "links_offset", "nlinks")]
+    source = links.index(os.path.basename(middle)) + 1
+    pages = [e for e in im.table(EXTENT_FMT, "extents_offset", "nextents")
+             if e[6] == source and e[1] <= 16 << 10]
+    assert len(pages) > 10, "the middle delta gives the last few pages"
+    addr, length, foff = pages[len(pages) // 2][:3]
+    with open(middle, "r+b") as f:
+        f.seek(foff + length - 1)
+        b = f.read(1)
+        f.seek(foff + length - 1)
+        f.write(bytes([b[0] ^ 0x01]))
+    corrupt_refused(session, last, addr, length, os.path.basename(middle))
+
     # a page of the full image the last delta takes its memory from
     shutil.copy2(keep, middle)
     im = Image(last)
@@ -191,13 +221,7 @@ def test_missing_or_damaged_link_refused(session):
         b = f.read(1)
         f.seek(foff + 100)
         f.write(bytes([b[0] ^ 0x40]))
-    r = run([session.tool("ckpt_restart"), last], COMMAND_TIMEOUT,
-            env=session.env)
-    assert r.returncode != 0, "restarted on a corrupt link"
-    assert re.search(r"memory %x-%x: checksum mismatch: the saved data in "
-                     r"chain link %s is corrupt" % (
-                         addr, addr + length, re.escape(links[ext[0][6] - 1])),
-                     r.stderr), r.stderr
+    corrupt_refused(session, last, addr, length, links[ext[0][6] - 1])
 
 
 @pytest.mark.time_limit(150)

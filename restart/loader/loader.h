@@ -153,6 +153,11 @@ void map_span(struct loader *l, const struct ckpt_extent *e, uint64_t first,
 	      uint64_t last);
 void extent_map_prepare(struct loader *l);
 
+/* extent_patch.c */
+void patch_span(const struct loader *l, const struct ckpt_extent *e,
+		uint64_t first, uint64_t last);
+int extent_patchable(const struct loader *l, const struct ckpt_extent *e);
+
 /* extent_decode.c */
 void extent_decode_prepare(struct loader *l);
 void extent_decode_queue(const struct loader *l, const struct ckpt_extent *e,

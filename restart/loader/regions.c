@@ -239,7 +239,8 @@ void region_read_data(const struct loader *l, const struct ckpt_region *r,
 
 /* The region's saved pages at their addresses: mapped from the image
  * where the rule allows (extent_map.c), then the rest read in or
- * decompressed, over the mappings where a span covers them. */
+ * decompressed, over the mappings where a span covers them (in batches
+ * where they can be: extent_patch.c). */
 static void region_fill(struct loader *l, const struct ckpt_region *r)
 {
 	const struct ckpt_extent *e = region_extents(l, r);
@@ -251,8 +252,11 @@ static void region_fill(struct loader *l, const struct ckpt_region *r)
 			map_span(l, e, i, last);
 	for (uint64_t i = 0; i < n; i = last + 1) {
 		mapped = extent_span(l, r, e, n, i, &last);
+		if (mapped)
+			patch_span(l, e, i, last);
 		for (uint64_t k = i; k <= last; k++) {
-			if (mapped && e[k].source == l->map_source)
+			if (mapped && (e[k].source == l->map_source ||
+				       extent_patchable(l, &e[k])))
 				continue;
 			/* over a mapping: its private copies made in one
 			 * call, not one page fault each (costly in a VM);

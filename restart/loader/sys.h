@@ -35,6 +35,21 @@ static inline long sys_pread(int fd, void *buf, size_t len, uint64_t off)
 	return __syscall4(__NR_pread64, fd, (long)buf, (long)len, (long)off);
 }
 
+static inline long sys_getpid(void)
+{
+	return __syscall0(__NR_getpid);
+}
+
+/* iov: arrays of n {base, len} pairs (struct iovec). */
+static inline long sys_process_vm_writev(long pid, const void *local_iov,
+					 unsigned long nlocal,
+					 const void *remote_iov,
+					 unsigned long nremote)
+{
+	return __syscall6(__NR_process_vm_writev, pid, (long)local_iov,
+			  (long)nlocal, (long)remote_iov, (long)nremote, 0);
+}
+
 static inline long sys_write(int fd, const void *buf, size_t len)
 {
 	return __syscall3(__NR_write, fd, (long)buf, (long)len);

@@ -24,7 +24,9 @@ FUZZ_SRCS_coord_msg := coordinator/conn.c coordinator/listener.c \
 	coordinator/conn_guard.c \
 	coordinator/peer_pid.c protocol/sanitize.c \
 	coordinator/round_timeouts.c coordinator/auth_handshake.c \
-	coordinator/tracer.c coordinator/snapshots.c coordinator/json_replies.c \
+	coordinator/tracer.c coordinator/proc_files.c coordinator/conn_events.c \
+	coordinator/snapshots.c \
+	coordinator/json_replies.c \
 	$(CLIENT_SRCS)
 
 $(FUZZ_DIR)/fuzz_coord_msg: tests/fuzz/fuzz_coord_msg.c \

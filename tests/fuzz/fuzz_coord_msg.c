@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * libFuzzer target: the coordinator's message parser and everything a
- * peer's bytes reach (coordinator/coordinator.c read_conn(): framing,
+ * peer's bytes reach (coordinator/coordinator.c conn_read(): framing,
  * HELLO, CMD, the round's results, UNRESTORED, commands).
  *
  * Input: records of [conn index (1 byte, mod FUZZ_CONNS)] [length (2
@@ -134,7 +134,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			len = size - pos;
 		if (c && !c->eof) {
 			buf_append(&c->in, data + pos, len);
-			read_conn(&co, c);
+			conn_read(&co, c);
 		}
 		pos += len;
 		reap(&co);
