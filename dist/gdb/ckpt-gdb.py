@@ -18,6 +18,7 @@ here; a backend for in-memory snapshots implements the same four methods.
 docs/reversible-debugging.md tells how it works and its limits.
 """
 
+import contextlib
 import ctypes
 import os
 import re
@@ -38,6 +39,8 @@ STEP_TIMEOUT = float(os.environ.get("CKPT_GDB_TIMEOUT", "30"))
 KILL_GRACE = 5
 SYS_TGKILL = 234 if os.uname().machine == "x86_64" else 131  # aarch64
 HW_WATCH = int(os.environ.get("CKPT_GDB_HW_WATCH", "0") == "1")
+# line steps a reverse-step/next/finish may re-execute from one snapshot
+MAX_STEPS = int(os.environ.get("CKPT_GDB_MAX_STEPS", "2000"))
 
 
 class CkptError(gdb.GdbError):
@@ -64,6 +67,17 @@ def run_quiet(cmd):
     return gdb.execute(cmd, to_string=True)
 
 
+@contextlib.contextmanager
+def quiet_stops():
+    """gdb prints each stop (its frame, its line) even under to_string:
+    not the extension's own ones, which the user did not ask for."""
+    run_quiet("set suppress-cli-notifications on")
+    try:
+        yield
+    finally:
+        run_quiet("set suppress-cli-notifications off")
+
+
 # --- the inferior's stops ------------------------------------------------
 
 class Stop:
@@ -84,6 +98,69 @@ class Stop:
 
     def same_place(self, other):
         return self.pc == other.pc and self.handle == other.handle
+
+
+SCALAR_TYPES = (gdb.TYPE_CODE_INT, gdb.TYPE_CODE_PTR, gdb.TYPE_CODE_ENUM,
+                gdb.TYPE_CODE_BOOL, gdb.TYPE_CODE_CHAR, gdb.TYPE_CODE_FLT)
+
+
+def frame_height(frame):
+    """Frames from the outermost to this one: a call makes it grow."""
+    height = 0
+    while frame is not None:
+        height += 1
+        frame = frame.older()
+    return height
+
+
+def frame_locals(frame):
+    """The scalar arguments and locals of the frame's function: what tells
+    two passes at one line apart (a loop's iterations)."""
+    try:
+        block = frame.block()
+    except RuntimeError:
+        return ()
+    values = []
+    while block is not None:
+        for sym in block:
+            if not (sym.is_variable or sym.is_argument):
+                continue
+            try:
+                v = sym.value(frame)
+                if v.type.strip_typedefs().code in SCALAR_TYPES:
+                    values.append((sym.name, str(v)))
+            except (gdb.error, RuntimeError, TypeError):
+                pass
+        if block.function:
+            break
+        block = block.superblock
+    return tuple(values)
+
+
+class Place(Stop):
+    """A point of a line-step walk: a stop, plus the stack height and the
+    locals, to recognise the same pass at a line (recursion, loops)."""
+
+    def __init__(self, index, counted):
+        super().__init__(index, counted)
+        frame = gdb.selected_frame()
+        self.height = frame_height(frame)
+        self.locals = frame_locals(frame)
+        sal = frame.find_sal()
+        self.line = (sal.symtab.filename if sal.symtab else "??", sal.line)
+
+    def same_pass(self, other):
+        return (self.same_place(other) and self.index == other.index and
+                self.height == other.height and self.locals == other.locals)
+
+
+class Walk:
+    """Line steps re-executed from a snapshot (points[0] is the snapshot's
+    place, each next one a `step` further); the program is at points[at].
+    Going back again from there needs no new walk."""
+
+    def __init__(self, snap, points, at):
+        self.snap, self.points, self.at = snap, points, at
 
 
 class Snapshot:
@@ -256,11 +333,34 @@ def repair_saved_breakpoints(pid):
             break
 
 
+HITS_AT_RESUME = {}
+
+
+def note_hit_counts(event):
+    """At each resume: the breakpoints' hit counts, to tell a breakpoint
+    that stopped the program from one a step ended on."""
+    HITS_AT_RESUME.clear()
+    for b in gdb.breakpoints() or ():
+        if b.is_valid():
+            HITS_AT_RESUME[b.number] = b.hit_count
+
+
+def really_hit(event):
+    """A step that ends at a breakpoint whose condition is false is
+    reported with it all the same; its hit count did not move."""
+    for b in event.breakpoints:
+        if not b.is_valid():        # a temporary one, deleted when hit
+            return True
+        if b.hit_count > HITS_AT_RESUME.get(b.number, 0):
+            return True
+    return False
+
+
 def counts_as_stop(event):
     """The stops re-execution counts: those `continue` reaches again. Not
     the end of a step, next or finish, nor an interrupt (Ctrl-C)."""
     if isinstance(event, gdb.BreakpointEvent):
-        return True
+        return really_hit(event)
     return (isinstance(event, gdb.SignalEvent) and
             event.stop_signal != "SIGINT")
 
@@ -434,6 +534,9 @@ class Session:
         self.between = None
         # after a step, next or finish: where it ended (a Stop not counted)
         self.off_stop = None
+        # after reverse-step/next/finish: the line steps re-executed
+        self.walk = None
+        self.last_event = None
 
     # signals
     def pass_signal(self, sig):
@@ -463,11 +566,13 @@ class Session:
 
     # stops
     def on_stop(self, event):
+        self.last_event = event
         if self.replaying or not self.running:
             return
         if gdb.selected_inferior().pid == 0:
             return
         self.between = None
+        self.walk = None
         if not counts_as_stop(event):
             try:
                 self.off_stop = Stop(self.position, counted=False)
@@ -647,7 +752,8 @@ class Session:
         try:
             if gdb.selected_inferior().pid:
                 run_quiet("kill")
-            run_quiet("attach %d" % pid)
+            with quiet_stops():
+                run_quiet("attach %d" % pid)
             repair_saved_breakpoints(pid)
             user_bps = self.disable_user_breakpoints()
             try:
@@ -658,6 +764,7 @@ class Session:
             self.replaying = False
         self.position = snap.stop.index
         self.between = None
+        self.walk = None
         self.off_stop = None if snap.stop.counted else snap.stop
         if not quiet:
             gdb.execute("frame")
@@ -670,8 +777,9 @@ class Session:
         # the SIGSTOP of --stopped may be reported by any thread, now or
         # a little later
         try:
-            continue_bounded("the restored thread's return to %s" %
-                             stop.where, sigstop_stops=False)
+            with quiet_stops():
+                continue_bounded("the restored thread's return to %s" %
+                                 stop.where, sigstop_stops=False)
         finally:
             bp.delete()
         self.check_at(stop)
@@ -797,6 +905,123 @@ class Session:
                                 gdb.parse_and_eval(expr)))
         gdb.execute("frame")
 
+    # going back by lines: re-execute `step` by `step` from a snapshot to
+    # here (FReD's way), then again up to the wanted step
+    def reverse_by_steps(self, what, choose):
+        """choose(earlier points, here) -> the index of the point to go
+        back to, or None when this walk does not reach back far enough."""
+        if self.walk:
+            walk = self.walk
+            j = choose(walk.points[:walk.at], walk.points[walk.at])
+            if j is not None:
+                return self.land(walk.snap, walk.points, j)
+            here = walk.points[walk.at]
+            older = [s for s in self.snapshots
+                     if s.stop.index < walk.snap.stop.index]
+        else:
+            here = self.here_place()
+            older = self.snapshots_before_place(here)
+        for snap in sorted(older, key=lambda s: -s.stop.index):
+            points = self.walk_to(snap, here, what)
+            j = choose(points[:-1], points[-1])
+            if j is not None:
+                return self.land(snap, points, j)
+        if not older:
+            self.snapshot_before(-1)     # raises: none, or the first
+        raise CkptError("ckpt: %s: nothing to go back to since the first "
+                        "snapshot (stop %d)" % (what, older[-1].stop.index
+                                                if older else 0))
+
+    def here_place(self):
+        stop = self.current_stop()
+        return Place(stop.index, stop.counted)
+
+    def snapshots_before_place(self, here):
+        """Snapshots taken before here: at an earlier stop, or at here's
+        stop when here is past it (one taken after a step past stop N may
+        lie after here: left out)."""
+        return [s for s in self.snapshots
+                if s.stop.index < here.index or
+                (s.stop.index == here.index and s.stop.counted and
+                 not here.counted)]
+
+    def walk_to(self, snap, here, what):
+        """Restore snap and step until here; the points passed."""
+        self.restore(snap, quiet=True)
+        points = [Place(self.position, snap.stop.counted)]
+        while not points[-1].same_pass(here):
+            if len(points) > MAX_STEPS:
+                raise CkptError(
+                    "ckpt: %s: %d line steps from snapshot %d (stop %d) do "
+                    "not reach the current point (%s); take snapshots "
+                    "closer to it (ckpt auto), or raise CKPT_GDB_MAX_STEPS"
+                    % (what, MAX_STEPS, snap.number, snap.stop.index,
+                       here.where))
+            if self.position > here.index:
+                raise CkptError(
+                    "ckpt: %s: divergence: re-executing from snapshot %d "
+                    "went past stop %d without passing the current point "
+                    "(%s)" % (what, snap.number, here.index, here.where))
+            points.append(self.step_once())
+        return points
+
+    def step_once(self):
+        """One `step` of the re-execution; its end, checked against the
+        history when it is a stop `continue` reaches too."""
+        self.last_event = None
+        self.replaying = True
+        try:
+            with quiet_stops():
+                continue_bounded("a line step at stop %d" % self.position,
+                                 command="step", sigstop_stops=False)
+        finally:
+            self.replaying = False
+        if gdb.selected_inferior().pid == 0:
+            raise CkptError("ckpt: divergence: the program ended while "
+                            "re-executing line steps")
+        counted = self.last_event is not None and \
+            counts_as_stop(self.last_event)
+        if counted:
+            self.position += 1
+            if self.position > len(self.history):
+                raise CkptError("ckpt: divergence: re-execution went past "
+                                "the last stop seen")
+            self.check_at(self.history[self.position - 1])
+        return Place(self.position, counted)
+
+    def land(self, snap, points, j):
+        """Restore snap and step j times: to points[j], checked."""
+        self.restore(snap, quiet=True)
+        for k in range(1, j + 1):
+            got = self.step_once()
+            if not got.same_pass(points[k]):
+                raise CkptError(
+                    "ckpt: divergence: line step %d from snapshot %d "
+                    "expected %s (pc 0x%x), the program is at %s (pc 0x%x)"
+                    % (k, snap.number, points[k].where, points[k].pc,
+                       got.where, got.pc))
+        target = points[j]
+        self.off_stop = None if target.counted else target
+        self.walk = Walk(snap, points, j)
+        gdb.execute("frame")
+
+    def reverse_step(self):
+        self.reverse_by_steps(
+            "reverse-step", lambda before, here: len(before) - 1
+            if before else None)
+
+    def reverse_next(self):
+        """Back to the previous line of this function (over calls), or to
+        the caller's line at the function's first line."""
+        self.reverse_by_steps("reverse-next", lambda before, here: last_index(
+            before, lambda p: p.height <= here.height))
+
+    def reverse_finish(self):
+        """Back to the caller's line, before the call."""
+        self.reverse_by_steps(
+            "reverse-finish", lambda before, here: last_index(
+                before, lambda p: p.height < here.height))
+
     def cleanup(self):
         try:
             subprocess.run([find_tool("ckpt_command"), "--coord", self.coord,
@@ -812,6 +1037,13 @@ class Session:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def last_index(points, wanted):
+    for i in range(len(points) - 1, -1, -1):
+        if wanted(points[i]):
+            return i
+    return None
+
+
 SESSION = Session()
 
 
@@ -820,7 +1052,7 @@ SESSION = Session()
 class CkptCommand(gdb.Command):
     """ckpt: snapshots and reverse execution (docs/reversible-debugging.md).
 Subcommands: run, snapshot, snapshots, restore, reverse-continue,
-reverse-watch, auto."""
+reverse-step, reverse-next, reverse-finish, reverse-watch, auto."""
 
     def __init__(self):
         super().__init__("ckpt", gdb.COMMAND_RUNNING, prefix=True)
@@ -917,6 +1149,21 @@ class CkptReverseWatch(gdb.Command):
         SESSION.reverse_watch(arg)
 
 
+class SessionCommand(gdb.Command):
+    """A `ckpt` subcommand without arguments: one Session method."""
+
+    def __init__(self, name, method, doc):
+        self.__doc__ = "ckpt %s: %s" % (name, doc)
+        self.method = method
+        super().__init__("ckpt " + name, gdb.COMMAND_RUNNING)
+
+    def invoke(self, arg, from_tty):
+        if arg.strip():
+            raise CkptError("ckpt: %s takes no argument (%r)" %
+                            (self.method.__name__.replace("_", "-"), arg))
+        self.method()
+
+
 class CkptAuto(gdb.Command):
     """ckpt auto [hits K] [seconds T] [max M]: snapshot every K breakpoint
 stops, or at the first stop T seconds after the last snapshot, keeping at
@@ -947,5 +1194,14 @@ most M (older ones thinned out logarithmically); 0: off."""
 for cls in (CkptCommand, CkptRun, CkptSnapshot, CkptSnapshots, CkptRestore,
             CkptReverseContinue, CkptReverseWatch, CkptAuto):
     cls()
+SessionCommand("reverse-step", SESSION.reverse_step,
+               "back to the previous line step (into the last line of a "
+               "function that returned since).")
+SessionCommand("reverse-next", SESSION.reverse_next,
+               "back to the previous line of this function (over calls); "
+               "at its first line, to the caller's line.")
+SessionCommand("reverse-finish", SESSION.reverse_finish,
+               "back to the caller's line, before the call.")
+gdb.events.cont.connect(note_hit_counts)
 gdb.events.stop.connect(SESSION.on_stop)
 gdb.events.gdb_exiting.connect(lambda e: SESSION.cleanup())
