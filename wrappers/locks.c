@@ -15,7 +15,6 @@
 
 DEFINE_NEXT(pthread_mutex_lock);
 DEFINE_NEXT(pthread_mutex_trylock);
-DEFINE_NEXT(pthread_mutex_timedlock);
 DEFINE_NEXT(pthread_mutex_clocklock);
 DEFINE_NEXT(pthread_mutex_unlock);
 DEFINE_NEXT(pthread_rwlock_wrlock);
@@ -32,7 +31,6 @@ CKPT_EARLY_CONSTRUCTOR static void resolve_next_locks(void)
 {
 	RESOLVE_NEXT(pthread_mutex_lock);
 	RESOLVE_NEXT(pthread_mutex_trylock);
-	RESOLVE_NEXT(pthread_mutex_timedlock);
 	RESOLVE_NEXT(pthread_mutex_clocklock);
 	RESOLVE_NEXT(pthread_mutex_unlock);
 	RESOLVE_NEXT(pthread_rwlock_wrlock);
@@ -71,36 +69,89 @@ static void forget_if_released(pthread_mutex_t *m)
 		thread_ids_untrack(m);
 }
 
-CKPT_WRAPPER int pthread_mutex_lock(pthread_mutex_t *m)
+/* The real calls, with the owner noted for the kinds that need it. */
+int locks_mutex_lock(pthread_mutex_t *m)
 {
 	if (!owner_checked(m))
 		return NEXT_FN(pthread_mutex_lock)(m);
 	return LOCK_NOTED(m, 0, NEXT_FN(pthread_mutex_lock)(m));
 }
 
-CKPT_WRAPPER int pthread_mutex_trylock(pthread_mutex_t *m)
+static int mutex_trylock(pthread_mutex_t *m)
 {
 	if (!owner_checked(m))
 		return NEXT_FN(pthread_mutex_trylock)(m);
 	return LOCK_NOTED(m, 0, NEXT_FN(pthread_mutex_trylock)(m));
 }
 
+static int mutex_clocklock(pthread_mutex_t *m, clockid_t clock,
+			   const struct timespec *abstime)
+{
+	if (!owner_checked(m))
+		return NEXT_FN(pthread_mutex_clocklock)(m, clock, abstime);
+	return LOCK_NOTED(m, 0, NEXT_FN(pthread_mutex_clocklock)(m, clock,
+								abstime));
+}
+
+/* Ordered when recording (wrappers/lock_order.c): a replayed timed or
+ * try lock returns what it returned in the recording (a timeout, busy),
+ * or takes the lock, whose turn has come. */
+static int ordered_lock(pthread_mutex_t *m, int kind, clockid_t clock,
+			const struct timespec *abstime, const void *site)
+{
+	struct lock_turn t;
+	int rc;
+
+	if (!lock_order_begin(&t, kind, m, site)) {
+		if (kind == LOCK_EV_MUTEX)
+			return locks_mutex_lock(m);
+		if (kind == LOCK_EV_TRYLOCK)
+			return mutex_trylock(m);
+		return mutex_clocklock(m, clock, abstime);
+	}
+	if (t.replaying && t.recorded != 0)
+		rc = t.recorded;
+	else if (kind == LOCK_EV_TRYLOCK)
+		rc = mutex_trylock(m);
+	else if (kind == LOCK_EV_MUTEX || t.replaying)
+		rc = locks_mutex_lock(m);
+	else
+		rc = mutex_clocklock(m, clock, abstime);
+	/* taken out of turn (a snapshot of the blocked call restored): given
+	 * back, unseen by the program, and taken again in turn */
+	if (rc == 0 && lock_order_overtaken(&t)) {
+		pthread_mutex_unlock(m);
+		lock_order_wait_turn(&t);
+		rc = t.replaying && t.recorded != 0 ? t.recorded :
+		     locks_mutex_lock(m);
+	}
+	lock_order_end(&t, rc);
+	return rc;
+}
+
+CKPT_WRAPPER int pthread_mutex_lock(pthread_mutex_t *m)
+{
+	return ordered_lock(m, LOCK_EV_MUTEX, 0, NULL, CALL_SITE());
+}
+
+CKPT_WRAPPER int pthread_mutex_trylock(pthread_mutex_t *m)
+{
+	return ordered_lock(m, LOCK_EV_TRYLOCK, 0, NULL, CALL_SITE());
+}
+
 CKPT_WRAPPER int pthread_mutex_timedlock(pthread_mutex_t *m,
 					 const struct timespec *abstime)
 {
-	if (!owner_checked(m))
-		return NEXT_FN(pthread_mutex_timedlock)(m, abstime);
-	return LOCK_NOTED(m, 0, NEXT_FN(pthread_mutex_timedlock)(m, abstime));
+	return ordered_lock(m, LOCK_EV_TIMEDLOCK, CLOCK_REALTIME, abstime,
+			    CALL_SITE());
 }
 
 CKPT_WRAPPER int pthread_mutex_clocklock(pthread_mutex_t *m,
 					 clockid_t clock,
 					 const struct timespec *abstime)
 {
-	if (!owner_checked(m))
-		return NEXT_FN(pthread_mutex_clocklock)(m, clock, abstime);
-	return LOCK_NOTED(m, 0, NEXT_FN(pthread_mutex_clocklock)(m, clock,
-								abstime));
+	return ordered_lock(m, LOCK_EV_TIMEDLOCK, clock, abstime,
+			    CALL_SITE());
 }
 
 CKPT_WRAPPER int pthread_mutex_unlock(pthread_mutex_t *m)

@@ -33,7 +33,9 @@ import gdb
 
 # libckpt-preload/internal.h, enum ckpt_debugger_event_kind
 EV_SIGNAL, EV_SIGNALED, EV_RELEASING, EV_RESTORED, EV_ROUND_DONE = 1, 2, 3, 4, 5
+EV_LOCK_EVENT, EV_LOCK_ENTER = 6, 7
 HOOK = "ckpt_debugger_event"
+LOCK_HOOK = "ckpt_debugger_lock_event"
 MANAGER_NAME = "ckpt-manager"
 STEP_TIMEOUT = float(os.environ.get("CKPT_GDB_TIMEOUT", "30"))
 KILL_GRACE = 5
@@ -164,11 +166,71 @@ class Walk:
 
 
 class Snapshot:
-    def __init__(self, number, stop, data):
+    def __init__(self, number, stop, data, events):
         self.number = number
         self.stop = stop          # the stop it was taken at
         self.data = data          # the backend's (an image path)
+        self.events = events      # lock events done by then
         self.taken = time.time()
+
+
+# --- the lock order (wrappers/lock_order.c) -------------------------------
+
+def libckpt_value(name, default=0):
+    """A variable of libckpt in the program (0 when there is none)."""
+    try:
+        return int(gdb.parse_and_eval(name))
+    except gdb.error:
+        return default
+
+
+def set_libckpt(name, value):
+    run_quiet("set var %s = %d" % (name, value))
+
+
+WATCH_COPY = 64     # ckpt_lock_order_watch_copy
+
+
+def watched_bytes(expr):
+    """Address and size of expr, for libckpt to compare."""
+    value = gdb.parse_and_eval(expr)
+    if value.address is None:
+        raise CkptError("ckpt reverse-watch: %s is not in memory (give an "
+                        "lvalue)" % expr)
+    if value.type.sizeof > WATCH_COPY:
+        raise CkptError("ckpt reverse-watch: %s is %d bytes; with several "
+                        "threads at most %d" % (expr, value.type.sizeof,
+                                                WATCH_COPY))
+    return int(value.address), value.type.sizeof
+
+
+def stopped_at_event(kind):
+    """Stopped at libckpt's lock-order trap of this kind."""
+    try:
+        return (gdb.selected_frame().name() == LOCK_HOOK and
+                int(gdb.parse_and_eval("$rdi")) == kind)
+    except gdb.error:
+        return False
+
+
+def threads_to_try(first):
+    """first, then the program's other threads not blocked in a call."""
+    yield first
+    for t in sorted(gdb.selected_inferior().threads(), key=lambda t: t.num):
+        if (t.is_valid() and t.ptid != first.ptid and
+                t.name != MANAGER_NAME and not in_system_call(t)):
+            yield t
+
+
+def in_system_call(thread):
+    """Blocked in a system call when gdb stopped it (orig_rax is the call;
+    -1 in user code): stepping it would wait with it."""
+    thread.switch()
+    try:
+        reg = "$orig_rax" if os.uname().machine == "x86_64" else "$x8"
+        return int(gdb.parse_and_eval(reg)) >= 0
+    except gdb.error:
+        return False
 
 
 # --- waiting on gdb with a bound ------------------------------------------
@@ -537,6 +599,8 @@ class Session:
         # after reverse-step/next/finish: the line steps re-executed
         self.walk = None
         self.last_event = None
+        # lock-order divergences libckpt counted at the last restore
+        self.divergences_base = 0
 
     # signals
     def pass_signal(self, sig):
@@ -636,6 +700,7 @@ class Session:
     def snapshot(self, quiet=False):
         stop = self.current_stop()
         self.pass_current_signal()
+        events = libckpt_value("ckpt_lock_order_events")
         number = self.next_number
         user_bps = self.disable_user_breakpoints()
         proc = self.backend.take(number)
@@ -653,7 +718,7 @@ class Session:
             run_quiet("set scheduler-locking off")
             self.enable(user_bps)
         self.next_number += 1
-        self.snapshots.append(Snapshot(number, stop, data))
+        self.snapshots.append(Snapshot(number, stop, data, events))
         self.thin()
         if not quiet:
             print("ckpt: snapshot %d at stop %d (%s)" %
@@ -708,7 +773,18 @@ class Session:
         run_quiet("set scheduler-locking off")
         self.check_at(stop)
 
+    def check_lock_order(self):
+        """libckpt found the threads off their recorded lock order."""
+        n = libckpt_value("ckpt_lock_order_divergences")
+        if n > self.divergences_base:
+            self.divergences_base = n
+            text = gdb.parse_and_eval(
+                "ckpt_lock_order_divergence_text").string()
+            raise CkptError("ckpt: divergence: %s; the program is not "
+                            "where it was" % text)
+
     def check_at(self, stop):
+        self.check_lock_order()
         here = Stop(stop.index)
         if not here.same_place(stop):
             raise CkptError("ckpt: divergence: expected stop %d at %s "
@@ -755,6 +831,8 @@ class Session:
             with quiet_stops():
                 run_quiet("attach %d" % pid)
             repair_saved_breakpoints(pid)
+            self.divergences_base = libckpt_value(
+                "ckpt_lock_order_divergences")
             user_bps = self.disable_user_breakpoints()
             try:
                 self.resume_restored(snap.stop)
@@ -802,16 +880,24 @@ class Session:
                             (self.snapshots[0].stop.index, index))
         return best
 
+    def count_stop(self):
+        """The re-execution reached a stop: the next one of the history."""
+        self.position += 1
+        self.off_stop = None
+        if self.position > len(self.history):
+            raise CkptError("ckpt: divergence: re-execution went past the "
+                            "last stop seen")
+        self.check_at(self.history[self.position - 1])
+
     def replay_to(self, index):
         """From the restored position, continue until stop `index`,
         checking each stop against the history."""
         self.replaying = True
         try:
             while self.position < index:
-                continue_bounded("stop %d" % (self.position + 1))
-                self.position += 1
-                self.off_stop = None
-                self.check_at(self.history[self.position - 1])
+                with quiet_stops():
+                    continue_bounded("stop %d" % (self.position + 1))
+                self.count_stop()
         finally:
             self.replaying = False
 
@@ -847,6 +933,8 @@ class Session:
                             key=lambda s: -s.stop.index)
         if not candidates:
             self.snapshot_before(-1)   # raises the error
+        if libckpt_value("ckpt_lock_order_events") > candidates[-1].events:
+            return self.reverse_watch_threads(expr, until, candidates)
         for snap in candidates:
             hits = self.count_changes(snap, expr, until)
             if hits:
@@ -877,12 +965,7 @@ class Session:
                 continue_bounded("stop %d" % (self.position + 1))
                 if wp.hit_count > before:
                     continue
-                self.position += 1
-                self.off_stop = None
-                if self.position > len(self.history):
-                    raise CkptError("ckpt: divergence: re-execution went "
-                                    "past the last stop seen")
-                self.check_at(self.history[self.position - 1])
+                self.count_stop()
             return wp.hit_count
         finally:
             run_quiet("set scheduler-locking off")
@@ -898,12 +981,112 @@ class Session:
     def run_to_change(self, snap, expr, hits):
         self.run_counting(expr, lambda n: n >= hits)
         self.between = (snap, expr, hits)
+        self.report_change(expr)
+
+    def report_change(self, expr):
         thread = gdb.selected_thread()
         print("ckpt: %s last changed before stop %d, at %s, in thread %d "
               "(%s): now %s" % (expr, self.position + 1, writer_line(),
                                 thread.num, thread.name,
                                 gdb.parse_and_eval(expr)))
         gdb.execute("frame")
+
+    # reverse-watch with several threads: libckpt compares the watched
+    # bytes at each lock event; the change lies between two events, where
+    # one thread at a time runs with a software watchpoint
+    def reverse_watch_threads(self, expr, until, candidates):
+        addr, size = watched_bytes(expr)
+        for snap in candidates:
+            start = self.change_window(snap, addr, size, until)
+            if start is None:
+                continue
+            self.restore(snap, quiet=True)
+            if start >= snap.events:
+                self.run_to_event(start)
+            if self.step_threads_to_change(expr) is None:
+                raise CkptError(
+                    "ckpt: %s changed after lock event %d, but no thread "
+                    "run alone from there wrote it (a write without the "
+                    "lock, racing?)" % (expr, start))
+            self.between = (snap, expr, 0)
+            self.report_change(expr)
+            return
+        raise CkptError("ckpt: %s did not change since the first snapshot "
+                        "(stop %d)" % (expr, candidates[-1].stop.index))
+
+    def change_window(self, snap, addr, size, until):
+        """Re-execute from snap to stop `until`, libckpt comparing the
+        bytes at each lock event. The event after which the last change
+        came (snap.events - 1: from the snapshot's stop), or None."""
+        self.restore(snap, quiet=True)
+        inferior = gdb.selected_inferior()
+        copy = int(gdb.parse_and_eval(
+            "(long)&ckpt_lock_order_watch_copy"))
+        inferior.write_memory(copy, inferior.read_memory(addr, size))
+        set_libckpt("ckpt_lock_order_changed_at", -1)
+        set_libckpt("ckpt_lock_order_watch_addr", addr)
+        set_libckpt("ckpt_lock_order_watch_len", size)
+        try:
+            self.replay_to(until)
+        finally:
+            set_libckpt("ckpt_lock_order_watch_len", 0)
+        events = libckpt_value("ckpt_lock_order_events")
+        if (bytes(inferior.read_memory(addr, size)) !=
+                bytes(inferior.read_memory(copy, size))):
+            return max(events - 1, snap.events - 1)
+        changed = libckpt_value("ckpt_lock_order_changed_at", -1)
+        return None if changed < 0 else max(changed - 1, snap.events - 1)
+
+    def run_to_event(self, event):
+        """Continue until libckpt traps once lock event `event` is done,
+        checking the stops on the way against the history."""
+        set_libckpt("ckpt_lock_order_trap_at", event)
+        self.replaying = True
+        try:
+            while True:
+                self.last_event = None
+                with quiet_stops():
+                    continue_bounded("lock event %d" % event)
+                if stopped_at_event(EV_LOCK_EVENT):
+                    return
+                if not counts_as_stop(self.last_event):
+                    raise CkptError("ckpt: the re-execution stopped at %s "
+                                    "before lock event %d" %
+                                    (Stop(0).where, event))
+                self.count_stop()
+        finally:
+            self.replaying = False
+            set_libckpt("ckpt_lock_order_trap_at", -1)
+
+    def step_threads_to_change(self, expr):
+        """One thread at a time, from the selected one, runs with a
+        software watchpoint on expr until it changes it (the writer,
+        returned, selected) or comes to its next lock event (libckpt
+        traps there)."""
+        first = gdb.selected_thread()
+        wp = self.watch(expr)
+        set_libckpt("ckpt_lock_order_trap_enter", 1)
+        run_quiet("set scheduler-locking on")
+        self.replaying = True
+        try:
+            for thread in threads_to_try(first):
+                thread.switch()
+                before = wp.hit_count
+                try:
+                    with quiet_stops():
+                        continue_bounded("thread %d's next lock event" %
+                                         thread.num,
+                                         timeout=min(STEP_TIMEOUT, 10))
+                except CkptError:
+                    continue        # blocked outside the lock events
+                if wp.hit_count > before:
+                    return thread
+            return None
+        finally:
+            self.replaying = False
+            run_quiet("set scheduler-locking off")
+            set_libckpt("ckpt_lock_order_trap_enter", 0)
+            wp.delete()
 
     # going back by lines: re-execute `step` by `step` from a snapshot to
     # here (FReD's way), then again up to the wanted step
@@ -963,6 +1146,7 @@ class Session:
                     "went past stop %d without passing the current point "
                     "(%s)" % (what, snap.number, here.index, here.where))
             points.append(self.step_once())
+        self.check_lock_order()
         return points
 
     def step_once(self):
@@ -982,11 +1166,7 @@ class Session:
         counted = self.last_event is not None and \
             counts_as_stop(self.last_event)
         if counted:
-            self.position += 1
-            if self.position > len(self.history):
-                raise CkptError("ckpt: divergence: re-execution went past "
-                                "the last stop seen")
-            self.check_at(self.history[self.position - 1])
+            self.count_stop()
         return Place(self.position, counted)
 
     def land(self, snap, points, j):
