@@ -68,3 +68,31 @@ def test_reverse_watch_names_the_writing_thread_every_time(work):
 @pytest.mark.time_limit(900)
 def test_reverse_watch_names_the_writing_thread_ten_times(work):
     watch_the_bad_link(work, 10)
+
+
+@pytest.mark.time_limit(180)
+def test_an_unsynchronized_race_is_reported_as_a_divergence(work):
+    """The spinning count decides which mutex is taken: re-executed, the
+    lock order differs from the recording; reverse-continue says so and
+    does not show the stop."""
+    exe = build(work, "racy_spin")
+    text, _ = gdb(work, exe, """
+break started
+break finished
+ckpt run
+ckpt snapshot
+continue
+continue
+python
+try:
+    gdb.execute("ckpt reverse-continue")
+    print("shown: %s" % gdb.parse_and_eval("n"))
+except Exception as e:
+    print("refused: %s" % e)
+end
+""")
+    assert re.search(r"^refused: ckpt: divergence: the lock order differs "
+                     r"at event \d+: thread \d+ locks 0x[0-9a-f]+ \(call at "
+                     r"0x[0-9a-f]+\); the recording has locks 0x[0-9a-f]+",
+                     text, re.M), text
+    assert "shown:" not in text, text
