@@ -222,6 +222,18 @@ def threads_to_try(first):
             yield t
 
 
+def holds(expr):
+    try:
+        return bool(gdb.parse_and_eval("(%s) != 0" % expr))
+    except gdb.error as e:
+        raise CkptError("ckpt bisect: %s: %s" % (expr, e))
+
+
+def user_threads():
+    return [t for t in gdb.selected_inferior().threads()
+            if t.name != MANAGER_NAME]
+
+
 def in_system_call(thread):
     """Blocked in a system call when gdb stopped it (orig_rax is the call;
     -1 in user code): stepping it would wait with it."""
@@ -1088,6 +1100,62 @@ class Session:
             set_libckpt("ckpt_lock_order_trap_enter", 0)
             wp.delete()
 
+    # bisect: the first stop at which a condition that held at the first
+    # snapshot is false, by binary search over the stops (one
+    # re-execution a probe), then the change itself, watched from the
+    # last stop where it held
+    def bisect(self, expr):
+        now = self.current_stop()
+        if holds(expr):
+            raise CkptError("ckpt bisect: %s holds now: nothing to find" %
+                            expr)
+        first = self.snapshot_before(now.index)
+        for s in self.snapshots:
+            if s.stop.index < first.stop.index:
+                first = s
+        self.reexecutions = 0
+        lo = first.stop.index
+        hi = now.index if now.counted else now.index + 1
+        if not self.probe(expr, first, lo):
+            raise CkptError("ckpt bisect: %s does not hold at the first "
+                            "snapshot (stop %d): no start to search from "
+                            "(the program is at that snapshot now)" %
+                            (expr, lo))
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if self.probe(expr, self.snapshot_before(mid), mid):
+                lo = mid
+            else:
+                hi = mid
+        snap = self.snapshot_before(lo)
+        if self.position != lo or self.off_stop:
+            self.probe(expr, snap, lo)
+        self.find_break(expr, snap, lo, hi)
+
+    def probe(self, expr, snap, index):
+        """Restore snap, re-execute to stop index: does expr hold?"""
+        self.restore(snap, quiet=True)
+        self.reexecutions += 1
+        self.replay_to(index)
+        return holds(expr)
+
+    def find_break(self, expr, snap, lo, hi):
+        """From stop lo (expr holds) on to where it stops holding: watched
+        with one thread; with several, the first stop where it is false."""
+        if len(user_threads()) == 1:
+            self.run_counting("(%s) != 0" % expr, lambda n: n >= 1)
+            where = "at %s" % writer_line()
+        else:
+            self.replay_to(hi)
+            where = "by stop %d" % hi
+        self.between = (snap, None, 0)
+        thread = gdb.selected_thread()
+        print("ckpt: %s first false %s, in thread %d (%s), after stop %d "
+              "(where it held); %d re-executions" % (
+                  expr, where, thread.num, thread.name, lo,
+                  self.reexecutions))
+        gdb.execute("frame")
+
     # going back by lines: re-execute `step` by `step` from a snapshot to
     # here (FReD's way), then again up to the wanted step
     def reverse_by_steps(self, what, choose):
@@ -1232,7 +1300,7 @@ SESSION = Session()
 class CkptCommand(gdb.Command):
     """ckpt: snapshots and reverse execution (docs/reversible-debugging.md).
 Subcommands: run, snapshot, snapshots, restore, reverse-continue,
-reverse-step, reverse-next, reverse-finish, reverse-watch, auto."""
+reverse-step, reverse-next, reverse-finish, reverse-watch, bisect, auto."""
 
     def __init__(self):
         super().__init__("ckpt", gdb.COMMAND_RUNNING, prefix=True)
@@ -1380,6 +1448,20 @@ SessionCommand("reverse-step", SESSION.reverse_step,
 SessionCommand("reverse-next", SESSION.reverse_next,
                "back to the previous line of this function (over calls); "
                "at its first line, to the caller's line.")
+class CkptBisect(gdb.Command):
+    """ckpt bisect EXPR: the first moment EXPR, true at the first snapshot,
+is false: a binary search over the stops seen, then the change watched."""
+
+    def __init__(self):
+        super().__init__("ckpt bisect", gdb.COMMAND_RUNNING)
+
+    def invoke(self, arg, from_tty):
+        if not arg.strip():
+            raise CkptError("ckpt bisect: give a condition")
+        SESSION.bisect(arg)
+
+
+CkptBisect()
 SessionCommand("reverse-finish", SESSION.reverse_finish,
                "back to the caller's line, before the call.")
 gdb.events.cont.connect(note_hit_counts)
