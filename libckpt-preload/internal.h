@@ -104,6 +104,9 @@ const char *record_inputs_path(void);	/* NULL when not recording */
 /* both records are opened again after a restart (restore.c) */
 void record_inputs_restarted(void);
 void lock_order_restarted(void);
+/* and a child of fork starts records of its own (manager.c) */
+void record_inputs_forked(void);
+void lock_order_forked(void);
 ssize_t record_inputs_read(int fd, void *buf, size_t len,
 			   ssize_t (*next_read)(int, void *, size_t));
 

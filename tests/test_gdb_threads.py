@@ -31,14 +31,14 @@ python print("AT writer %d ticket %d of %d" % ( \
 """
 
 
-def watch_the_bad_link(work, repeats):
+def watch_the_bad_link(work, repeats, args=""):
     exe = build(work, "lock_order_bug")
     text, _ = gdb(work, exe, """
 break started
-ckpt run
+ckpt run %s
 ckpt snapshot
 continue
-""" + CRASH + WATCH + ("ckpt restore 1\ncontinue\n" + CRASH + WATCH) *
+""" % args + CRASH + WATCH + ("ckpt restore 1\ncontinue\n" + CRASH + WATCH) *
                    (repeats - 1))
     bad = line_of("lock_order_bug", "the bad write")
     crashes = re.findall(r"^CRASH (\S+) signal (\d+) writer (\d+)$", text,
@@ -61,6 +61,12 @@ continue
 @pytest.mark.time_limit(240)
 def test_reverse_watch_names_the_writing_thread_every_time(work):
     watch_the_bad_link(work, 2)
+
+
+@pytest.mark.time_limit(240)
+def test_semaphores_and_rwlocks_are_ordered_too(work):
+    # the tickets behind a semaphore, the link behind a rwlock
+    watch_the_bad_link(work, 2, "1000 sem")
 
 
 @pytest.mark.skipif(not os.environ.get("CKPT_HEAVY_TESTS"),

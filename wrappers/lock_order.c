@@ -7,6 +7,8 @@
  * recording of inputs (CKPT_RECORD_INPUTS=PATH, set by the gdb extension:
  * docs/reversible-debugging.md); the record is PATH.<vpid>.locks.
  *
+ * Locks are pthread mutexes and rwlocks (wrappers/locks.c) and
+ * semaphores (wrappers/sleep.c), each through a struct lock_ops.
  * Events are numbered in one sequence for the process. The entries live
  * in the file (outside the image: those written after a snapshot survive
  * its restore), the number of the next event is a variable in memory,
@@ -275,6 +277,46 @@ void lock_order_wait_turn(struct lock_turn *t)
 	errno = e;
 }
 
+static int take_as_called(const struct lock_ops *ops, void *obj, int kind,
+			  clockid_t clock, const struct timespec *abstime)
+{
+	if (kind == LOCK_EV_TRYLOCK)
+		return ops->try_take(obj);
+	if (kind == LOCK_EV_TIMEDLOCK)
+		return ops->take_until(obj, clock, abstime);
+	return ops->take(obj);
+}
+
+/* A lock of any kind taken in its turn. Replayed, a try or timed lock
+ * returns what it returned in the recording (busy, a timeout) without
+ * the call, or takes the lock, whose turn has come. */
+int lock_order_take(const struct lock_ops *ops, void *obj, int kind,
+		    clockid_t clock, const struct timespec *abstime,
+		    const void *site)
+{
+	struct lock_turn t;
+	int rc;
+
+	if (!lock_order_begin(&t, kind, obj, site))
+		return take_as_called(ops, obj, kind, clock, abstime);
+	if (t.replaying && t.recorded != 0)
+		rc = t.recorded;
+	else
+		rc = take_as_called(ops, obj, t.replaying &&
+				    kind == LOCK_EV_TIMEDLOCK ? LOCK_EV_MUTEX :
+				    kind, clock, abstime);
+	/* taken out of turn (a snapshot of the blocked call restored): given
+	 * back, unseen by the program, and taken again in turn */
+	if (rc == 0 && lock_order_overtaken(&t)) {
+		ops->give_back(obj);
+		lock_order_wait_turn(&t);
+		rc = t.replaying && t.recorded != 0 ? t.recorded :
+		     ops->take(obj);
+	}
+	lock_order_end(&t, rc);
+	return rc;
+}
+
 int lock_order_replaying(void)
 {
 	return lock_order_on() && ckpt_lock_order_events < log_count;
@@ -372,4 +414,13 @@ const char *lock_event_name(int kind)
 void lock_order_restarted(void)
 {
 	log_fd = -1;
+}
+
+/* A child of fork: a sequence and a record of its own; the thread that
+ * forked is its first thread. */
+void lock_order_forked(void)
+{
+	log_fd = -1;
+	ckpt_lock_order_events = 0;
+	thread_number = 0;
 }

@@ -299,3 +299,10 @@ void record_inputs_restarted(void)
 {
 	log_fd = -1;
 }
+
+/* A child of fork: a record of its own (PATH.<its vpid>), from the start. */
+void record_inputs_forked(void)
+{
+	log_fd = -1;
+	cursor = 0;
+}

@@ -12,6 +12,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>
+#include <time.h>
 #include <errno.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -129,6 +130,19 @@ void lock_order_name_thread(uint32_t number);
 extern volatile uint32_t ckpt_lock_order_events;	/* the next event */
 const char *lock_event_name(int kind);
 #define CALL_SITE() __builtin_return_address(0)
+
+/* A kind of lock, for lock_order_take: each returns 0 or an error
+ * number (give_back: the lock was just taken; undo it). */
+struct lock_ops {
+	int (*take)(void *obj);
+	int (*try_take)(void *obj);
+	int (*take_until)(void *obj, clockid_t clock,
+			  const struct timespec *abstime);
+	void (*give_back)(void *obj);
+};
+int lock_order_take(const struct lock_ops *ops, void *obj, int kind,
+		    clockid_t clock, const struct timespec *abstime,
+		    const void *site);
 
 /* locks.c: take a mutex as the program's call would, not ordered */
 int locks_mutex_lock(pthread_mutex_t *m);

@@ -5,12 +5,15 @@
  * ticket lock) writes a wrong link, once, and main crashes on it after
  * the join. tests/test_gdb_threads.py asks `ckpt reverse-watch` for the
  * writing thread and line: with the lock order replayed, the same answer
- * every time. Usage: lock_order_bug [ROUNDS]
+ * every time. Usage: lock_order_bug [ROUNDS [sem]]: with "sem", a
+ * semaphore guards the tickets and a rwlock the link.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define WORKERS 4
 
@@ -21,6 +24,9 @@ struct slot {
 
 struct slot slots[WORKERS];
 pthread_mutex_t ticket_lock = PTHREAD_MUTEX_INITIALIZER;
+sem_t ticket_sem;
+pthread_rwlock_t link_lock = PTHREAD_RWLOCK_INITIALIZER;
+int other_locks;
 long next_ticket;
 long bad_ticket;
 
@@ -55,15 +61,24 @@ static long draw_ticket(void)
 {
 	long t;
 
-	pthread_mutex_lock(&ticket_lock);
+	if (other_locks)
+		sem_wait(&ticket_sem);
+	else
+		pthread_mutex_lock(&ticket_lock);
 	t = next_ticket++;
-	pthread_mutex_unlock(&ticket_lock);
+	if (other_locks)
+		sem_post(&ticket_sem);
+	else
+		pthread_mutex_unlock(&ticket_lock);
 	return t;
 }
 
 static void note_last(int id, struct slot *s, long ticket)
 {
-	pthread_mutex_lock(&shared.lock);
+	if (other_locks)
+		pthread_rwlock_wrlock(&link_lock);
+	else
+		pthread_mutex_lock(&shared.lock);
 	if (!shared.frozen) {
 		if (ticket == bad_ticket) {
 			bad_writer = id;
@@ -73,7 +88,10 @@ static void note_last(int id, struct slot *s, long ticket)
 			shared.last = s;		/* the good write */
 		}
 	}
-	pthread_mutex_unlock(&shared.lock);
+	if (other_locks)
+		pthread_rwlock_unlock(&link_lock);
+	else
+		pthread_mutex_unlock(&shared.lock);
 }
 
 static void *worker(void *arg)
@@ -102,6 +120,8 @@ int main(int argc, char **argv)
 
 	if (argc > 1)
 		rounds = atoi(argv[1]);
+	other_locks = argc > 2 && !strcmp(argv[2], "sem");
+	sem_init(&ticket_sem, 0, 1);
 	bad_ticket = rounds * WORKERS * 5 / 8;
 	for (int i = 0; i < WORKERS; i++)
 		pthread_mutex_init(&slots[i].lock, NULL);
