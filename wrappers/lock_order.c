@@ -77,15 +77,6 @@ static uint32_t log_count;	/* entries in the file, as of the last open */
 static int busy;		/* spin lock */
 static int turn_rounds = 200;	/* 100 ms waits before a divergence */
 
-extern const char __ehdr_start[] __attribute__((visibility("hidden")));
-extern char _end[] __attribute__((visibility("hidden")));
-
-static int from_libckpt(const void *site)
-{
-	return (const char *)site >= __ehdr_start &&
-	       (const char *)site < _end;
-}
-
 static void lock(void)
 {
 	wrappers_spin_lock(&busy);
@@ -234,7 +225,7 @@ int lock_order_begin(struct lock_turn *t, int kind, const void *object,
 {
 	int e = errno;
 
-	if (!lock_order_on() || from_libckpt(site))
+	if (!lock_order_on() || called_from_libckpt(site))
 		return 0;
 	t->kind = kind;
 	t->object = object;

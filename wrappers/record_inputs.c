@@ -72,6 +72,9 @@ static int recording(void)
 	return state > 0;
 }
 
+/* on, and called by the program (not by libckpt in its thread) */
+#define RECORDING_CALL() (recording() && !called_from_libckpt(CALL_SITE()))
+
 static void lock(void)
 {
 	wrappers_spin_lock(&busy);
@@ -194,7 +197,7 @@ CKPT_WRAPPER int clock_gettime(clockid_t id, struct timespec *ts)
 {
 	struct clock_call c = { id, ts };
 
-	if (!recording())
+	if (!RECORDING_CALL())
 		return NEXT_FN(clock_gettime)(id, ts);
 	return (int)record_call(REC_CLOCK_GETTIME, ts, sizeof(*ts),
 				live_clock_gettime, &c);
@@ -207,7 +210,7 @@ static int64_t live_gettimeofday(void *arg)
 
 CKPT_WRAPPER int gettimeofday(struct timeval *restrict tv, void *restrict tz)
 {
-	if (!recording() || tz)	/* the obsolete timezone: not recorded */
+	if (!RECORDING_CALL() || tz)	/* the obsolete timezone: not recorded */
 		return NEXT_FN(gettimeofday)(tv, tz);
 	return (int)record_call(REC_GETTIMEOFDAY, tv, sizeof(*tv),
 				live_gettimeofday, tv);
@@ -222,7 +225,7 @@ CKPT_WRAPPER time_t time(time_t *t)
 {
 	time_t now;
 
-	if (!recording())
+	if (!RECORDING_CALL())
 		return NEXT_FN(time)(t);
 	now = (time_t)record_call(REC_TIME, &now, 0, live_time, NULL);
 	if (t)
@@ -249,7 +252,7 @@ CKPT_WRAPPER ssize_t getrandom(void *buf, size_t len, unsigned flags)
 {
 	struct buffer_call c = { -1, buf, len, flags, NULL };
 
-	if (!recording())
+	if (!RECORDING_CALL())
 		return NEXT_FN(getrandom)(buf, len, flags);
 	return record_call(REC_GETRANDOM, buf, len, live_getrandom, &c);
 }

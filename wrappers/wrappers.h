@@ -131,6 +131,16 @@ extern volatile uint32_t ckpt_lock_order_events;	/* the next event */
 const char *lock_event_name(int kind);
 #define CALL_SITE() __builtin_return_address(0)
 
+/* A call made by libckpt itself (in a program's thread): not the
+ * program's, neither recorded nor ordered. */
+extern const char __ehdr_start[] __attribute__((visibility("hidden")));
+extern char _end[] __attribute__((visibility("hidden")));
+static inline int called_from_libckpt(const void *site)
+{
+	return (const char *)site >= __ehdr_start &&
+	       (const char *)site < _end;
+}
+
 /* A kind of lock, for lock_order_take: each returns 0 or an error
  * number (give_back: the lock was just taken; undo it). */
 struct lock_ops {
