@@ -7,11 +7,17 @@
     (gdb) ckpt snapshots          list them
     (gdb) ckpt restore N          go back to snapshot N
     (gdb) ckpt reverse-continue   back to the previous stop
+    (gdb) ckpt reverse-step       back to the previous line step
+    (gdb) ckpt reverse-next       back to the previous line here
+    (gdb) ckpt reverse-finish     back to the caller, before the call
     (gdb) ckpt reverse-watch EXPR the last change of EXPR before now
+    (gdb) ckpt bisect EXPR        the first moment EXPR stopped holding
     (gdb) ckpt auto [hits K] [max M]  snapshot every K stops, keep M
 
 Going back = restoring the nearest earlier snapshot and re-executing
-forward, counting stops, to the wanted point (FReD's approach). A
+forward, counting stops or line steps, to the wanted point (FReD's
+approach); libckpt records the inputs and the threads' lock order and
+replays them on re-execution (wrappers/record_inputs.c, lock_order.c). A
 snapshot is taken through a *backend*: ImageBackend (checkpoint images,
 ckpt_restart --stopped, gdb attaches to the restored process) is the one
 here; a backend for in-memory snapshots implements the same four methods.
