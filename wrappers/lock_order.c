@@ -127,6 +127,51 @@ static int open_log(void)
 	return log_fd;
 }
 
+static int entry_at(uint32_t n, struct lock_entry *e)
+{
+	return pread(log_fd, e, sizeof(*e), (off_t)n * sizeof(*e)) ==
+	       (ssize_t)sizeof(*e);
+}
+
+/* A waiting thread sleeps on the sequence with the bit of its number:
+ * an event done wakes only the thread whose turn is next (and those whose
+ * numbers share its bit), not every waiter. */
+static uint32_t turn_bit(uint32_t number)
+{
+	return 1u << (number % 32);
+}
+
+/* 0, or ETIMEDOUT after 100 ms (clock of the system call: not the
+ * recorded one) */
+static int sleep_until_turn(uint32_t at)
+{
+	struct timespec until;
+
+	syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &until);
+	until.tv_nsec += 100 * 1000 * 1000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	if (syscall(SYS_futex, &ckpt_lock_order_events,
+		    FUTEX_WAIT_BITSET_PRIVATE, at, &until, NULL,
+		    turn_bit(thread_number)) < 0)
+		return errno;
+	return 0;
+}
+
+/* Under lock(), the sequence moved on to `next`: wake its thread. */
+static void wake_next(uint32_t next)
+{
+	struct lock_entry e;
+	uint32_t bits = FUTEX_BITSET_MATCH_ANY;
+
+	if (next < log_count && entry_at(next, &e))
+		bits = turn_bit(e.thread);
+	syscall(SYS_futex, &ckpt_lock_order_events, FUTEX_WAKE_BITSET_PRIVATE,
+		INT32_MAX, NULL, NULL, bits);
+}
+
 static void wake_waiters(void)
 {
 	syscall(SYS_futex, &ckpt_lock_order_events, FUTEX_WAKE_PRIVATE,
@@ -157,12 +202,6 @@ static void diverge(const char *fmt, ...)
 	wake_waiters();
 }
 
-static int entry_at(uint32_t n, struct lock_entry *e)
-{
-	return pread(log_fd, e, sizeof(*e), (off_t)n * sizeof(*e)) ==
-	       (ssize_t)sizeof(*e);
-}
-
 /* Under lock(), with the entry of the next event ours: does it say what
  * the thread does now? */
 static int entry_matches(const struct lock_entry *e,
@@ -184,7 +223,6 @@ static int entry_matches(const struct lock_entry *e,
  * has come), 0 when it is live (the record ends here). */
 static int wait_for_turn(struct lock_turn *t)
 {
-	struct timespec tick = { 0, 100 * 1000 * 1000 };
 	int rounds = 0;
 	struct lock_entry e;
 
@@ -213,9 +251,7 @@ static int wait_for_turn(struct lock_turn *t)
 			return 0;
 		}
 		unlock();
-		if (syscall(SYS_futex, &ckpt_lock_order_events,
-			    FUTEX_WAIT_PRIVATE, at, &tick, NULL, 0) < 0 &&
-		    errno == ETIMEDOUT)
+		if (sleep_until_turn(at) == ETIMEDOUT)
 			rounds++;
 	}
 }
@@ -368,9 +404,9 @@ uint32_t lock_order_end(struct lock_turn *t, int result)
 		append_entry(t, result);
 	compare_watched(at);
 	__atomic_store_n(&ckpt_lock_order_events, at + 1, __ATOMIC_RELEASE);
-	unlock();
 	if (t->replaying)
-		wake_waiters();
+		wake_next(at + 1);
+	unlock();
 	if (ckpt_lock_order_trap_at == (int64_t)at)
 		ckpt_debugger_lock_event(CKPT_DEBUGGER_LOCK_EVENT, at);
 	errno = e;
