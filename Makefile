@@ -97,7 +97,8 @@ install-runtime: all
 		$(DESTDIR)$(COMPLETIONDIR)/$$t || exit 1; done
 	# the Slurm batch script of docs/slurm.md
 	install -d $(DESTDIR)$(PREFIX)/share/ckpt/slurm
-	install -m 0755 dist/slurm/ckpt_job.sbatch $(DESTDIR)$(PREFIX)/share/ckpt/slurm/
+	install -m 0755 dist/slurm/ckpt_job.sbatch dist/slurm/ckpt_mpi_job.sh \
+		$(DESTDIR)$(PREFIX)/share/ckpt/slurm/
 	# the JSON schemas of the --json outputs (docs/schemas)
 	install -d $(DESTDIR)$(PREFIX)/share/ckpt/schemas
 	install -m 0644 $(wildcard docs/schemas/*.json) \

@@ -36,7 +36,8 @@ its target (--only wrappers; --only programs: the programs alone).
 
 Usage: bench/bench.py [--sizes 16,256,1024] [--dir DIR] [--json FILE]
                       [--only sizes,small,restart,sockets,redis,compress,
-                              incremental,snapshots,wrappers,programs]
+                              incremental,snapshots,wrappers,programs,
+                              inspect]
                       [--restart-mib MIB] [--sockets N] [--redis MIB]
 
 --only incremental (docs/performance.md, "Incremental checkpoints"):
@@ -61,6 +62,8 @@ during a normal checkpoint and during `ckpt_command --checkpoint
 1 GiB); then `ckpt_command --snapshot` (its time and the stall) and
 `ckpt_command --restore ID` until the restored program answers, each
 next to the fork (goals <= 2x, <= 3x); best of --repeat each.
+--only inspect (docs/performance.md, "Reading an image"): ckpt_inspect
+of a --inspect-mib (1024) MiB image against cat of it (bench_inspect.py).
 Every wait is bounded; a failure prints the tool's stderr and exits 1.
 """
 
@@ -79,6 +82,7 @@ import threading
 import time
 
 import bench_scale
+import bench_inspect  # after bench_scale: its "from bench import" first
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "build", "bin")
@@ -1167,7 +1171,8 @@ def report(results, small, sockets=None, redis=None, restart_modes=None,
 
 
 PARTS = ("sizes", "small", "restart", "sockets", "redis", "compress",
-         "incremental", "snapshots", "wrappers", "programs", "scale")
+         "incremental", "snapshots", "wrappers", "programs", "inspect",
+         "scale")
 # not run unless named in --only: 8 GiB and 64 processes take minutes
 OPT_IN_PARTS = ("scale",)
 
@@ -1205,6 +1210,8 @@ def main():
     ap.add_argument("--incremental-mib", type=int, default=1024,
                     metavar="MIB", help="MiB of the incremental part's "
                     "process (1024)")
+    ap.add_argument("--inspect-mib", type=int, default=1024, metavar="MIB",
+                    help="MiB of the inspect part's image (1024)")
     ap.add_argument("--redis", type=int, default=1024, metavar="MIB",
                     help="MiB of values redis holds in the redis part "
                     "(1024)")
@@ -1230,6 +1237,7 @@ def main():
     results, small, sockets, redis, compress = [], None, None, None, None
     incremental = None
     snapshots = None
+    inspect = None
     scale = None
     restart_modes = None
     wrappers = {}
@@ -1278,6 +1286,9 @@ def main():
             print("measuring forked checkpoint stalls...", flush=True)
             snapshots = measure_snapshots(bench, sizes, args.repeat)
         run_wrapper_parts(bench, parts, args.repeat, wrappers)
+        inspect = bench_inspect.run_inspect_part(bench, parts,
+                                                 args.inspect_mib,
+                                                 args.repeat)
         if "scale" in parts:
             print("measuring scale: %d MiB, %d processes of %d MiB..." % (
                 args.scale_mib, args.scale_procs, args.scale_proc_mib),
@@ -1303,6 +1314,8 @@ def main():
     if snapshots:
         report_snapshots(snapshots)
     report_wrappers(wrappers.get("calls"), wrappers.get("programs"))
+    if inspect:
+        bench_inspect.report_inspect(inspect)
     if scale:
         bench_scale.report_scale(scale)
     if args.json:
@@ -1312,7 +1325,8 @@ def main():
                        "sockets": sockets, "redis": redis,
                        "compress": compress, "incremental": incremental,
                        "snapshots": snapshots,
-                       "wrappers": wrappers, "scale": scale}, f,
+                       "wrappers": wrappers, "inspect": inspect,
+                       "scale": scale}, f,
                       indent=2)
     return 0
 

@@ -122,36 +122,159 @@ static const char on_host[] =
 	"pids=\n"
 	"trap 'kill $pids 2>/dev/null; exit 143' HUP INT TERM\n";
 
-/* --peer-hosts: the addresses of the hosts other than host i, so that
- * the TCP connections between hosts meet (restart/restart_tcp_hosts.c). */
+/* ckpt_restart_script.sh --host OLD=NEW[@ADDR]: host OLD's images restart
+ * on NEW, and the address OLD's processes had becomes ADDR (default: the
+ * address NEW's own processes had). hI and aI hold where host I's images
+ * go and their new address; a bad --host stops the script before anything
+ * starts (docs/multi-host.md, "Restarting on other hosts"). */
+static const char parse_moves[] =
+	"bad() { echo \"$0: --host $1: $2\" >&2; exit 2; }\n"
+	"move() {\n"
+	"\tcase $1 in *=?*) ;; *) bad \"$1\" 'expected OLD=NEW or "
+	"OLD=NEW@ADDR' ;; esac\n"
+	"\told=${1%%=*} new=${1#*=} addr=\n"
+	"\tcase $new in *@*) addr=${new#*@} new=${new%%@*} ;; esac\n"
+	"\tcase $new in ''|-*|*[!A-Za-z0-9._-]*) bad \"$1\" \"'$new' is not "
+	"a host name (letters, digits, '.', '-', '_')\" ;; esac\n"
+	"\tcase $addr in *[!0-9A-Fa-f.:]*) bad \"$1\" \"'$addr' is not a "
+	"numeric IP address\" ;; esac\n"
+	"\t[ -n \"$addr\" ] || addr=$(address_of \"$new\") || bad \"$1\" "
+	"\"$new is not a host of the computation: give its address "
+	"($new@ADDR)\"\n"
+	"\tset_host \"$old\" \"$new\" \"$addr\" || bad \"$1\" \"$old is not a "
+	"host of the computation (its hosts:$hosts)\"\n"
+	"\tmoved=1\n"
+	"}\n"
+	"moved=\n"
+	"n=$#\n"
+	"while [ \"$n\" -gt 0 ]; do\n"
+	"\ta=$1\n"
+	"\tshift\n"
+	"\tn=$((n - 1))\n"
+	"\tcase $a in\n"
+	"\t--host)\n"
+	"\t\t[ \"$n\" -gt 0 ] || bad '' 'expected OLD=NEW or OLD=NEW@ADDR'\n"
+	"\t\tmove \"$1\"\n"
+	"\t\tshift\n"
+	"\t\tn=$((n - 1)) ;;\n"
+	"\t--host=*) move \"${a#--host=}\" ;;\n"
+	"\t*) set -- \"$@\" \"$a\" ;;\n"
+	"\tesac\n"
+	"done\n";
+
+/* The hosts' table: hI/aI, address_of NAME (the address a host's own
+ * processes had) and set_host OLD NEW ADDR. */
+static void put_host_table(FILE *f, const struct script_hosts *sh)
+{
+	fputs("# Where each host's images restart (hI) and the address that "
+	      "replaces the one\n# its processes had (aI); --host OLD=NEW"
+	      "[@ADDR] changes them.\nhosts=\n", f);
+	for (int i = 0; i < sh->n; i++)
+		fprintf(f, "h%d='%s' a%d='%s' hosts=\"$hosts %s\"\n", i,
+			sh->name[i], i, sh->ip[i], sh->name[i]);
+	fputs("address_of() {\n\tcase $1 in\n", f);
+	for (int i = 0; i < sh->n; i++)
+		if (sh->ip[i][0])
+			fprintf(f, "\t'%s') echo '%s' ;;\n", sh->name[i],
+				sh->ip[i]);
+	fputs("\t*) return 1 ;;\n\tesac\n}\nset_host() {\n\tcase $1 in\n", f);
+	for (int i = 0; i < sh->n; i++)
+		fprintf(f, "\t'%s') h%d=$2 a%d=$3 ;;\n", sh->name[i], i, i);
+	fputs("\t*) return 1 ;;\n\tesac\n}\n", f);
+	fputs(parse_moves, f);
+}
+
+/* --host-map: each host's old address to its new one (host_map.c). */
+static void put_host_map(FILE *f, const struct script_hosts *sh)
+{
+	const char *sep = "map=";
+
+	for (int i = 0; i < sh->n; i++) {
+		if (!sh->ip[i][0])
+			continue;
+		fprintf(f, "%s%s=$a%d", sep, sh->ip[i], i);
+		sep = ",";
+	}
+	fputs(*sep == ',' ? "\n" : "map=\n", f);
+}
+
+/* --peer-hosts: the new addresses of the hosts other than host i, so
+ * that the TCP connections between hosts meet
+ * (restart/restart_tcp_hosts.c). */
 static void put_peer_hosts(FILE *f, const struct script_hosts *sh, int i)
 {
-	const char *sep = " --peer-hosts ";
+	const char *sep = " --peer-hosts \"";
 
 	for (int j = 0; j < sh->n; j++) {
 		if (j == i || !sh->ip[j][0])
 			continue;
-		fprintf(f, "%s%s", sep, sh->ip[j]);
+		fprintf(f, "%s$a%d", sep, j);
 		sep = ",";
 	}
+	if (*sep == ',')
+		fputc('"', f);
+}
+
+/* imagesI CMD...: CMD... with host I's images appended. */
+static void put_image_lists(FILE *f, const struct script_hosts *sh,
+			    const char *paths)
+{
+	for (int i = 0; i < sh->n; i++) {
+		fprintf(f, "images%d() { \"$@\"", i);
+		put_images(f, sh, paths, sh->name[i]);
+		fputs("\n}\n", f);
+	}
+}
+
+/* Moved hosts are checked first, every host by its ckpt_restart --check:
+ * one that cannot take its images stops the script, nothing started. */
+static void put_checks(FILE *f, const char *restart_bin,
+		       const struct script_hosts *sh)
+{
+	fputs("if [ -n \"$moved\" ]; then\n", f);
+	for (int i = 0; i < sh->n; i++) {
+		fprintf(f, "\t(images%d on_host \"$h%d\" ", i, i);
+		put_quoted(f, restart_bin);
+		fprintf(f, " --check ${map:+--host-map \"$map\"} \"$@\") || {\n"
+			"\t\techo \"$0: the images of %s cannot restart on "
+			"$h%d (above); nothing was restarted\" >&2\n"
+			"\t\texit 1\n\t}\n", sh->name[i], i);
+	}
+	fputs("fi\n", f);
 }
 
 static void put_per_host(FILE *f, const char *restart_bin,
 			 const struct script_hosts *sh, const char *paths)
 {
+	put_host_table(f, sh);
+	put_host_map(f, sh);
 	fputs(on_host, f);
+	put_image_lists(f, sh, paths);
+	put_checks(f, restart_bin, sh);
 	for (int i = 0; i < sh->n; i++) {
-		fprintf(f, "on_host '%s' ", sh->name[i]);
+		fprintf(f, "images%d on_host \"$h%d\" ", i, i);
 		put_quoted(f, restart_bin);
 		fputs(" --coord \"$coord\"", f);
 		put_peer_hosts(f, sh, i);
-		fputs(" \"$@\"", f);
-		put_images(f, sh, paths, sh->name[i]);
-		fputs(" &\npids=\"$pids $!\"\n", f);
+		fputs(" ${map:+--host-map \"$map\"} \"$@\" &\n"
+		      "pids=\"$pids $!\"\n", f);
 	}
 	fputs("st=0\nfor p in $pids; do wait \"$p\" || st=$?; done\n"
 	      "exit $st\n", f);
 }
+
+/* --host needs a script of several hosts: one host's images restart
+ * where the script runs. */
+static const char one_host_moves[] =
+	"for a; do\n"
+	"\tcase $a in --host|--host=*)\n"
+	"\t\techo \"$0: --host: the images of this checkpoint all come from "
+	"one host: run this script on the host that is to restart them, "
+	"and give ckpt_restart --host-map OLD=NEW if its address changed "
+	"(docs/multi-host.md)\" >&2\n"
+	"\t\texit 2 ;;\n"
+	"\tesac\n"
+	"done\n";
 
 static void put_script(FILE *f, const char *restart_bin, const char *coord,
 		       const struct script_hosts *sh, const char *paths,
@@ -172,7 +295,9 @@ static void put_script(FILE *f, const char *restart_bin, const char *coord,
 			"started with the command template CKPT_HOST_CMD\n"
 			"# (default 'ssh {host}'; {host} is replaced by the "
 			"host name), e.g.\n#   CKPT_HOST_CMD='ip netns exec "
-			"{host}' %s\n# (docs/multi-host.md).\n", sh->n,
+			"{host}' %s\n# --host OLD=NEW[@ADDR] restarts host "
+			"OLD's images on host NEW, whose address\n# takes the "
+			"place of OLD's (docs/multi-host.md).\n", sh->n,
 			SCRIPT_NAME);
 	fputs(self_check, f);
 	fprintf(f, "coord=\"${CKPT_COORD:-%s}\"\n", coord);
@@ -180,6 +305,7 @@ static void put_script(FILE *f, const char *restart_bin, const char *coord,
 		put_per_host(f, restart_bin, sh, paths);
 		return;
 	}
+	fputs(one_host_moves, f);
 	fputs("exec ", f);
 	put_quoted(f, restart_bin);
 	fputs(" --coord \"$coord\" \"$@\"", f);

@@ -44,6 +44,9 @@ void ckpt_resume_context(const struct ckpt_context *ctx, int value)
 long ckpt_clone_thread(unsigned long flags, void *stack, int *ptid,
 		       int *ctid, unsigned long tls, void (*fn)(void *),
 		       void *arg);
+/* rt_sigreturn, for SA_RESTORER: a signal handler's way back that lives
+ * in libckpt (signals.c, under an emulator). */
+void ckpt_sigreturn_trampoline(void);
 
 uint64_t arch_cpu_features(void);
 uint64_t arch_get_tls(void);

@@ -148,6 +148,7 @@ int ckpt_signal_take(int sig, const struct sigaction *handler)
 
 	if (next_sigaction(sig, handler, &before) < 0)
 		return -errno;
+	signals_return_through_libckpt(sig);
 	if (has_handler(&before)) {
 		memset(&before, 0, sizeof(before));
 		before.sa_handler = SIG_DFL;

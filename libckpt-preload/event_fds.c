@@ -543,6 +543,82 @@ void event_fds_check_interest(pid_t pid, int (*saved_kind)(int fd))
 	}
 }
 
+/* Whether a target of an epoll read again was dropped: as it was when
+ * the same fd was in the list saved first, else checked now. */
+static int target_dropped(const struct event_fd *e, uint32_t old_first,
+			  uint32_t old_n, struct epoll_target *t, pid_t pid,
+			  int (*saved_kind)(int fd))
+{
+	const char *why;
+
+	for (uint32_t j = 0; j < old_n; j++)
+		if (targets[old_first + j].fd == t->fd)
+			return targets[old_first + j].dropped;
+	why = target_problem(pid, e->fd, t, saved_kind);
+	if (why)
+		unrestored_add("fd %d: an epoll instance: its entry for fd %d "
+			       "(events %#x, data %#llx): %s; a restart leaves "
+			       "the entry out", e->fd, t->fd, t->events,
+			       (unsigned long long)t->data, why);
+	return why != NULL;
+}
+
+/* An epoll's interest list read again. Put where the first reading was
+ * when it is as long, else after the others (the first is left unused). */
+static int epoll_refresh(struct event_fd *e, pid_t pid,
+			 int (*saved_kind)(int fd))
+{
+	uint32_t old_first = e->epoll.first, old_n = e->epoll.n;
+	uint32_t had = ntargets;
+	int r = epoll_save(e);
+
+	if (r < 0) {
+		ntargets = had;
+		e->epoll.first = old_first;
+		e->epoll.n = old_n;
+		return r;
+	}
+	for (uint32_t j = 0; j < e->epoll.n; j++) {
+		struct epoll_target *t = &targets[e->epoll.first + j];
+
+		t->dropped = target_dropped(e, old_first, old_n, t, pid,
+					    saved_kind);
+	}
+	if (e->epoll.n == old_n) {
+		memmove(&targets[old_first], &targets[e->epoll.first],
+			old_n * sizeof(targets[0]));
+		e->epoll.first = old_first;
+		ntargets = had;
+	}
+	return 0;
+}
+
+/* Read the state of event fd `fd` again once every process of the
+ * checkpoint is stopped (files.c's drain): another process holding the
+ * same description may have changed it after this one stopped (written
+ * an eventfd, armed a timerfd, changed an epoll entry), and the image must
+ * hold the state of that one moment. 0 or -errno (the first reading
+ * stays). */
+int event_fds_refresh(int fd, pid_t pid, int (*saved_kind)(int fd))
+{
+	struct event_fd *e = find(fd), copy;
+	const struct event_fd_ops *ops;
+	int r;
+
+	if (!e)
+		return 0;
+	if (e->kind == CKPT_FD_EPOLL)
+		return epoll_refresh(e, pid, saved_kind);
+	ops = ops_of(e->kind);
+	if (!ops)
+		return -EINVAL;
+	copy = *e;
+	r = ops->save(&copy);
+	if (r == 0)
+		*e = copy;
+	return r;
+}
+
 /* The image record's summary of fd's state (CKPT_FD_* comments). */
 void event_fds_describe(int fd, int64_t *offset, uint32_t *info)
 {

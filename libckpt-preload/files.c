@@ -577,6 +577,42 @@ static void describe_event_fd(const struct saved_fd *s,
 	}
 }
 
+/*
+ * Once every process of the checkpoint is stopped (the drain phase):
+ * what another process holding the same open file description may have
+ * changed after this one stopped is read again, so that the image holds
+ * the state of one moment: a file's offset, an eventfd's counter, a
+ * timerfd, an epoll's interest list. Without it a parent that wrote a
+ * shared eventfd and changed a shared epoll entry between the child's
+ * stop and its own came back with the child's older reading, and both
+ * waited for each other (test_event_fds_shared_after_fork).
+ */
+static int files_drain(void)
+{
+	pid_t pid = ckpt_real_getpid();
+
+	for (int i = 0; i < nsaved; i++) {
+		struct saved_fd *s = &saved[i];
+		off_t off;
+		int r;
+
+		if (s->dup_of >= 0)
+			continue;
+		if (may_share_with_parent(s->kind) && s->offset >= 0 &&
+		    (off = lseek(s->fd, 0, SEEK_CUR)) >= 0)
+			s->offset = off;
+		if (!is_shareable_event_fd(s->kind))
+			continue;
+		r = event_fds_refresh(s->fd, pid, saved_kind);
+		if (r < 0)
+			ckpt_log("fd %d (%s): reading its state again once "
+				 "every process stopped failed: %s; the image "
+				 "holds the state when this process stopped",
+				 s->fd, saved_path(s), strerror(-r));
+	}
+	return 0;
+}
+
 static int files_write(struct image_writer *w)
 {
 	int shared = shared_resolve(), r;
@@ -1179,6 +1215,7 @@ static int files_restore(const struct ckpt_restart_args *args)
 const struct ckpt_resource_ops file_resource_ops = {
 	.name = "file descriptors",
 	.save = files_save,
+	.drain = files_drain,
 	.write = files_write,
 	.restore = files_restore,
 };

@@ -117,6 +117,8 @@ int handover_take_plan(int plan_fd, int (*move_fd)(int))
 	if (r == 0)
 		r = read_table(plan_fd, shm, sizeof(shm[0]), head.nshm,
 			       offsetof(struct ckpt_restart_plan, shm));
+	if (r == 0)
+		r = host_moves_take(plan_fd);
 	if (r < 0)
 		return r;
 	nshm = head.nshm;

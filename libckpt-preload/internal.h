@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 #include "arch.h"
 #include "ckpt/image.h"
@@ -212,6 +213,7 @@ const char *event_fds_name(int kind);
 void event_fds_begin(void);
 int event_fds_save(int fd, int kind);
 void event_fds_check_interest(pid_t pid, int (*saved_kind)(int fd));
+int event_fds_refresh(int fd, pid_t pid, int (*saved_kind)(int fd));
 void event_fds_describe(int fd, int64_t *offset, uint32_t *info);
 int event_fds_restore(int fd);
 int event_fds_apply(int fd, int target);
@@ -292,6 +294,13 @@ void emulator_threads_init(void);
 void emulator_threads_refresh(void);
 int emulator_thread(int tid);
 uint64_t emulator_guest_base(void);
+int emulator_active(void);
+void emulator_note_fork_child(void);
+void emulator_manager_number_begin(void);
+void emulator_manager_number_end(void);
+/* signals.c: under an emulator, handlers return through libckpt */
+void signals_return_through_libckpt(int sig);
+void signals_all_return_through_libckpt(void);
 int threads_park_for_move(char *err, size_t errlen);
 void threads_release_from_move(int from, int to);
 int threads_suspend_all(char *err, size_t errlen);
@@ -299,6 +308,9 @@ void threads_resume_all(void);
 int threads_count(void);
 const struct ckpt_thread *threads_get(int i);
 void threads_capture_self(struct ckpt_thread *t);
+/* tid_address.c: a thread's clear-child-tid word (&pd->tid) */
+void tid_address_init(void);
+pid_t *tid_address_of_self(void);
 struct ckpt_thread *threads_manager_slot(void);
 int threads_restore_all(char *err, size_t errlen);
 void threads_release_restored(void) __attribute__((noreturn));
@@ -502,6 +514,16 @@ struct ucred;
 int peer_creds_saved(int fd, struct ucred *uc);
 
 /* multicast.c */
+/* host_moves.c: the addresses of hosts the computation moved away from
+ * (ckpt_restart --host-map). Take this restart's moves from the plan;
+ * 0 or -errno. */
+int host_moves_take(int plan_fd);
+/* sa, or a copy in *moved with a moved host's new address. */
+const struct sockaddr *host_moves_apply(const struct sockaddr *sa,
+					socklen_t len,
+					struct sockaddr_storage *moved);
+int host_moves_any(void);
+
 int multicast_is_membership(int level, int name);
 void multicast_note(int fd, int level, int name, const void *val,
 		    unsigned int len);
@@ -530,6 +552,11 @@ void handover_state_set(int plan_fd, pid_t vpid, int fd);
 int handover_wait_state(int plan_fd, pid_t vpid, int fd, int timeout_ms);
 int handover_socket_end(uint64_t ino);
 void handover_close_all(void);
+
+/* restart_barrier.c */
+void restart_barrier_open(int plan_fd, pid_t vpid);
+void restart_barrier_fail(void);
+void restart_barrier_wait(void);
 
 /* checkpoint.c */
 int checkpoint_suspend(uint64_t generation, const char *dir, char *err,

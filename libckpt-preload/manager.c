@@ -107,13 +107,20 @@ static void make_unique_id(void)
 			 (unsigned long)now.tv_sec);
 }
 
-static void make_identity(void)
+/* The host the process runs on, as its HELLO reports it: read again
+ * after a restart, which may be on another host (docs/multi-host.md). */
+static void read_hostname(void)
 {
 	struct utsname u;
 
 	if (uname(&u) == 0)
 		ckpt_fmt(ckpt.hostname, sizeof(ckpt.hostname), "%s",
 			 u.nodename);
+}
+
+static void make_identity(void)
+{
+	read_hostname();
 	sanitize_name(ckpt.program, sizeof(ckpt.program),
 		      program_invocation_short_name);
 	make_unique_id();
@@ -772,7 +779,9 @@ int manager_start(void)
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	__atomic_store_n(&manager_started, MANAGER_STARTING, __ATOMIC_RELEASE);
+	emulator_manager_number_begin();
 	r = ckpt_real_pthread_create(&tid, &attr, manager_main, NULL);
+	emulator_manager_number_end();
 	if (r)
 		__atomic_store_n(&manager_started, MANAGER_NONE,
 				 __ATOMIC_RELEASE);
@@ -801,6 +810,7 @@ void manager_after_restart(uint64_t image_generation)
 	ckpt.coord_fd = -1;
 	ckpt.restarts++;
 	ckpt.generation = image_generation;
+	read_hostname();
 	r = join_coordinator_retrying(CKPT_HELLO_F_RESTARTED |
 				      CKPT_HELLO_F_IMAGE_GENERATION);
 	if (r < 0)
@@ -859,6 +869,7 @@ static void after_fork_in_child(void)
 	welcome_pending = 0; /* the parent's connection, closed above */
 	image_in_flight = 0; /* the parent's image, not ours */
 	threads_reset_after_fork();
+	emulator_note_fork_child();
 	emulator_threads_refresh();
 	ckpt.vppid = ckpt.vpid;
 	vpid_reset_after_fork();
@@ -962,6 +973,7 @@ static void remember_library_path(void)
 __attribute__((constructor)) static void ckpt_init(void)
 {
 	emulator_threads_init();
+	tid_address_init();
 	init_vpid_table();
 	pipes_init_outside(getenv("CKPT_OUTSIDE"));
 	unsetenv("CKPT_OUTSIDE");
@@ -982,6 +994,7 @@ __attribute__((constructor)) static void ckpt_init(void)
 	/* the program before an exec blocked the signal for the exec
 	 * (wrappers/exec.c); one that came meanwhile is taken, ignored */
 	threads_mask_ckpt_signal(SIG_UNBLOCK, NULL);
+	signals_all_return_through_libckpt();
 	pthread_atfork(NULL, NULL, after_fork_in_child);
 	manager_fds_init();
 	ckpt_accel_open();

@@ -11,7 +11,9 @@
  *      signal handler; they re-register rseq, robust list and tid; then
  *      the POSIX timers (one may signal a thread)
  *   5. unmap the loader
- *   6. release the threads and become the main thread; the manager
+ *   6. wait until every process of the restart is that far
+ *      (restart_barrier.c)
+ *   7. release the threads and become the main thread; the manager
  *      thread rejoins the coordinator (manager.c)
  */
 #include <fcntl.h>
@@ -54,6 +56,7 @@ static void __attribute__((noreturn)) restore_failed(const char *what,
 {
 	ckpt_log("restart from %s failed: %s: %s", restart_args.image_path,
 		 what, why);
+	restart_barrier_fail();
 	syscall(SYS_exit_group, 1);
 	__builtin_unreachable();
 }
@@ -141,9 +144,11 @@ void ckpt_restore_entry(struct ckpt_restart_args *args)
 	if (restart_args.ckpt_dir[0])
 		ckpt_fmt(ckpt.ckpt_dir, sizeof(ckpt.ckpt_dir), "%s",
 			 restart_args.ckpt_dir);
+	restart_barrier_open(restart_args.plan_fd, ckpt.vpid);
 	r = checkpoint_restore_resources(&restart_args);
 	if (r < 0)
 		restore_failed("restoring process resources", strerror(-r));
+	signals_all_return_through_libckpt();
 	r = threads_restore_all(err, sizeof(err));
 	if (r < 0)
 		restore_failed("recreating threads", err);
@@ -155,6 +160,7 @@ void ckpt_restore_entry(struct ckpt_restart_args *args)
 	embedding_note_restored();
 	record_inputs_restarted();
 	lock_order_restarted();
+	restart_barrier_wait();
 	debugger_stop_if_asked(restart_args.flags);
 	threads_release_restored();
 }

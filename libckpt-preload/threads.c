@@ -86,8 +86,7 @@ void threads_capture_self(struct ckpt_thread *t)
 	t->vtid = vpid_virt_from_real(t->real_tid);
 	t->is_main = t->real_tid == ckpt_real_getpid();
 	t->tls = arch_get_tls();
-	t->clear_tid = NULL;
-	prctl(PR_GET_TID_ADDRESS, &t->clear_tid, 0, 0, 0);
+	t->clear_tid = tid_address_of_self();
 	memset(t->name, 0, sizeof(t->name));
 	prctl(PR_GET_NAME, t->name, 0, 0, 0);
 	syscall(SYS_get_robust_list, 0, &head, &len);

@@ -76,6 +76,7 @@ RESTART_OBJS := $(OBJ)/app/restart/ckpt_restart.c.o \
 	$(OBJ)/app/restart/restart_listeners.c.o \
 	$(OBJ)/app/restart/restart_tcp.c.o \
 	$(OBJ)/app/restart/restart_tcp_hosts.c.o \
+	$(OBJ)/app/restart/host_map.c.o \
 	$(OBJ)/app/restart/restart_udp.c.o \
 	$(OBJ)/app/restart/restart_sockets.c.o \
 	$(OBJ)/app/restart/restart_unix_dgram.c.o \
@@ -86,9 +87,10 @@ $(BIN)/ckpt_restart: $(RESTART_OBJS) $(RESTART_CLIENT_OBJS)
 	$(CC) -o $@ $^ -lzstd
 
 # ckpt_inspect's backtraces: libunwind (remote unwinding over the image),
-# libelf (the mapped files' symbols and unwind tables).
+# libelf (the mapped files' symbols and unwind tables), libdw (their
+# source lines).
 INSPECT_SRCS := $(wildcard restart/inspect_*.c)
-INSPECT_LIBS := -lunwind-x86_64 -lunwind -lelf -lzstd
+INSPECT_LIBS := -lunwind-x86_64 -lunwind -ldw -lelf -lzstd
 $(BIN)/ckpt_inspect: $(OBJ)/app/restart/ckpt_inspect.c.o \
 		$(patsubst %,$(OBJ)/app/%.o,$(INSPECT_SRCS)) $(RESTART_COMMON_OBJS)
 	@mkdir -p $(dir $@)

@@ -21,6 +21,7 @@
 #include "image_trust.h"
 #include "inspect_backtrace.h"
 #include "inspect_json.h"
+#include "inspect_tree.h"
 
 /* The saved command line, its strings joined by spaces (validated:
  * NUL-terminated inside the string table). */
@@ -574,6 +575,7 @@ static int parse_args(int argc, char **argv)
 int main(int argc, char **argv)
 {
 	struct ckpt_image img;
+	struct inspect_tree tree = { 0 };
 	int first = parse_args(argc, argv), status = 0;
 
 	if (first < 0)
@@ -586,7 +588,12 @@ int main(int argc, char **argv)
 			fprintf(stderr, "ckpt_inspect: %s: %s\n", argv[i],
 				img.err);
 			status = 1;
+		} else if (!options.json && inspect_tree_add(&tree, &img)) {
+			fprintf(stderr, "ckpt_inspect: %s: no memory for the "
+				"process tree\n", argv[i]);
+			status = 1;
 		}
 	}
+	inspect_tree_print(&tree);
 	return status;
 }

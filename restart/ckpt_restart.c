@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * ckpt_restart [--coord ADDR] [--ckptdir DIR] [--cpu-compat] [--trust-image]
- *              [--copy] IMAGE...
+ *              [--copy] [--stopped] [--peer-hosts IP,...]
+ *              [--host-map OLD=NEW,...] [--check] IMAGE...
  *
  * Validate every image completely (and that it is the caller's own:
  * image_trust.c), make sure a coordinator runs, then exec
@@ -21,6 +22,7 @@
 #include <unistd.h>
 #include "ckpt/coord_client.h"
 #include "image_check.h"
+#include "host_map.h"
 #include "image_trust.h"
 #include "loader_exec.h"
 #include "memory_mode.h"
@@ -34,6 +36,7 @@ struct options {
 	const char *ckpt_dir;
 	unsigned check_flags;		/* IMAGE_CPU_COMPAT */
 	int trust_image;		/* --trust-image */
+	int check_only;			/* --check */
 	char **images;
 	int nimages;
 };
@@ -71,6 +74,14 @@ static void usage(FILE *out)
 		"                  other end is not among IMAGEs is reconnected\n"
 		"                  with the ckpt_restart started there at the\n"
 		"                  same time (docs/multi-host.md)\n"
+		"  --host-map OLD=NEW,...\n"
+		"                  the computation runs on other hosts now:\n"
+		"                  every socket address of host address OLD\n"
+		"                  (its own, its peer's) becomes NEW, same\n"
+		"                  port; a moved own address must be one of\n"
+		"                  this host's, else nothing is restarted\n"
+		"  --check         check the images (and --host-map) and exit,\n"
+		"                  restarting nothing\n"
 		"  --trust-image   restart an image that is not your own file,\n"
 		"                  or that its group or other users may write:\n"
 		"                  an image is code, and it runs as you (restart\n"
@@ -94,6 +105,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{ "cpu-compat", no_argument, NULL, 'C' },
 		{ "trust-image", no_argument, NULL, 'T' },
 		{ "peer-hosts", required_argument, NULL, 'P' },
+		{ "host-map", required_argument, NULL, 'H' },
+		{ "check", no_argument, NULL, 'K' },
 		{ "copy", no_argument, NULL, 'M' },
 		{ "stopped", no_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
@@ -126,6 +139,13 @@ static int parse_options(int argc, char **argv, struct options *o)
 			if (restart_peer_hosts_check(optarg))
 				return -EINVAL;
 			restart_peer_hosts = optarg;
+			break;
+		case 'H':
+			if (restart_host_map_parse(optarg))
+				return -EINVAL;
+			break;
+		case 'K':
+			o->check_only = 1;
 			break;
 		case 'h':
 			usage(stdout);
@@ -381,12 +401,16 @@ int main(int argc, char **argv)
 	if (failed)
 		return 1;
 	o.nimages = keep_newest_checkpoint(imgs, o.nimages);
+	if (restart_host_map_check(imgs, o.nimages) < 0)
+		return 1;
+	if (o.check_only)
+		return 0;
 	if (restart_put_back_files(imgs, o.nimages) < 0)
 		return 1;
 	if (ensure_coordinator(o.coord, coord, sizeof(coord)))
 		return 1;
 	if (o.nimages == 1 && !has_pipes(&imgs[0]) && !restart_peer_hosts &&
-	    !root_wants_terminal(&imgs[0])) {
+	    !restart_host_map_given() && !root_wants_terminal(&imgs[0])) {
 		exec_loader(&imgs[0], coord, ckpt_dir, 0, 0);
 		return 1;
 	}

@@ -244,6 +244,9 @@ static void add_frame(struct inspect_unwinder *u, struct backtrace *bt,
 		fr->function = fn->name;
 		fr->offset = pc - bias - fn->start;
 	}
+	if (f && elf_source_line(f, at - bias, &fr->source_file,
+				 &fr->source_line))
+		fr->source_file = NULL;
 }
 
 void inspect_backtrace(struct inspect_unwinder *u, uint32_t i,
@@ -282,7 +285,11 @@ void frame_text(const struct frame *fr, char *out, size_t len)
 {
 	const char *base;
 
-	if (fr->function) {	/* without a .symtab version: "f@@GLIBC_2.3" */
+	if (fr->function && fr->source_file) {
+		snprintf(out, len, "%.*s (%s:%d)",
+			 (int)strcspn(fr->function, "@"), fr->function,
+			 fr->source_file, fr->source_line);
+	} else if (fr->function) { /* no .symtab version: "f@@GLIBC_2.3" */
 		snprintf(out, len, "%.*s", (int)strcspn(fr->function, "@"),
 			 fr->function);
 	} else if (!fr->object) {

@@ -23,6 +23,8 @@ struct frame {
 					   return address) */
 	const char *object;		/* the mapped file, NULL if none */
 	uint64_t object_vaddr;		/* pc in the file's own addresses */
+	const char *source_file;	/* base name, NULL without debug info */
+	int source_line;		/* of the call, for a return address */
 };
 
 struct backtrace {
@@ -39,8 +41,9 @@ struct inspect_unwinder;
 
 struct inspect_unwinder *inspect_unwinder_new(struct ckpt_image *img);
 void inspect_unwinder_free(struct inspect_unwinder *u);
-/* A frame in words: "pthread_cond_wait", else "libc.so.6+0x8a3f4" (the
- * file's own address, for addr2line), else "0x7f...". */
+/* A frame in words: "queue_pop (queue.c:88)" with debug info, else
+ * "pthread_cond_wait", else "libc.so.6+0x8a3f4" (the file's own address,
+ * for addr2line), else "0x7f...". */
 void frame_text(const struct frame *fr, char *out, size_t len);
 /* The whole backtrace on one line: "f <- g <- h". */
 void backtrace_text(const struct backtrace *bt, char *out, size_t len);

@@ -107,6 +107,9 @@ static void json_frame(struct json_out *j, const struct frame *fr)
 	json_str(j, "object", fr->object);
 	if (fr->object_vaddr)
 		json_hex(j, "object_address", fr->object_vaddr);
+	json_str(j, "source_file", fr->source_file);
+	if (fr->source_file)
+		json_i64(j, "source_line", fr->source_line);
 	json_close(j, '}');
 }
 

@@ -196,7 +196,25 @@ static int debuglink_path(Elf *elf, const char *path, char *out, size_t len)
 			(const char *)d->d_buf) < (int)len;
 }
 
-/* Functions from the separate debug file, when one is installed. */
+/* Line tables of the file at fd, kept open in f when it has some. */
+static void keep_dwarf(struct elf_file *f, int fd)
+{
+	int own;
+
+	if (f->dwarf || fd < 0)
+		return;
+	own = fcntl(fd, F_DUPFD_CLOEXEC, 0);	/* libdw reads it later */
+	if (own < 0)
+		return;
+	f->dwarf = dwarf_begin(own, DWARF_C_READ);
+	if (f->dwarf)
+		f->dwarf_fd = own;
+	else
+		close(own);
+}
+
+/* Functions (and line tables) from the separate debug file, when one is
+ * installed. */
 static int read_debug_functions(struct elf_file *f, Elf *elf)
 {
 	char path[PATH_MAX];
@@ -213,6 +231,7 @@ static int read_debug_functions(struct elf_file *f, Elf *elf)
 	if (dbg)
 		r = read_functions(f, dbg, SHT_SYMTAB);
 	elf_end(dbg);
+	keep_dwarf(f, fd);
 	close(fd);
 	return r;
 }
@@ -222,12 +241,14 @@ static void read_elf(struct elf_file *f)
 	int fd = open_regular_file(f->path);
 	Elf *elf = fd >= 0 ? elf_begin(fd, ELF_C_READ, NULL) : NULL;
 
+	f->dwarf_fd = -1;
 	if (elf && elf_kind(elf) == ELF_K_ELF) {
 		f->usable = 1;
 		read_segments(f, elf);
 		if (!read_debug_functions(f, elf) &&
 		    !read_functions(f, elf, SHT_SYMTAB))
 			read_functions(f, elf, SHT_DYNSYM);
+		keep_dwarf(f, fd);
 	}
 	elf_end(elf);
 	if (fd >= 0)
@@ -259,6 +280,10 @@ void elf_files_free(struct elf_file **cache)
 		struct elf_file *f = *cache;
 
 		*cache = f->next;
+		if (f->dwarf) {
+			dwarf_end(f->dwarf);
+			close(f->dwarf_fd);
+		}
 		free(f->functions);
 		free(f->names);
 		free(f->path);
@@ -295,4 +320,22 @@ const struct elf_function *elf_function_at(const struct elf_file *f,
 		return NULL;
 	fn = &f->functions[lo - 1];
 	return vaddr < fn->start + (fn->size ? fn->size : 1) ? fn : NULL;
+}
+
+int elf_source_line(const struct elf_file *f, uint64_t vaddr,
+		    const char **file, int *line)
+{
+	Dwarf_Die cu;
+	Dwarf_Line *l;
+	const char *path, *base;
+
+	if (!f->dwarf || !dwarf_addrdie(f->dwarf, vaddr, &cu))
+		return -1;
+	l = dwarf_getsrc_die(&cu, vaddr);
+	path = l ? dwarf_linesrc(l, NULL, NULL) : NULL;
+	if (!path || dwarf_lineno(l, line) != 0 || *line <= 0)
+		return -1;
+	base = strrchr(path, '/');
+	*file = base ? base + 1 : path;
+	return 0;
 }

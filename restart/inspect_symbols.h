@@ -5,12 +5,14 @@
  * the file's own virtual address), its .eh_frame_hdr (for libunwind) and
  * its function symbols (.symtab, else .dynsym; a separate debug file
  * found by build-id or .gnu_debuglink under /usr/lib/debug is preferred
- * when it exists).
+ * when it exists), and source lines from its DWARF line tables (libdw),
+ * in the debug file or the file itself.
  */
 #ifndef CKPT_RESTART_INSPECT_SYMBOLS_H
 #define CKPT_RESTART_INSPECT_SYMBOLS_H
 
 #include <stdint.h>
+#include <elfutils/libdw.h>
 
 struct elf_function {
 	uint64_t start, size;		/* the file's virtual addresses */
@@ -28,6 +30,8 @@ struct elf_file {
 	struct elf_function *functions;	/* sorted by start */
 	uint64_t nfunctions;
 	char *names;			/* the names, copied */
+	Dwarf *dwarf;			/* debug info with line tables, or NULL */
+	int dwarf_fd;			/* its file, open while dwarf is */
 	struct elf_file *next;
 };
 
@@ -39,5 +43,9 @@ int elf_file_vaddr(const struct elf_file *f, uint64_t off, uint64_t *vaddr);
 /* The function around vaddr, NULL if no symbol covers it. */
 const struct elf_function *elf_function_at(const struct elf_file *f,
 					   uint64_t vaddr);
+/* The source file (its base name) and line of vaddr; -1 without debug
+ * info covering it. */
+int elf_source_line(const struct elf_file *f, uint64_t vaddr,
+		    const char **file, int *line);
 
 #endif /* CKPT_RESTART_INSPECT_SYMBOLS_H */

@@ -33,6 +33,7 @@
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
+#include "host_map.h"
 #include "process_tree.h"
 
 #define GO_TIMEOUT_MS	15000
@@ -152,6 +153,7 @@ static int create_plan(struct tree *t)
 		plan->procs[i].vpid = t->imgs[i].hdr.vpid;
 		plan->procs[i].vppid = t->imgs[i].hdr.vppid;
 	}
+	restart_host_map_plan(plan);
 	t->plan = plan;
 	t->plan_fd = fd;
 	t->keep_fd_end = fd + 1;

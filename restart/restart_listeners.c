@@ -27,6 +27,7 @@
 #include <unistd.h>
 #include "ckpt/sockaddr_text.h"
 #include "ckpt/socket_options.h"
+#include "host_map.h"
 #include "process_tree.h"
 
 struct own_socket {
@@ -38,7 +39,8 @@ struct own_socket {
 };
 
 /* The struct ckpt_socket_info of a CKPT_FD_SOCKET_* record and its
- * socket's inode; 0, or -EINVAL after saying why. */
+ * socket's inode, its addresses moved by --host-map (host_map.c); 0, or
+ * -EINVAL after saying why. */
 int socket_record_info(const struct ckpt_image *img,
 		       const struct ckpt_fd_info *f,
 		       struct ckpt_socket_info *si, uint64_t *ino)
@@ -52,6 +54,7 @@ int socket_record_info(const struct ckpt_image *img,
 			"'%s'\n", img->path, f->fd, image_string(img, f->path));
 		return -EINVAL;
 	}
+	restart_host_map_socket(si);
 	return 0;
 }
 

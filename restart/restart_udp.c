@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include "ckpt/sockaddr_text.h"
+#include "host_map.h"
 #include "process_tree.h"
 
 struct udp_socket {
@@ -166,6 +167,8 @@ static int refill(const struct udp_socket *u)
 			return -EINVAL;
 		}
 		off += sizeof(h) + h.size;
+		if (h.from_len)
+			restart_host_map_apply(h.from);
 		if (send_one(u, &h, h.size) == 0)
 			sent++;
 	}

@@ -19,7 +19,8 @@ PYTEST_TIMEOUT_ARGS := $(shell /usr/bin/python3 -c 'import pytest_timeout' \
 	2>/dev/null && echo --timeout=1200)
 
 test: all
-	/usr/bin/python3 -m pytest -v --durations=40 $(PYTEST_TIMEOUT_ARGS) tests
+	/usr/bin/python3 -m pytest -v --durations=40 $(PYTEST_TIMEOUT_ARGS) \
+		--ignore=tests/cross tests
 
 # Only the real-program suite (docs/architecture.md, "Real programs");
 # `make test` runs it too.

@@ -102,12 +102,19 @@ class Proc:
     """A started process with its stdout and stderr collected."""
 
     def __init__(self, argv, env, name, stdin=subprocess.DEVNULL,
-                 stdout=subprocess.PIPE, cwd=None, preexec_fn=None):
+                 stdout=subprocess.PIPE, cwd=None, preexec_fn=None,
+                 own_session=False):
+        """own_session: the process starts a session of its own, and
+        sigkill ends every process in it (kill_session), not only this
+        one: for a process that leaves children behind when it dies
+        (timeout(1) and its emulator in tests/cross)."""
         self.argv = argv
         self.name = name
+        self.own_session = own_session
         self.popen = subprocess.Popen(
             argv, env=env, stdin=stdin, stdout=stdout,
-            stderr=subprocess.PIPE, cwd=cwd, preexec_fn=preexec_fn)
+            stderr=subprocess.PIPE, cwd=cwd, preexec_fn=preexec_fn,
+            start_new_session=own_session)
         self.pid = self.popen.pid
         self.out = (Output(self.popen.stdout, name + " stdout")
                     if stdout == subprocess.PIPE else None)
@@ -154,7 +161,9 @@ class Proc:
         return rc
 
     def sigkill(self):
-        if self.alive():
+        if self.own_session:
+            kill_session(self.pid)
+        elif self.alive():
             try:
                 os.kill(self.pid, signal.SIGKILL)
             except ProcessLookupError:
@@ -166,16 +175,66 @@ class Proc:
                                  % (self.name, self.pid))
 
 
-def run(argv, timeout, env=None, **kw):
-    """Run a command to completion (bounded); returns CompletedProcess."""
-    try:
-        return subprocess.run(argv, env=env, stdin=subprocess.DEVNULL,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              timeout=timeout, text=True, **kw)
-    except subprocess.TimeoutExpired as e:
-        raise AssertionError("%s did not finish within %ds (stdout %r, "
-                             "stderr %r)" % (" ".join(argv), timeout,
-                                             e.stdout, e.stderr))
+def session_members(sid):
+    """The pids of the processes in session sid (from /proc)."""
+    pids = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # after "(comm)": state ppid pgrp session
+        if int(stat.rsplit(")", 1)[1].split()[3]) == sid:
+            pids.append(int(name))
+    return pids
+
+
+def kill_session(sid):
+    """SIGKILL every process of session sid, again until none is left
+    (one may fork while the first pass runs); bounded."""
+    for _ in range(20):
+        pids = session_members(sid)
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.05)
+
+
+def run(argv, timeout, env=None, own_session=False, **kw):
+    """Run a command to completion (bounded); returns CompletedProcess.
+    own_session: in a session of its own, all of it killed on a timeout
+    (Proc's own_session)."""
+    if not own_session:
+        try:
+            return subprocess.run(argv, env=env, stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, timeout=timeout,
+                                  text=True, **kw)
+        except subprocess.TimeoutExpired as e:
+            raise AssertionError("%s did not finish within %ds (stdout %r, "
+                                 "stderr %r)" % (" ".join(argv), timeout,
+                                                 e.stdout, e.stderr))
+    with subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, start_new_session=True, **kw) as p:
+        try:
+            out, err = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            kill_session(p.pid)
+            out, err = p.communicate()
+            raise AssertionError("%s did not finish within %ds (stdout %r, "
+                                 "stderr %r)" % (" ".join(argv), timeout,
+                                                 out, err))
+        finally:
+            kill_session(p.pid)
+    return subprocess.CompletedProcess(argv, p.returncode, out, err)
 
 
 _reference_cache = {}

@@ -17,6 +17,8 @@ import signal
 import subprocess
 import tempfile
 
+import pytest
+
 import ckpt_harness
 from ckpt_harness import Proc, run
 
@@ -161,3 +163,16 @@ class Hosts:
             ip("netns", "del", ns, check=False)
         self.made = []
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def hosts_fixture(count):
+    """The body of a pytest fixture: Hosts(count), skipped when they
+    cannot be made, closed after the test."""
+    why = Hosts.skip_reason()
+    if why:
+        pytest.skip(why)
+    h = Hosts(count)
+    try:
+        yield h
+    finally:
+        h.close()

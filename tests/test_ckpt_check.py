@@ -4,10 +4,15 @@
 a running coordinator); text and --json agree; a bad --ckptdir or
 coordinator address is named and fails with exit 1."""
 
+import ctypes
+import errno
+import fcntl
 import json
+import mmap
 import os
 import re
 import stat
+import struct
 
 import pytest
 
@@ -163,3 +168,77 @@ def test_usage_errors(check_env):
     assert r.returncode == 2 and "unexpected argument 'extra'" in r.stderr
     r = ckpt_check(check_env, "--version")
     assert r.returncode == 0 and r.stdout.startswith("ckpt_check ")
+
+
+# --- what is known true here, probed by this test itself -----------------
+
+PAGEMAP_SOFT_DIRTY = 1 << 55
+SYSCALLS = {"x86_64": {"userfaultfd": 323, "rseq": 334},
+            "aarch64": {"userfaultfd": 282, "rseq": 293}}
+
+
+def soft_dirty_works():
+    """Clear the soft-dirty bits (clear_refs 4), write a page, read its
+    pagemap entry: without CONFIG_MEM_SOFT_DIRTY bit 55 stays clear."""
+    page = mmap.mmap(-1, mmap.PAGESIZE)
+    cell = ctypes.c_char.from_buffer(page)
+    addr = ctypes.addressof(cell)
+    page[0] = 1
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("4")
+    page[0] = 2
+    with open("/proc/self/pagemap", "rb") as f:
+        f.seek(addr // mmap.PAGESIZE * 8)
+        entry = int.from_bytes(f.read(8), "little")
+    del cell
+    page.close()
+    return bool(entry & PAGEMAP_SOFT_DIRTY)
+
+
+def raw_syscall(name, *args):
+    """(result, errno) of a system call glibc may not wrap."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    nr = SYSCALLS[os.uname().machine][name]
+    return libc.syscall(nr, *args), ctypes.get_errno()
+
+
+UFFD_API = 0xAA
+UFFDIO_API = 0xc018aa3f         # _IOWR(0xAA, 0x3F, struct uffdio_api)
+UFFD_FEATURE_PAGEFAULT_FLAG_WP = 1 << 0
+UFFD_FEATURE_WP_ASYNC = 1 << 15
+
+
+def userfaultfd_features():
+    """The features UFFDIO_API offers on a new userfaultfd, None when
+    there is none for this user."""
+    fd, _ = raw_syscall("userfaultfd", os.O_CLOEXEC | os.O_NONBLOCK)
+    if fd < 0:
+        return None
+    try:
+        api = struct.pack("QQQ", UFFD_API, 0, 0)
+        return struct.unpack("QQQ", fcntl.ioctl(fd, UFFDIO_API, api))[1]
+    finally:
+        os.close(fd)
+
+
+def rseq_present():
+    """rseq with no area: EINVAL from a kernel that has it."""
+    _, err = raw_syscall("rseq", None, 0, 0, 0)
+    return err != errno.ENOSYS
+
+
+def test_kernel_features_match_what_this_test_probes(check_env):
+    """On the test machine: no soft-dirty; userfaultfd with write-protect,
+    asynchronous too; rseq present; each as this test finds it itself."""
+    _, _, checks = as_json(check_env)
+    assert checks["soft_dirty"]["available"] == soft_dirty_works()
+    features = userfaultfd_features()
+    assert checks["userfaultfd"]["available"] == (features is not None)
+    if features is not None:
+        assert int(checks["userfaultfd"]["value"], 16) == features
+    wp = bool((features or 0) & UFFD_FEATURE_PAGEFAULT_FLAG_WP)
+    wp_async = bool((features or 0) & UFFD_FEATURE_WP_ASYNC)
+    assert checks["uffd_wp"]["available"] == wp
+    assert checks["uffd_wp"]["detail"].endswith(
+        "(UFFD_FEATURE_WP_ASYNC): %s" % ("yes" if wp_async else "no"))
+    assert checks["rseq"]["available"] == rseq_present()

@@ -3,13 +3,15 @@
 block in known call chains (tests/apps/named_threads.c) is checkpointed
 and killed; the backtrace of each thread in the image names its chain,
 also after a restart and in a compressed image, and --json says what
-the text says."""
+the text says and is valid against docs/schemas/ckpt_inspect.schema.json."""
 
 import json
+import os
 import re
 import time
 
-from ckpt_harness import app, run
+from ckpt_harness import ROOT, app, run
+from test_command_json import load_schema, validate
 
 # thread name -> the functions its backtrace holds, innermost first
 CHAINS = {
@@ -21,7 +23,26 @@ CHAINS = {
     "sleeper": ["nanosleep", "nap", "sleeper_main", "start_thread"],
     "named_threads": ["wait_for_threads", "main", "_start"],
 }
+SCHEMA = load_schema("ckpt_inspect.schema.json")
 THREAD_LINE = re.compile(r"^    thread (\d+) \(([^)]*)\): (.*)$")
+# named_threads' frames with their source line (it is built with -g): the
+# line of the call each is in, found in its source by that call's text
+CALLS = {"queue_pop": "pthread_cond_wait(&never, &lock);",
+         "worker_main": "queue_pop());",
+         "read_command": "read(fd, &c, 1);",
+         "nap": "nanosleep(&left, &left)"}
+NAMED_THREADS_C = os.path.join(ROOT, "tests", "apps", "named_threads.c")
+
+
+def source_line(text):
+    with open(NAMED_THREADS_C) as f:
+        [n] = [i for i, line in enumerate(f, 1) if text in line]
+    return n
+
+
+def function_of(frame):
+    """"queue_pop (named_threads.c:35)" -> "queue_pop"."""
+    return frame.split(" (")[0]
 
 
 def start_program(s):
@@ -63,7 +84,7 @@ def text_backtraces(out):
 
 
 def is_subsequence(want, frames):
-    it = iter(frames)
+    it = iter(function_of(f) for f in frames)
     return all(any(f == w for f in it) for w in want)
 
 
@@ -91,6 +112,11 @@ def test_backtraces_name_each_threads_calls(session):
     found = text_backtraces(out)
     assert len(found) == 6, out   # 5 of the program, libckpt's manager
     assert_chains(found, tids)
+    # the program's frames with the source line of their call (libdw)
+    frames = [f for _, fs in found.values() for f in fs]
+    for function, call in CALLS.items():
+        want = "%s (named_threads.c:%d)" % (function, source_line(call))
+        assert want in frames, (want, out)
     # Each application thread's registers came from its signal frame.
     assert not any("pc and sp only" in labels
                    for labels, _ in found.values()
@@ -101,6 +127,7 @@ def test_json_says_what_the_text_says(session):
     img, _ = checkpoint_and_kill(session)
     out = inspect(session, img)
     doc = json.loads(inspect(session, "--json", img))
+    validate(doc, SCHEMA)
     assert doc["tool"] == "ckpt_inspect" and doc["schema"] == 1
     assert doc["image"] == img and doc["verified"] is True
     assert doc["header"]["program"] == "named_threads"
@@ -114,7 +141,12 @@ def test_json_says_what_the_text_says(session):
         assert t["backtrace_text"] == " <- ".join(frames)
         assert [f["function"].split("@")[0] if f["function"] else None
                 for f in t["backtrace"]][:2] == [
-            None if re.search(r"\+0x|^0x", f) else f for f in frames[:2]]
+            None if re.search(r"\+0x|^0x", f) else function_of(f)
+            for f in frames[:2]]
+        for f in t["backtrace"]:
+            if f["function"] in CALLS:
+                assert (f["source_file"], f["source_line"]) == (
+                    "named_threads.c", source_line(CALLS[f["function"]]))
         assert t["name"] in labels
         assert t["manager"] == labels.startswith("ckpt manager")
         assert t["pc"] == t["backtrace"][0]["pc"]
@@ -139,6 +171,7 @@ def test_after_restart_and_compressed(session):
     session.kill_all()
     r.wait_exit(30)
     doc = json.loads(inspect(session, "--json", img2))
+    validate(doc, SCHEMA)
     assert any(reg["encoding"] == "zstd" for reg in doc["regions"])
     assert_chains(text_backtraces(inspect(session, img2)))
 
@@ -152,6 +185,7 @@ def test_no_verify_and_several_images(session):
                     img, img).splitlines()
     assert len(lines) == 2
     doc = json.loads(lines[1])
+    validate(doc, SCHEMA)
     assert doc["verified"] is None and "backtrace" not in doc["threads"][0]
     r = run([session.tool("ckpt_inspect"), img, session.path("nope.img")],
             60)
@@ -159,3 +193,42 @@ def test_no_verify_and_several_images(session):
     assert len(text_backtraces(r.stdout)) == 6
     r = run([session.tool("ckpt_inspect")], 60)
     assert r.returncode == 1 and "no image given" in r.stderr
+
+
+TREE_LINE = re.compile(r"^( +)(\S+) \(vpid (\d+)(, session leader)?\)$")
+
+
+def process_tree(out):
+    """{vpid: parent vpid or None} of the text's process tree."""
+    lines = out.split("\nprocess tree of these ")[1].splitlines()[1:]
+    parents, stack = {}, []
+    for line in lines:
+        m = TREE_LINE.match(line)
+        if not m:
+            continue
+        depth = len(m.group(1)) // 2 - 2
+        del stack[depth:]
+        parents[int(m.group(3))] = stack[-1] if stack else None
+        stack.append(int(m.group(3)))
+    return parents
+
+
+def test_several_images_show_their_process_tree(session):
+    """proc_tree's four processes: each under its parent, by vpid."""
+    s = session
+    p = s.launch([app("proc_tree"), "400", "20"])
+    start = p.wait_line(r"^start parent (\d+) child1 (\d+) child2 (\d+)$")
+    g = p.wait_line(r"^child1 has grandchild (\d+)$")
+    parent, child1, child2 = (int(start.group(i)) for i in (1, 2, 3))
+    images = s.checkpoint(expect_images=4)
+    s.kill_all()
+    p.wait_exit(30)
+    out = inspect(s, "--no-verify", "--no-backtraces", *sorted(images))
+    assert "\nprocess tree of these 4 images:\n" in out, out
+    assert process_tree(out) == {parent: None, child1: parent,
+                                 child2: parent,
+                                 int(g.group(1)): child1}, out
+    # one image, or --json: no tree
+    assert "process tree" not in inspect(s, "--no-verify", images[0])
+    assert "process tree" not in inspect(s, "--json", "--no-verify",
+                                         *images)

@@ -7,6 +7,7 @@ completes options and image files; make install puts them in place."""
 import os
 import re
 import shutil
+import socket
 import subprocess
 
 import pytest
@@ -82,7 +83,7 @@ def test_pages_render_without_warnings():
         assert var in text
 
 
-def complete(words, cwd):
+def complete(words, cwd, env=None):
     """COMPREPLY for the command line words (the last is completed)."""
     line = " ".join(words)
     script = """
@@ -94,7 +95,7 @@ _ckpt_complete %s
 printf '%%s\\n' "${COMPREPLY[@]}"
 """ % (COMPLETION, " ".join("'%s'" % w for w in words), len(words) - 1,
        "'%s'" % line, words[0])
-    r = subprocess.run(["bash", "--norc", "-c", script], cwd=cwd,
+    r = subprocess.run(["bash", "--norc", "-c", script], cwd=cwd, env=env,
                        capture_output=True, text=True, timeout=30)
     assert r.stderr == "", r.stderr
     return sorted(x for x in r.stdout.splitlines() if x)
@@ -118,6 +119,16 @@ def test_completion_loads_and_completes(tmp_path):
     # After PROGRAM, ckpt_launch's own options are not offered.
     assert "--coord" not in complete(
         ["ckpt_launch", "--compress", "ls", "--co"], tmp_path)
+    # Coordinator addresses: $CKPT_COORD, the per-user default, sockets
+    # and directories here (not the regular files).
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(tmp_path / "c.sock"))
+        env = dict(os.environ, CKPT_COORD="/elsewhere/coord.sock",
+                   XDG_RUNTIME_DIR=str(tmp_path / "run"))
+        assert complete(["ckpt_command", "--coord", ""], tmp_path,
+                        env) == sorted([
+            "/elsewhere/coord.sock", "c.sock", "sub",
+            "%s/run/ckpt-%d/coordinator.sock" % (tmp_path, os.geteuid())])
 
 
 def test_make_install_puts_pages_and_completion(tmp_path):

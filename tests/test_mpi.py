@@ -92,8 +92,9 @@ def test_mpich_job_restarts_to_the_same_result(session, mpi_ring, transport):
     want = uninterrupted_result()
     p = session.launch(job(mpi_ring, env), name="mpirun")
     p.wait_line(STEP, minimum=30)
-    images = session.checkpoint(expect_images=PROCESSES)
+    # printed before the checkpoint was asked for: it holds at least this
     seen = numbers(p.lines(), STEP)[-1]
+    images = session.checkpoint(expect_images=PROCESSES)
     session.kill_all()
     p.popen.wait(30)
     before = numbers(p.lines(), STEP)
@@ -101,8 +102,9 @@ def test_mpich_job_restarts_to_the_same_result(session, mpi_ring, transport):
     wait_result(r, transport)
     after = numbers(r.lines(), STEP)
     # the restarted job goes on from the step after the checkpoint, every
-    # step once, to the end
-    assert after and seen - 3 <= after[0] - 1 <= before[-1], (
+    # step once, to the end (the original's lines read after the
+    # checkpoint returned may run some steps ahead: not a bound)
+    assert after and seen <= after[0] - 1 <= before[-1], (
         seen, before[-1], after[:3])
     assert after == list(range(after[0], STEPS + 1)), after[:5]
     results = [line for line in r.lines() if line.startswith("result")]

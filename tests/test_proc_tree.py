@@ -121,9 +121,10 @@ def restart_three_processes(session, name, ready):
     r = session.restart(images)
     rc = r.wait_exit()
     lines = r.lines()
+    told = [l for l in lines if l.startswith(("FAIL", "parent", "OK"))]
     assert rc == 0 and lines[-1].startswith("OK "), (
-        "exit %d, last lines %r, stderr:\n%s" % (rc, lines[-5:],
-                                                r.stderr_text()))
+        "exit %d, last lines %r, the parent's last %r, stderr:\n%s"
+        % (rc, lines[-5:], told[-3:], r.stderr_text()))
     after = numbers(lines, r"^parent (\d+)$")
     assert seen < after[0] <= before[-1] + 1
     assert after == list(range(after[0], 151))

@@ -26,6 +26,11 @@ def test_restart_script_restarts_the_computation(session):
     assert text.startswith("#!/bin/sh\n")
     for img in images:
         assert img in text, "image %s not in the script:\n%s" % (img, text)
+    # --host moves the images of one host of several; here all are one's
+    r = Proc([script, "--host", "a=b"], session.env, "script --host")
+    session.procs.append(r)
+    assert r.wait_exit(30) == 2 and "--host: the images of this checkpoint " \
+        "all come from one host" in r.stderr_text(), r.stderr_text()
     r = Proc([script], session.env, "ckpt_restart_script.sh")
     session.procs.append(r)
     assert r.wait_exit() == 0, r.stderr_text()

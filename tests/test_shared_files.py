@@ -5,11 +5,12 @@ once at the saved offset and hands it to all. A parent and its forked
 child; two siblings, one of which passed the fd to the other over a Unix
 socket (SCM_RIGHTS), at other fd numbers, the parent's copy closed."""
 
+import os
 import re
 
 import pytest
 
-from ckpt_harness import app, numbers, reference_output
+from ckpt_harness import PROGRESS_TIMEOUT, app, numbers, reference_output
 
 TURNS = 300
 TURN = r"^turn (\d+)$"
@@ -113,9 +114,37 @@ def test_event_fds_shared_after_fork(session):
     rc = r.wait_exit()
     lines = r.lines()
     assert rc == 0 and lines[-1] == "OK shared events %d" % turns, (
-        "exit %d, last lines %r, stderr:\n%s" % (rc, lines[-5:],
-                                                r.stderr_text()))
+        "exit %d, last lines %r, failures %r, before the kill %r, "
+        "stderr:\n%s" % (rc, lines[-2:],
+                         [l for l in lines if l.startswith("FAIL")],
+                         before[-2:], r.stderr_text()))
     assert not any(l.startswith("FAIL") for l in lines), lines
     after = numbers(lines, TURN)
     assert seen < after[0] <= before[-1] + 1
     assert after == list(range(after[0], turns + 1))
+
+
+@pytest.mark.time_limit(300)
+@pytest.mark.parametrize("writer", ["parent", "child"])
+def test_shared_event_state_changed_after_the_other_stopped(session, writer):
+    """One holder of a shared eventfd and epoll changes them in its
+    before-checkpoint hook, 300 ms after the checkpoint stopped the other
+    holder: the image holds the state of the moment every process was
+    stopped, whichever holder's record the restart puts in (the writer
+    is the parent in one case, the child in the other)."""
+    work = session.path("work")
+    os.mkdir(work)
+    p = session.launch([app("shared_event_hook"), writer, work])
+    p.out.wait_for(lambda lines: lines.count("ready") >= 2 or None,
+                   PROGRESS_TIMEOUT, "both processes ready")
+    images = session.checkpoint(expect_images=2)
+    session.kill_all()
+    p.popen.wait(30)
+
+    r = session.restart(images)
+    open(os.path.join(work, "go"), "w").close()
+    rc = r.wait_exit()
+    lines = r.lines()
+    assert rc == 0 and lines[-2:] == ["data 7 count 7", "OK"], (
+        "exit %d, last lines %r, stderr:\n%s" % (rc, lines[-3:],
+                                                r.stderr_text()))

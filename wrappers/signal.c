@@ -127,6 +127,8 @@ static int sigaction_translated(int sig, const struct sigaction *act,
 	if (r < 0 && act == &copy)
 		__atomic_store_n(&program_handlers[sig], before,
 				 __ATOMIC_RELEASE);
+	else if (r == 0 && act == &copy)
+		signals_return_through_libckpt(sig);
 	if (r == 0 && old && (old->sa_flags & SA_SIGINFO) &&
 	    old->sa_sigaction == run_program_handler) {
 		old->sa_handler = (sighandler_t)(uintptr_t)

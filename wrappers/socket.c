@@ -18,11 +18,19 @@
 
 DEFINE_NEXT(setsockopt);
 DEFINE_NEXT(listen);
+DEFINE_NEXT(sendto);
+DEFINE_NEXT(sendmsg);
+DEFINE_NEXT(sendmmsg);
+DEFINE_NEXT(connect);
 
 CKPT_EARLY_CONSTRUCTOR static void resolve_next_socket(void)
 {
 	RESOLVE_NEXT(setsockopt);
 	RESOLVE_NEXT(listen);
+	RESOLVE_NEXT(sendto);
+	RESOLVE_NEXT(sendmsg);
+	RESOLVE_NEXT(sendmmsg);
+	RESOLVE_NEXT(connect);
 }
 
 static int set_and_note(int fd, int level, int name, const void *val,
@@ -65,4 +73,68 @@ CKPT_WRAPPER int listen(int fd, int backlog)
 				    sizeof(on));
 	errno = e;
 	return NEXT_FN(listen)(fd, backlog);
+}
+
+CKPT_WRAPPER ssize_t sendto(int fd, const void *buf, size_t len, int flags,
+			    const struct sockaddr *to, socklen_t tolen)
+{
+	struct sockaddr_storage moved;
+
+	return NEXT_FN(sendto)(fd, buf, len, flags,
+			       host_moves_apply(to, tolen, &moved), tolen);
+}
+
+CKPT_WRAPPER ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+	struct sockaddr_storage moved;
+	struct msghdr m;
+
+	if (!host_moves_any() || !msg)
+		return NEXT_FN(sendmsg)(fd, msg, flags);
+	m = *msg;
+	m.msg_name = (void *)host_moves_apply(msg->msg_name, msg->msg_namelen,
+					      &moved);
+	return NEXT_FN(sendmsg)(fd, &m, flags);
+}
+
+#define MOVED_BATCH 16		/* 3 KiB of the caller's stack */
+
+CKPT_WRAPPER int sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen,
+			  int flags)
+{
+	struct sockaddr_storage moved[MOVED_BATCH];
+	struct mmsghdr batch[MOVED_BATCH];
+	unsigned int done = 0;
+
+	if (!host_moves_any() || !vec)
+		return NEXT_FN(sendmmsg)(fd, vec, vlen, flags);
+	while (done < vlen) {
+		unsigned int n = vlen - done < MOVED_BATCH ? vlen - done :
+							     MOVED_BATCH;
+		int sent;
+
+		for (unsigned int i = 0; i < n; i++) {
+			batch[i] = vec[done + i];
+			batch[i].msg_hdr.msg_name = (void *)host_moves_apply(
+				vec[done + i].msg_hdr.msg_name,
+				vec[done + i].msg_hdr.msg_namelen, &moved[i]);
+		}
+		sent = NEXT_FN(sendmmsg)(fd, batch, n, flags);
+		if (sent < 0)
+			return done ? (int)done : sent;
+		for (int i = 0; i < sent; i++)
+			vec[done + i].msg_len = batch[i].msg_len;
+		done += sent;
+		if ((unsigned int)sent < n)
+			break;
+	}
+	return done;
+}
+
+CKPT_WRAPPER int connect(int fd, const struct sockaddr *to, socklen_t tolen)
+{
+	struct sockaddr_storage moved;
+
+	return NEXT_FN(connect)(fd, host_moves_apply(to, tolen, &moved),
+				tolen);
 }

@@ -23,15 +23,21 @@
 #define CKPT_PLAN_MAX_FILES		1024
 #define CKPT_PLAN_MAX_SOCKETS		4096
 #define CKPT_PLAN_MAX_SHM		256
+#define CKPT_PLAN_MAX_HOST_MOVES	64
 
-/* One restored process (or zombie). real_pid is written by the process
- * itself right after ckpt_restart's fork made it. */
+/* One restored process. real_pid is written by the process itself
+ * right after ckpt_restart's fork made it; state by its libckpt once its
+ * resources are back (libckpt-preload/restart_barrier.c: no program runs
+ * before every process of the restart is restored). */
 struct ckpt_plan_proc {
 	int32_t vpid;
 	int32_t vppid;
 	int32_t real_pid;		/* 0 until known */
-	int32_t reserved;
+	uint32_t state;			/* CKPT_PLAN_PROC_* (was reserved: 0) */
 };
+
+#define CKPT_PLAN_PROC_RESTORED	1
+#define CKPT_PLAN_PROC_FAILED	2
 
 /* One pipe of the computation, created once by ckpt_restart (refilled
  * with the bytes in flight at the checkpoint). Every restored process
@@ -86,6 +92,15 @@ struct ckpt_plan_shm {
 	int32_t sysv_id;		/* shmid + 1; 0: none (was reserved) */
 };
 
+/* One entry of ckpt_restart --host-map (restart/host_map.c): libckpt
+ * sends what the program sends to `from` to `to` instead, when `from`
+ * is no entry's `to` (libckpt-preload/host_moves.c). */
+struct ckpt_plan_host_move {
+	uint32_t family;		/* AF_INET or AF_INET6 */
+	uint32_t reserved;
+	uint8_t from[16], to[16];	/* 4 bytes used for AF_INET */
+};
+
 struct ckpt_restart_plan {
 	uint64_t magic;			/* CKPT_RESTART_PLAN_MAGIC */
 	uint32_t version;		/* CKPT_RESTART_PLAN_VERSION */
@@ -101,6 +116,11 @@ struct ckpt_restart_plan {
 	struct ckpt_plan_file files[CKPT_PLAN_MAX_FILES];
 	struct ckpt_plan_socket sockets[CKPT_PLAN_MAX_SOCKETS];
 	struct ckpt_plan_shm shm[CKPT_PLAN_MAX_SHM];	/* appended */
+	/* appended: the head above and every table's offset stay what the
+	 * libckpt in older images reads */
+	uint32_t nhost_moves;
+	uint32_t reserved;
+	struct ckpt_plan_host_move host_moves[CKPT_PLAN_MAX_HOST_MOVES];
 };
 
 #endif /* CKPT_RESTART_PLAN_H */

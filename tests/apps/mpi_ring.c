@@ -6,12 +6,20 @@
  * Rank 0 prints "step K sum S" each step and at the end "result S": the
  * same for every run of the same STEPS, however many times it was
  * checkpointed and restarted. Built by tests/test_mpi.py with mpicc.
+ *
+ * mpi_ring STEPS PAUSE_MS HOLD_FILE: the same, but after step STEPS/2 every
+ * rank waits until HOLD_FILE exists (up to a minute), so a test can be sure
+ * the job still runs when it asks for a checkpoint (tests/test_slurm.py).
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 #include <mpi.h>
+
+#define HOLD_POLL_MS 20
+#define HOLD_POLLS 3000
 
 static uint64_t mix(uint64_t h, uint64_t v)
 {
@@ -27,6 +35,18 @@ static void pause_ms(long ms)
 		;
 }
 
+static void wait_for_file(const char *path)
+{
+	for (int i = 0; i < HOLD_POLLS; i++) {
+		if (access(path, F_OK) == 0)
+			return;
+		pause_ms(HOLD_POLL_MS);
+	}
+	fprintf(stderr, "mpi_ring: %s did not appear in %d s\n", path,
+		HOLD_POLLS * HOLD_POLL_MS / 1000);
+	MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
 int main(int argc, char **argv)
 {
 	int rank, size;
@@ -36,9 +56,10 @@ int main(int argc, char **argv)
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
-	if (argc != 3) {
+	if (argc != 3 && argc != 4) {
 		if (rank == 0)
-			fprintf(stderr, "usage: mpi_ring STEPS PAUSE_MS\n");
+			fprintf(stderr, "usage: mpi_ring STEPS PAUSE_MS "
+				"[HOLD_FILE]\n");
 		MPI_Abort(MPI_COMM_WORLD, 2);
 	}
 	steps = atol(argv[1]);
@@ -56,6 +77,8 @@ int main(int argc, char **argv)
 			fflush(stdout);
 		}
 		pause_ms(pause);
+		if (argc == 4 && k == steps / 2)
+			wait_for_file(argv[3]);
 	}
 	if (rank == 0) {
 		printf("result %016" PRIx64 "\n", sum);

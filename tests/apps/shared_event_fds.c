@@ -12,6 +12,7 @@
  * child would wait in vain: each wait is bounded (10 s), then "FAIL".
  * The parent prints "turn I", at the end "OK shared events TURNS".
  */
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -20,9 +21,40 @@
 
 #define WAIT_MS 10000
 
-static void fail(const char *who, const char *what, unsigned long i)
+static int fds[3];		/* eventfd, epoll, timerfd: for fail() */
+
+/* What the kernel says of each shared fd, one "FAIL ... fdinfo" line
+ * each: which epoll targets, counter, ticks. */
+static void dump_fdinfo(const char *who)
 {
-	say("FAIL %s: %s in turn %lu", who, what, i);
+	for (int k = 0; k < 3; k++) {
+		char path[64], buf[1024];
+		ssize_t len;
+		int fd;
+
+		snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fds[k]);
+		fd = open(path, O_RDONLY);
+		len = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+		if (fd >= 0)
+			close(fd);
+		buf[len < 0 ? 0 : len] = 0;
+		for (char *c = buf; *c; c++)
+			if (*c == '\n' || *c == '\t')
+				*c = ' ';
+		say("FAIL %s fdinfo %d: %s", who, fds[k], buf);
+	}
+}
+
+/* A bounded wait that returned N events: timed out, or failed (errno). */
+static void fail(const char *who, const char *what, unsigned long i, int n)
+{
+	dump_fdinfo(who);
+	if (n == 0)
+		say("FAIL %s: %s in turn %lu (waited %d ms)", who, what, i,
+		    WAIT_MS);
+	else
+		say("FAIL %s: %s in turn %lu (%s)", who, what, i,
+		    strerror(errno));
 	exit(1);
 }
 
@@ -39,7 +71,7 @@ static void child_turns(int efd, int ep, int tfd, unsigned long turns)
 		       errno == EINTR)
 			;
 		if (n != 1)
-			fail("child", "no event from the shared epoll", i);
+			fail("child", "no event from the shared epoll", i, n);
 		expect_eq("child", "epoll data", (long)ev.data.u64, (long)i);
 		while (read(efd, &v, sizeof(v)) < 0 && errno == EINTR)
 			;
@@ -64,7 +96,7 @@ static void parent_turn(int efd, int ep, int tfd, unsigned long i)
 	while ((n = poll(&p, 1, WAIT_MS)) < 0 && errno == EINTR)
 		;
 	if (n != 1)
-		fail("parent", "the child's timer did not expire", i);
+		fail("parent", "the child's timer did not expire", i, n);
 	while (read(tfd, &v, sizeof(v)) < 0 && errno == EINTR)
 		;
 	expect_eq("parent", "timer expirations", (long)v, 1);
@@ -85,6 +117,9 @@ int main(int argc, char **argv)
 	efd = eventfd(0, 0);
 	ep = epoll_create1(0);
 	tfd = timerfd_create(CLOCK_MONOTONIC, 0);
+	fds[0] = efd;
+	fds[1] = ep;
+	fds[2] = tfd;
 	if (efd < 0 || ep < 0 || tfd < 0 ||
 	    epoll_ctl(ep, EPOLL_CTL_ADD, efd, &ev) < 0)
 		die("shared_event_fds", "setup: %s", strerror(errno));

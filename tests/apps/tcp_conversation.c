@@ -15,7 +15,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
-#include "app_util.h"
+#include "conversation.h"
 
 #define PROG "tcp_conversation"
 #define IN_FLIGHT 4
@@ -94,22 +94,15 @@ static void call(FILE *in, int fd, unsigned long n, unsigned long delay)
 
 int main(int argc, char **argv)
 {
-	unsigned long port, n, delay;
-	FILE *in;
-	int fd;
+	struct conversation c = conversation_args(PROG, argc, argv, 0);
+	int fd = connected(argv[1], c.ip, c.port);
+	FILE *in = fdopen(dup(fd), "r");
 
-	if (argc != 6 || (strcmp(argv[1], "serve") && strcmp(argv[1], "call")))
-		die(PROG, "usage: tcp_conversation serve|call IP PORT N DELAY_MS");
-	port = parse_ulong(PROG, "PORT", argv[3], 1, 65535);
-	n = parse_ulong(PROG, "N", argv[4], 1, 1UL << 30);
-	delay = parse_ulong(PROG, "DELAY_MS", argv[5], 0, 10000);
-	fd = connected(argv[1], argv[2], port);
-	in = fdopen(dup(fd), "r");
 	if (!in)
 		die(PROG, "fdopen: %s", strerror(errno));
-	if (!strcmp(argv[1], "serve"))
-		serve(in, fd, n, delay);
+	if (c.serve)
+		serve(in, fd, c.n, c.delay);
 	else
-		call(in, fd, n, delay);
+		call(in, fd, c.n, c.delay);
 	return 0;
 }

@@ -86,6 +86,17 @@ ckpt_clone_thread:
 1:	ret
 	.size ckpt_clone_thread, .-ckpt_clone_thread
 
+/* void ckpt_sigreturn_trampoline(void): where a signal handler returns
+ * with SA_RESTORER; the kernel (or emulator) restores the frame. */
+	.globl ckpt_sigreturn_trampoline
+	.hidden ckpt_sigreturn_trampoline
+	.type ckpt_sigreturn_trampoline, %function
+ckpt_sigreturn_trampoline:
+	mov	x8, #139		/* __NR_rt_sigreturn */
+	svc	#0
+	brk	#0
+	.size ckpt_sigreturn_trampoline, .-ckpt_sigreturn_trampoline
+
 /* long ckpt_syscall(long nr, ...): syscall(2) without going through the
  * interposed symbol (libckpt wraps syscall for virtual ids). */
 	.globl ckpt_syscall

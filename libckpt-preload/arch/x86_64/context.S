@@ -116,4 +116,15 @@ ckpt_syscall_noerrno:
 	SYSCALL_OF_CALL_ARGS
 	ret
 	.size ckpt_syscall_noerrno, .-ckpt_syscall_noerrno
+
+/* void ckpt_sigreturn_trampoline(void): where a signal handler returns
+ * with SA_RESTORER; the kernel (or emulator) restores the frame. */
+	.globl ckpt_sigreturn_trampoline
+	.hidden ckpt_sigreturn_trampoline
+	.type ckpt_sigreturn_trampoline, @function
+ckpt_sigreturn_trampoline:
+	movq $15, %rax		/* __NR_rt_sigreturn */
+	syscall
+	hlt
+	.size ckpt_sigreturn_trampoline, .-ckpt_sigreturn_trampoline
 	.section .note.GNU-stack,"",@progbits
