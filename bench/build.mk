@@ -2,7 +2,7 @@
 
 BENCH_APPS := $(BUILD)/bench/fill_idle $(BUILD)/bench/lock_cost \
 	      $(BUILD)/bench/tcp_conns $(BUILD)/bench/zero_scan \
-	      $(BUILD)/bench/wrapped_calls
+	      $(BUILD)/bench/wrapped_calls $(BUILD)/bench/lock_order_cost
 
 .PHONY: bench-apps
 all: bench-apps
@@ -25,6 +25,10 @@ $(BUILD)/bench/zero_scan: bench/zero_scan.c include/ckpt/hash.h
 	$(CC) $(CKPT_CFLAGS) $< -o $@
 
 $(BUILD)/bench/wrapped_calls: bench/wrapped_calls.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CKPT_CFLAGS) -pthread $< -o $@
+
+$(BUILD)/bench/lock_order_cost: bench/lock_order_cost.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CKPT_CFLAGS) -pthread $< -o $@
 

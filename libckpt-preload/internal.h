@@ -88,14 +88,26 @@ enum ckpt_debugger_event_kind {
 	CKPT_DEBUGGER_RESTORED = 4,	/* arg: real pid; about to SIGSTOP */
 	CKPT_DEBUGGER_ROUND_DONE = 5,	/* the manager's part of a round
 					   ended (image durable, or failed) */
+	CKPT_DEBUGGER_LOCK_EVENT = 6,	/* arg: the lock event just done
+					   (ckpt_lock_order_trap_at) */
+	CKPT_DEBUGGER_LOCK_ENTER = 7,	/* arg: the next event; a thread
+					   comes to one (..._trap_enter) */
 };
 void debugger_note(int event, long arg);
+void ckpt_debugger_lock_event(int event, long arg);
 void debugger_stop_if_asked(uint32_t restart_flags);
 
 /* wrappers/record_inputs.c: set in libckpt's own threads, never recorded */
 extern __thread int ckpt_internal_thread
 	__attribute__((tls_model("initial-exec")));
 int record_inputs_wants_read(int fd);
+const char *record_inputs_path(void);	/* NULL when not recording */
+/* both records are opened again after a restart (restore.c) */
+void record_inputs_restarted(void);
+void lock_order_restarted(void);
+/* and a child of fork starts records of its own (manager.c) */
+void record_inputs_forked(void);
+void lock_order_forked(void);
 ssize_t record_inputs_read(int fd, void *buf, size_t len,
 			   ssize_t (*next_read)(int, void *, size_t));
 

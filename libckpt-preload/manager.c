@@ -878,6 +878,8 @@ static void after_fork_in_child(void)
 	ckpt.generation = 0;
 	sections_after_fork_in_child();
 	hooks_after_fork_in_child();
+	record_inputs_forked();
+	lock_order_forked();
 	make_unique_id(); /* the host and the program are the parent's */
 	start_in_this_process(0);
 }

@@ -158,6 +158,8 @@ void ckpt_restore_entry(struct ckpt_restart_args *args)
 	if (files_restored_a_terminal())
 		syscall(SYS_kill, ckpt_real_getpid(), SIGWINCH);
 	embedding_note_restored();
+	record_inputs_restarted();
+	lock_order_restarted();
 	restart_barrier_wait();
 	debugger_stop_if_asked(restart_args.flags);
 	threads_release_restored();

@@ -7,6 +7,8 @@
  * real call, so a checkpoint landing anywhere in it finds the entry, and
  * dropped once the thread no longer owns the lock; a restart rewrites the
  * owner of every noted lock. A normal mutex costs one test of its kind.
+ * Under the gdb extension each take of a mutex or rwlock is also an
+ * event of the lock order (wrappers/lock_order.c).
  */
 #include <pthread.h>
 #include <threads.h>
@@ -15,12 +17,13 @@
 
 DEFINE_NEXT(pthread_mutex_lock);
 DEFINE_NEXT(pthread_mutex_trylock);
-DEFINE_NEXT(pthread_mutex_timedlock);
 DEFINE_NEXT(pthread_mutex_clocklock);
 DEFINE_NEXT(pthread_mutex_unlock);
 DEFINE_NEXT(pthread_rwlock_wrlock);
 DEFINE_NEXT(pthread_rwlock_trywrlock);
-DEFINE_NEXT(pthread_rwlock_timedwrlock);
+DEFINE_NEXT(pthread_rwlock_rdlock);
+DEFINE_NEXT(pthread_rwlock_tryrdlock);
+DEFINE_NEXT(pthread_rwlock_clockrdlock);
 DEFINE_NEXT(pthread_rwlock_clockwrlock);
 DEFINE_NEXT(pthread_rwlock_unlock);
 DEFINE_NEXT(mtx_lock);
@@ -32,12 +35,13 @@ CKPT_EARLY_CONSTRUCTOR static void resolve_next_locks(void)
 {
 	RESOLVE_NEXT(pthread_mutex_lock);
 	RESOLVE_NEXT(pthread_mutex_trylock);
-	RESOLVE_NEXT(pthread_mutex_timedlock);
 	RESOLVE_NEXT(pthread_mutex_clocklock);
 	RESOLVE_NEXT(pthread_mutex_unlock);
 	RESOLVE_NEXT(pthread_rwlock_wrlock);
 	RESOLVE_NEXT(pthread_rwlock_trywrlock);
-	RESOLVE_NEXT(pthread_rwlock_timedwrlock);
+	RESOLVE_NEXT(pthread_rwlock_rdlock);
+	RESOLVE_NEXT(pthread_rwlock_tryrdlock);
+	RESOLVE_NEXT(pthread_rwlock_clockrdlock);
 	RESOLVE_NEXT(pthread_rwlock_clockwrlock);
 	RESOLVE_NEXT(pthread_rwlock_unlock);
 	RESOLVE_NEXT(mtx_lock);
@@ -71,36 +75,88 @@ static void forget_if_released(pthread_mutex_t *m)
 		thread_ids_untrack(m);
 }
 
-CKPT_WRAPPER int pthread_mutex_lock(pthread_mutex_t *m)
+/* The real calls, with the owner noted for the kinds that need it. */
+int locks_mutex_lock(pthread_mutex_t *m)
 {
 	if (!owner_checked(m))
 		return NEXT_FN(pthread_mutex_lock)(m);
 	return LOCK_NOTED(m, 0, NEXT_FN(pthread_mutex_lock)(m));
 }
 
-CKPT_WRAPPER int pthread_mutex_trylock(pthread_mutex_t *m)
+static int mutex_trylock(pthread_mutex_t *m)
 {
 	if (!owner_checked(m))
 		return NEXT_FN(pthread_mutex_trylock)(m);
 	return LOCK_NOTED(m, 0, NEXT_FN(pthread_mutex_trylock)(m));
 }
 
+static int mutex_clocklock(pthread_mutex_t *m, clockid_t clock,
+			   const struct timespec *abstime)
+{
+	if (!owner_checked(m))
+		return NEXT_FN(pthread_mutex_clocklock)(m, clock, abstime);
+	return LOCK_NOTED(m, 0, NEXT_FN(pthread_mutex_clocklock)(m, clock,
+								abstime));
+}
+
+static int mutex_take(void *m)
+{
+	return locks_mutex_lock(m);
+}
+
+static int mutex_take_until(void *m, clockid_t clock,
+			    const struct timespec *abstime)
+{
+	return mutex_clocklock(m, clock, abstime);
+}
+
+static int mutex_try_take(void *m)
+{
+	return mutex_trylock(m);
+}
+
+static void mutex_give_back(void *m)
+{
+	pthread_mutex_unlock(m);
+}
+
+/* Ordered when recording (wrappers/lock_order.c) */
+static const struct lock_ops mutex_ops = {
+	.take = mutex_take,
+	.try_take = mutex_try_take,
+	.take_until = mutex_take_until,
+	.give_back = mutex_give_back,
+};
+
+static int ordered_lock(pthread_mutex_t *m, int kind, clockid_t clock,
+			const struct timespec *abstime, const void *site)
+{
+	return lock_order_take(&mutex_ops, m, kind, clock, abstime, site);
+}
+
+CKPT_WRAPPER int pthread_mutex_lock(pthread_mutex_t *m)
+{
+	return ordered_lock(m, LOCK_EV_MUTEX, 0, NULL, CALL_SITE());
+}
+
+CKPT_WRAPPER int pthread_mutex_trylock(pthread_mutex_t *m)
+{
+	return ordered_lock(m, LOCK_EV_TRYLOCK, 0, NULL, CALL_SITE());
+}
+
 CKPT_WRAPPER int pthread_mutex_timedlock(pthread_mutex_t *m,
 					 const struct timespec *abstime)
 {
-	if (!owner_checked(m))
-		return NEXT_FN(pthread_mutex_timedlock)(m, abstime);
-	return LOCK_NOTED(m, 0, NEXT_FN(pthread_mutex_timedlock)(m, abstime));
+	return ordered_lock(m, LOCK_EV_TIMEDLOCK, CLOCK_REALTIME, abstime,
+			    CALL_SITE());
 }
 
 CKPT_WRAPPER int pthread_mutex_clocklock(pthread_mutex_t *m,
 					 clockid_t clock,
 					 const struct timespec *abstime)
 {
-	if (!owner_checked(m))
-		return NEXT_FN(pthread_mutex_clocklock)(m, clock, abstime);
-	return LOCK_NOTED(m, 0, NEXT_FN(pthread_mutex_clocklock)(m, clock,
-								abstime));
+	return ordered_lock(m, LOCK_EV_TIMEDLOCK, clock, abstime,
+			    CALL_SITE());
 }
 
 CKPT_WRAPPER int pthread_mutex_unlock(pthread_mutex_t *m)
@@ -115,30 +171,89 @@ CKPT_WRAPPER int pthread_mutex_unlock(pthread_mutex_t *m)
 	return rc;
 }
 
-CKPT_WRAPPER int pthread_rwlock_wrlock(pthread_rwlock_t *rw)
+/* rwlocks: the write lock noted (its owner is stored), both ordered */
+static int write_take(void *rw)
 {
 	return LOCK_NOTED(rw, 1, NEXT_FN(pthread_rwlock_wrlock)(rw));
 }
 
-CKPT_WRAPPER int pthread_rwlock_trywrlock(pthread_rwlock_t *rw)
+static int write_try_take(void *rw)
 {
 	return LOCK_NOTED(rw, 1, NEXT_FN(pthread_rwlock_trywrlock)(rw));
 }
 
-CKPT_WRAPPER int pthread_rwlock_timedwrlock(pthread_rwlock_t *rw,
-					    const struct timespec *abstime)
-{
-	return LOCK_NOTED(rw, 1,
-			  NEXT_FN(pthread_rwlock_timedwrlock)(rw, abstime));
-}
-
-CKPT_WRAPPER int pthread_rwlock_clockwrlock(pthread_rwlock_t *rw,
-					    clockid_t clock,
-					    const struct timespec *abstime)
+static int write_take_until(void *rw, clockid_t clock,
+			    const struct timespec *abstime)
 {
 	return LOCK_NOTED(rw, 1, NEXT_FN(pthread_rwlock_clockwrlock)(
 					 rw, clock, abstime));
 }
+
+static int read_take(void *rw)
+{
+	return NEXT_FN(pthread_rwlock_rdlock)(rw);
+}
+
+static int read_try_take(void *rw)
+{
+	return NEXT_FN(pthread_rwlock_tryrdlock)(rw);
+}
+
+static int read_take_until(void *rw, clockid_t clock,
+			   const struct timespec *abstime)
+{
+	return NEXT_FN(pthread_rwlock_clockrdlock)(rw, clock, abstime);
+}
+
+static void rwlock_give_back(void *rw)
+{
+	pthread_rwlock_unlock(rw);
+}
+
+static const struct lock_ops write_ops = {
+	.take = write_take,
+	.try_take = write_try_take,
+	.take_until = write_take_until,
+	.give_back = rwlock_give_back,
+};
+
+static const struct lock_ops read_ops = {
+	.take = read_take,
+	.try_take = read_try_take,
+	.take_until = read_take_until,
+	.give_back = rwlock_give_back,
+};
+
+/* The four ways to take a rwlock, for reading (rd) or writing (wr). */
+#define RWLOCK_TAKES(rdwr, ops)                                           \
+	CKPT_WRAPPER int pthread_rwlock_##rdwr##lock(pthread_rwlock_t *rw) \
+	{                                                                 \
+		return lock_order_take(&ops, rw, LOCK_EV_MUTEX, 0, NULL,  \
+				       CALL_SITE());                      \
+	}                                                                 \
+	CKPT_WRAPPER int pthread_rwlock_try##rdwr##lock(                  \
+		pthread_rwlock_t *rw)                                     \
+	{                                                                 \
+		return lock_order_take(&ops, rw, LOCK_EV_TRYLOCK, 0,      \
+				       NULL, CALL_SITE());                \
+	}                                                                 \
+	CKPT_WRAPPER int pthread_rwlock_timed##rdwr##lock(                \
+		pthread_rwlock_t *rw, const struct timespec *abstime)     \
+	{                                                                 \
+		return lock_order_take(&ops, rw, LOCK_EV_TIMEDLOCK,       \
+				       CLOCK_REALTIME, abstime,           \
+				       CALL_SITE());                      \
+	}                                                                 \
+	CKPT_WRAPPER int pthread_rwlock_clock##rdwr##lock(                \
+		pthread_rwlock_t *rw, clockid_t clock,                    \
+		const struct timespec *abstime)                           \
+	{                                                                 \
+		return lock_order_take(&ops, rw, LOCK_EV_TIMEDLOCK,       \
+				       clock, abstime, CALL_SITE());      \
+	}
+
+RWLOCK_TAKES(wr, write_ops)
+RWLOCK_TAKES(rd, read_ops)
 
 /* A write lock is released by this unlock; a read lock was never noted. */
 CKPT_WRAPPER int pthread_rwlock_unlock(pthread_rwlock_t *rw)

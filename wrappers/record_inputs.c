@@ -47,7 +47,7 @@ __thread int ckpt_internal_thread __attribute__((tls_model("initial-exec")));
 
 static int state;		/* 0 unknown, 1 on, -1 off */
 static char base_path[1024];
-static int log_fd = -1;
+static int log_fd = -1;	/* libckpt's own: not in images */
 static uint64_t cursor;		/* saved with the snapshot */
 static uint64_t log_end;	/* the file's size, as of the last open */
 static int busy;		/* spin lock: one entry at a time */
@@ -72,15 +72,17 @@ static int recording(void)
 	return state > 0;
 }
 
+/* on, and called by the program (not by libckpt in its thread) */
+#define RECORDING_CALL() (recording() && !called_from_libckpt(CALL_SITE()))
+
 static void lock(void)
 {
-	while (__atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE))
-		sched_yield();
+	wrappers_spin_lock(&busy);
 }
 
 static void unlock(void)
 {
-	__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
+	wrappers_spin_unlock(&busy);
 }
 
 /* The log's descriptor is libckpt's own (never saved): after a restart
@@ -89,7 +91,7 @@ static int open_log(void)
 {
 	char path[1100];
 
-	if (log_fd >= 0 && ckpt_is_own_fd(log_fd))
+	if (log_fd >= 0)
 		return log_fd;
 	ckpt_fmt(path, sizeof(path), "%s.%d", base_path, (int)ckpt.vpid);
 	log_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
@@ -195,7 +197,7 @@ CKPT_WRAPPER int clock_gettime(clockid_t id, struct timespec *ts)
 {
 	struct clock_call c = { id, ts };
 
-	if (!recording())
+	if (!RECORDING_CALL())
 		return NEXT_FN(clock_gettime)(id, ts);
 	return (int)record_call(REC_CLOCK_GETTIME, ts, sizeof(*ts),
 				live_clock_gettime, &c);
@@ -208,7 +210,7 @@ static int64_t live_gettimeofday(void *arg)
 
 CKPT_WRAPPER int gettimeofday(struct timeval *restrict tv, void *restrict tz)
 {
-	if (!recording() || tz)	/* the obsolete timezone: not recorded */
+	if (!RECORDING_CALL() || tz)	/* the obsolete timezone: not recorded */
 		return NEXT_FN(gettimeofday)(tv, tz);
 	return (int)record_call(REC_GETTIMEOFDAY, tv, sizeof(*tv),
 				live_gettimeofday, tv);
@@ -223,7 +225,7 @@ CKPT_WRAPPER time_t time(time_t *t)
 {
 	time_t now;
 
-	if (!recording())
+	if (!RECORDING_CALL())
 		return NEXT_FN(time)(t);
 	now = (time_t)record_call(REC_TIME, &now, 0, live_time, NULL);
 	if (t)
@@ -250,7 +252,7 @@ CKPT_WRAPPER ssize_t getrandom(void *buf, size_t len, unsigned flags)
 {
 	struct buffer_call c = { -1, buf, len, flags, NULL };
 
-	if (!recording())
+	if (!RECORDING_CALL())
 		return NEXT_FN(getrandom)(buf, len, flags);
 	return record_call(REC_GETRANDOM, buf, len, live_getrandom, &c);
 }
@@ -275,6 +277,11 @@ static int64_t live_read(void *arg)
 	return c->next_read(c->fd, c->buf, c->len);
 }
 
+const char *record_inputs_path(void)
+{
+	return recording() ? base_path : NULL;
+}
+
 int record_inputs_wants_read(int fd)
 {
 	return recording() && read_comes_from_outside(fd);
@@ -286,4 +293,19 @@ ssize_t record_inputs_read(int fd, void *buf, size_t len,
 	struct buffer_call c = { fd, buf, len, 0, next_read };
 
 	return record_call(REC_READ, buf, len, live_read, &c);
+}
+
+/* Restarted (restore.c, before any thread of the program runs): the
+ * descriptor of the record is not restored (its number may be another's
+ * now); the next call opens the file again and learns its size. */
+void record_inputs_restarted(void)
+{
+	log_fd = -1;
+}
+
+/* A child of fork: a record of its own (PATH.<its vpid>), from the start. */
+void record_inputs_forked(void)
+{
+	log_fd = -1;
+	cursor = 0;
 }

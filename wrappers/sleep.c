@@ -20,7 +20,8 @@ DEFINE_NEXT(epoll_wait);
 DEFINE_NEXT(epoll_pwait);
 DEFINE_NEXT(select);
 DEFINE_NEXT(sem_wait);
-DEFINE_NEXT(sem_timedwait);
+DEFINE_NEXT(sem_trywait);
+DEFINE_NEXT(sem_clockwait);
 
 CKPT_EARLY_CONSTRUCTOR static void resolve_next_sleep(void)
 {
@@ -32,7 +33,8 @@ CKPT_EARLY_CONSTRUCTOR static void resolve_next_sleep(void)
 	RESOLVE_NEXT(epoll_pwait);
 	RESOLVE_NEXT(select);
 	RESOLVE_NEXT(sem_wait);
-	RESOLVE_NEXT(sem_timedwait);
+	RESOLVE_NEXT(sem_trywait);
+	RESOLVE_NEXT(sem_clockwait);
 }
 
 static int64_t now_ms(void)
@@ -169,12 +171,71 @@ CKPT_WRAPPER int select(int n, fd_set *rd, fd_set *wr, fd_set *ex,
 	}
 }
 
+/* Semaphores: a unit taken is an event of the lock order under the gdb
+ * extension (wrappers/lock_order.c); the ops return error numbers. */
+static int error_number(int rc)
+{
+	return rc == 0 ? 0 : errno;
+}
+
+static int sem_take(void *sem)
+{
+	return error_number(RETRY_IF_CHECKPOINTED(NEXT_FN(sem_wait)(sem)));
+}
+
+static int sem_try_take(void *sem)
+{
+	return error_number(NEXT_FN(sem_trywait)(sem));
+}
+
+static int sem_take_until(void *sem, clockid_t clock,
+			  const struct timespec *abstime)
+{
+	return error_number(RETRY_IF_CHECKPOINTED(
+		NEXT_FN(sem_clockwait)(sem, clock, abstime)));
+}
+
+static void sem_give_back(void *sem)
+{
+	sem_post(sem);
+}
+
+static const struct lock_ops sem_ops = {
+	.take = sem_take,
+	.try_take = sem_try_take,
+	.take_until = sem_take_until,
+	.give_back = sem_give_back,
+};
+
+static int sem_result(int rc)
+{
+	if (rc == 0)
+		return 0;
+	errno = rc;
+	return -1;
+}
+
 CKPT_WRAPPER int sem_wait(sem_t *sem)
 {
-	return RETRY_IF_CHECKPOINTED(NEXT_FN(sem_wait)(sem));
+	return sem_result(lock_order_take(&sem_ops, sem, LOCK_EV_MUTEX, 0,
+					  NULL, CALL_SITE()));
+}
+
+CKPT_WRAPPER int sem_trywait(sem_t *sem)
+{
+	return sem_result(lock_order_take(&sem_ops, sem, LOCK_EV_TRYLOCK, 0,
+					  NULL, CALL_SITE()));
 }
 
 CKPT_WRAPPER int sem_timedwait(sem_t *sem, const struct timespec *abs)
 {
-	return RETRY_IF_CHECKPOINTED(NEXT_FN(sem_timedwait)(sem, abs));
+	return sem_result(lock_order_take(&sem_ops, sem, LOCK_EV_TIMEDLOCK,
+					  CLOCK_REALTIME, abs, CALL_SITE()));
+}
+
+CKPT_WRAPPER int sem_clockwait(sem_t *sem, clockid_t clock,
+			       const struct timespec *abs)
+{
+	return sem_result(lock_order_take(&sem_ops, sem, LOCK_EV_TIMEDLOCK,
+					  clock, abs, CALL_SITE()));
 }

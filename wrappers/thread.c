@@ -20,6 +20,7 @@ struct thread_start {
 	void *(*fn)(void *);
 	void *arg;
 	int blocked_signal;	/* the checkpoint signal the creator blocked */
+	uint32_t number;	/* its number in the lock order (lock_order.c) */
 };
 
 static void *start_with_creators_wish(void *p)
@@ -28,6 +29,7 @@ static void *start_with_creators_wish(void *p)
 
 	free(p);
 	ckpt_signal_inherit_blocked(start.blocked_signal);
+	lock_order_name_thread(start.number);
 	return start.fn(start.arg);
 }
 
@@ -40,23 +42,43 @@ int ckpt_real_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
 	return NEXT_FN(pthread_create)(thread, attr, fn, arg);
 }
 
+static int create_with_wish(pthread_t *thread, const pthread_attr_t *attr,
+			    struct thread_start *start)
+{
+	int r = NEXT_FN(pthread_create)(thread, attr, start_with_creators_wish,
+					start);
+
+	if (r)
+		free(start);
+	return r;
+}
+
+/* The creation is a lock event when the lock order is recorded: the new
+ * thread's number is the event's, the same in a replay. */
 CKPT_WRAPPER int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
 				void *(*fn)(void *), void *arg)
 {
 	struct thread_start *start;
-	int blocked = ckpt_signal_blocked_here(), r;
+	struct lock_turn t;
+	int blocked = ckpt_signal_blocked_here(), ordered;
 
-	if (!blocked)
+	ordered = lock_order_begin(&t, LOCK_EV_CREATE, (void *)fn,
+				   CALL_SITE());
+	if (!blocked && !ordered)
 		return NEXT_FN(pthread_create)(thread, attr, fn, arg);
 	start = malloc(sizeof(*start));
-	if (!start)
+	if (!start) {
+		if (ordered)
+			lock_order_end(&t, EAGAIN);
 		return EAGAIN;
+	}
 	start->fn = fn;
 	start->arg = arg;
 	start->blocked_signal = blocked;
-	r = NEXT_FN(pthread_create)(thread, attr, start_with_creators_wish,
-				    start);
-	if (r)
-		free(start);
-	return r;
+	start->number = 0;
+	if (!ordered)
+		return create_with_wish(thread, attr, start);
+	/* the event is done (and numbered) before the thread starts */
+	start->number = lock_order_end(&t, 0) + 1;
+	return create_with_wish(thread, attr, start);
 }

@@ -10,6 +10,9 @@
 #define CKPT_WRAPPERS_H
 
 #include <dlfcn.h>
+#include <pthread.h>
+#include <sched.h>
+#include <time.h>
 #include <errno.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -84,6 +87,75 @@ static inline void ckpt_restore_mask(const sigset_t *old)
 		ckpt_restore_mask(&old_);                                 \
 		r_;                                                       \
 	})
+
+/* A spin lock held for a few instructions and a system call or two (the
+ * records of record_inputs.c and lock_order.c): no futex of its own. */
+static inline void wrappers_spin_lock(int *busy)
+{
+	while (__atomic_exchange_n(busy, 1, __ATOMIC_ACQUIRE))
+		sched_yield();
+}
+
+static inline void wrappers_spin_unlock(int *busy)
+{
+	__atomic_store_n(busy, 0, __ATOMIC_RELEASE);
+}
+
+/* lock_order.c: the order of lock events, recorded and replayed (on
+ * with the recording of inputs). A wrapper brackets the real call:
+ * lock_order_begin (0: not ordered, call as usual; 1: ordered, and when
+ * t.replaying the thread's turn has come and t.recorded is what the call
+ * returned in the recording), then lock_order_end with the result. */
+enum lock_event_kind {
+	LOCK_EV_MUTEX = 1,
+	LOCK_EV_TRYLOCK,
+	LOCK_EV_TIMEDLOCK,
+	LOCK_EV_COND,
+	LOCK_EV_CREATE,
+};
+struct lock_turn {
+	int kind;
+	int replaying;
+	int recorded;
+	const void *object;
+	const void *site;
+};
+int lock_order_begin(struct lock_turn *t, int kind, const void *object,
+		     const void *site);
+uint32_t lock_order_end(struct lock_turn *t, int result);
+int lock_order_replaying(void);
+int lock_order_overtaken(struct lock_turn *t);
+void lock_order_wait_turn(struct lock_turn *t);
+void lock_order_name_thread(uint32_t number);
+extern volatile uint32_t ckpt_lock_order_events;	/* the next event */
+const char *lock_event_name(int kind);
+#define CALL_SITE() __builtin_return_address(0)
+
+/* A call made by libckpt itself (in a program's thread): not the
+ * program's, neither recorded nor ordered. */
+extern const char __ehdr_start[] __attribute__((visibility("hidden")));
+extern char _end[] __attribute__((visibility("hidden")));
+static inline int called_from_libckpt(const void *site)
+{
+	return (const char *)site >= __ehdr_start &&
+	       (const char *)site < _end;
+}
+
+/* A kind of lock, for lock_order_take: each returns 0 or an error
+ * number (give_back: the lock was just taken; undo it). */
+struct lock_ops {
+	int (*take)(void *obj);
+	int (*try_take)(void *obj);
+	int (*take_until)(void *obj, clockid_t clock,
+			  const struct timespec *abstime);
+	void (*give_back)(void *obj);
+};
+int lock_order_take(const struct lock_ops *ops, void *obj, int kind,
+		    clockid_t clock, const struct timespec *abstime,
+		    const void *site);
+
+/* locks.c: take a mutex as the program's call would, not ordered */
+int locks_mutex_lock(pthread_mutex_t *m);
 
 /* signal.c: does si_pid of this signal and si_code name a process? */
 int signal_names_a_sender(int sig, int code);

@@ -7,17 +7,24 @@
     (gdb) ckpt snapshots          list them
     (gdb) ckpt restore N          go back to snapshot N
     (gdb) ckpt reverse-continue   back to the previous stop
+    (gdb) ckpt reverse-step       back to the previous line step
+    (gdb) ckpt reverse-next       back to the previous line here
+    (gdb) ckpt reverse-finish     back to the caller, before the call
     (gdb) ckpt reverse-watch EXPR the last change of EXPR before now
+    (gdb) ckpt bisect EXPR        the first moment EXPR stopped holding
     (gdb) ckpt auto [hits K] [max M]  snapshot every K stops, keep M
 
 Going back = restoring the nearest earlier snapshot and re-executing
-forward, counting stops, to the wanted point (FReD's approach). A
+forward, counting stops or line steps, to the wanted point (FReD's
+approach); libckpt records the inputs and the threads' lock order and
+replays them on re-execution (wrappers/record_inputs.c, lock_order.c). A
 snapshot is taken through a *backend*: ImageBackend (checkpoint images,
 ckpt_restart --stopped, gdb attaches to the restored process) is the one
 here; a backend for in-memory snapshots implements the same four methods.
 docs/reversible-debugging.md tells how it works and its limits.
 """
 
+import contextlib
 import ctypes
 import os
 import re
@@ -32,12 +39,16 @@ import gdb
 
 # libckpt-preload/internal.h, enum ckpt_debugger_event_kind
 EV_SIGNAL, EV_SIGNALED, EV_RELEASING, EV_RESTORED, EV_ROUND_DONE = 1, 2, 3, 4, 5
+EV_LOCK_EVENT, EV_LOCK_ENTER = 6, 7
 HOOK = "ckpt_debugger_event"
+LOCK_HOOK = "ckpt_debugger_lock_event"
 MANAGER_NAME = "ckpt-manager"
 STEP_TIMEOUT = float(os.environ.get("CKPT_GDB_TIMEOUT", "30"))
 KILL_GRACE = 5
 SYS_TGKILL = 234 if os.uname().machine == "x86_64" else 131  # aarch64
 HW_WATCH = int(os.environ.get("CKPT_GDB_HW_WATCH", "0") == "1")
+# line steps a reverse-step/next/finish may re-execute from one snapshot
+MAX_STEPS = int(os.environ.get("CKPT_GDB_MAX_STEPS", "2000"))
 
 
 class CkptError(gdb.GdbError):
@@ -64,6 +75,17 @@ def run_quiet(cmd):
     return gdb.execute(cmd, to_string=True)
 
 
+@contextlib.contextmanager
+def quiet_stops():
+    """gdb prints each stop (its frame, its line) even under to_string:
+    not the extension's own ones, which the user did not ask for."""
+    run_quiet("set suppress-cli-notifications on")
+    try:
+        yield
+    finally:
+        run_quiet("set suppress-cli-notifications off")
+
+
 # --- the inferior's stops ------------------------------------------------
 
 class Stop:
@@ -86,12 +108,147 @@ class Stop:
         return self.pc == other.pc and self.handle == other.handle
 
 
+SCALAR_TYPES = (gdb.TYPE_CODE_INT, gdb.TYPE_CODE_PTR, gdb.TYPE_CODE_ENUM,
+                gdb.TYPE_CODE_BOOL, gdb.TYPE_CODE_CHAR, gdb.TYPE_CODE_FLT)
+
+
+def frame_height(frame):
+    """Frames from the outermost to this one: a call makes it grow."""
+    height = 0
+    while frame is not None:
+        height += 1
+        frame = frame.older()
+    return height
+
+
+def frame_locals(frame):
+    """The scalar arguments and locals of the frame's function: what tells
+    two passes at one line apart (a loop's iterations)."""
+    try:
+        block = frame.block()
+    except RuntimeError:
+        return ()
+    values = []
+    while block is not None:
+        for sym in block:
+            if not (sym.is_variable or sym.is_argument):
+                continue
+            try:
+                v = sym.value(frame)
+                if v.type.strip_typedefs().code in SCALAR_TYPES:
+                    values.append((sym.name, str(v)))
+            except (gdb.error, RuntimeError, TypeError):
+                pass
+        if block.function:
+            break
+        block = block.superblock
+    return tuple(values)
+
+
+class Place(Stop):
+    """A point of a line-step walk: a stop, plus the stack height and the
+    locals, to recognise the same pass at a line (recursion, loops)."""
+
+    def __init__(self, index, counted):
+        super().__init__(index, counted)
+        frame = gdb.selected_frame()
+        self.height = frame_height(frame)
+        self.locals = frame_locals(frame)
+        sal = frame.find_sal()
+        self.line = (sal.symtab.filename if sal.symtab else "??", sal.line)
+
+    def same_pass(self, other):
+        return (self.same_place(other) and self.index == other.index and
+                self.height == other.height and self.locals == other.locals)
+
+
+class Walk:
+    """Line steps re-executed from a snapshot (points[0] is the snapshot's
+    place, each next one a `step` further); the program is at points[at].
+    Going back again from there needs no new walk."""
+
+    def __init__(self, snap, points, at):
+        self.snap, self.points, self.at = snap, points, at
+
+
 class Snapshot:
-    def __init__(self, number, stop, data):
+    def __init__(self, number, stop, data, events):
         self.number = number
         self.stop = stop          # the stop it was taken at
         self.data = data          # the backend's (an image path)
+        self.events = events      # lock events done by then
         self.taken = time.time()
+
+
+# --- the lock order (wrappers/lock_order.c) -------------------------------
+
+def libckpt_value(name, default=0):
+    """A variable of libckpt in the program (0 when there is none)."""
+    try:
+        return int(gdb.parse_and_eval(name))
+    except gdb.error:
+        return default
+
+
+def set_libckpt(name, value):
+    run_quiet("set var %s = %d" % (name, value))
+
+
+WATCH_COPY = 64     # ckpt_lock_order_watch_copy
+
+
+def watched_bytes(expr):
+    """Address and size of expr, for libckpt to compare."""
+    value = gdb.parse_and_eval(expr)
+    if value.address is None:
+        raise CkptError("ckpt reverse-watch: %s is not in memory (give an "
+                        "lvalue)" % expr)
+    if value.type.sizeof > WATCH_COPY:
+        raise CkptError("ckpt reverse-watch: %s is %d bytes; with several "
+                        "threads at most %d" % (expr, value.type.sizeof,
+                                                WATCH_COPY))
+    return int(value.address), value.type.sizeof
+
+
+def stopped_at_event(kind):
+    """Stopped at libckpt's lock-order trap of this kind."""
+    try:
+        return (gdb.selected_frame().name() == LOCK_HOOK and
+                int(gdb.parse_and_eval("$rdi")) == kind)
+    except gdb.error:
+        return False
+
+
+def threads_to_try(first):
+    """first, then the program's other threads not blocked in a call."""
+    yield first
+    for t in sorted(gdb.selected_inferior().threads(), key=lambda t: t.num):
+        if (t.is_valid() and t.ptid != first.ptid and
+                t.name != MANAGER_NAME and not in_system_call(t)):
+            yield t
+
+
+def holds(expr):
+    try:
+        return bool(gdb.parse_and_eval("(%s) != 0" % expr))
+    except gdb.error as e:
+        raise CkptError("ckpt bisect: %s: %s" % (expr, e))
+
+
+def user_threads():
+    return [t for t in gdb.selected_inferior().threads()
+            if t.name != MANAGER_NAME]
+
+
+def in_system_call(thread):
+    """Blocked in a system call when gdb stopped it (orig_rax is the call;
+    -1 in user code): stepping it would wait with it."""
+    thread.switch()
+    try:
+        reg = "$orig_rax" if os.uname().machine == "x86_64" else "$x8"
+        return int(gdb.parse_and_eval(reg)) >= 0
+    except gdb.error:
+        return False
 
 
 # --- waiting on gdb with a bound ------------------------------------------
@@ -256,11 +413,34 @@ def repair_saved_breakpoints(pid):
             break
 
 
+HITS_AT_RESUME = {}
+
+
+def note_hit_counts(event):
+    """At each resume: the breakpoints' hit counts, to tell a breakpoint
+    that stopped the program from one a step ended on."""
+    HITS_AT_RESUME.clear()
+    for b in gdb.breakpoints() or ():
+        if b.is_valid():
+            HITS_AT_RESUME[b.number] = b.hit_count
+
+
+def really_hit(event):
+    """A step that ends at a breakpoint whose condition is false is
+    reported with it all the same; its hit count did not move."""
+    for b in event.breakpoints:
+        if not b.is_valid():        # a temporary one, deleted when hit
+            return True
+        if b.hit_count > HITS_AT_RESUME.get(b.number, 0):
+            return True
+    return False
+
+
 def counts_as_stop(event):
     """The stops re-execution counts: those `continue` reaches again. Not
     the end of a step, next or finish, nor an interrupt (Ctrl-C)."""
     if isinstance(event, gdb.BreakpointEvent):
-        return True
+        return really_hit(event)
     return (isinstance(event, gdb.SignalEvent) and
             event.stop_signal != "SIGINT")
 
@@ -434,6 +614,11 @@ class Session:
         self.between = None
         # after a step, next or finish: where it ended (a Stop not counted)
         self.off_stop = None
+        # after reverse-step/next/finish: the line steps re-executed
+        self.walk = None
+        self.last_event = None
+        # lock-order divergences libckpt counted at the last restore
+        self.divergences_base = 0
 
     # signals
     def pass_signal(self, sig):
@@ -463,11 +648,13 @@ class Session:
 
     # stops
     def on_stop(self, event):
+        self.last_event = event
         if self.replaying or not self.running:
             return
         if gdb.selected_inferior().pid == 0:
             return
         self.between = None
+        self.walk = None
         if not counts_as_stop(event):
             try:
                 self.off_stop = Stop(self.position, counted=False)
@@ -531,6 +718,7 @@ class Session:
     def snapshot(self, quiet=False):
         stop = self.current_stop()
         self.pass_current_signal()
+        events = libckpt_value("ckpt_lock_order_events")
         number = self.next_number
         user_bps = self.disable_user_breakpoints()
         proc = self.backend.take(number)
@@ -548,7 +736,7 @@ class Session:
             run_quiet("set scheduler-locking off")
             self.enable(user_bps)
         self.next_number += 1
-        self.snapshots.append(Snapshot(number, stop, data))
+        self.snapshots.append(Snapshot(number, stop, data, events))
         self.thin()
         if not quiet:
             print("ckpt: snapshot %d at stop %d (%s)" %
@@ -603,7 +791,18 @@ class Session:
         run_quiet("set scheduler-locking off")
         self.check_at(stop)
 
+    def check_lock_order(self):
+        """libckpt found the threads off their recorded lock order."""
+        n = libckpt_value("ckpt_lock_order_divergences")
+        if n > self.divergences_base:
+            self.divergences_base = n
+            text = gdb.parse_and_eval(
+                "ckpt_lock_order_divergence_text").string()
+            raise CkptError("ckpt: divergence: %s; the program is not "
+                            "where it was" % text)
+
     def check_at(self, stop):
+        self.check_lock_order()
         here = Stop(stop.index)
         if not here.same_place(stop):
             raise CkptError("ckpt: divergence: expected stop %d at %s "
@@ -647,8 +846,11 @@ class Session:
         try:
             if gdb.selected_inferior().pid:
                 run_quiet("kill")
-            run_quiet("attach %d" % pid)
+            with quiet_stops():
+                run_quiet("attach %d" % pid)
             repair_saved_breakpoints(pid)
+            self.divergences_base = libckpt_value(
+                "ckpt_lock_order_divergences")
             user_bps = self.disable_user_breakpoints()
             try:
                 self.resume_restored(snap.stop)
@@ -658,6 +860,7 @@ class Session:
             self.replaying = False
         self.position = snap.stop.index
         self.between = None
+        self.walk = None
         self.off_stop = None if snap.stop.counted else snap.stop
         if not quiet:
             gdb.execute("frame")
@@ -670,8 +873,9 @@ class Session:
         # the SIGSTOP of --stopped may be reported by any thread, now or
         # a little later
         try:
-            continue_bounded("the restored thread's return to %s" %
-                             stop.where, sigstop_stops=False)
+            with quiet_stops():
+                continue_bounded("the restored thread's return to %s" %
+                                 stop.where, sigstop_stops=False)
         finally:
             bp.delete()
         self.check_at(stop)
@@ -694,16 +898,24 @@ class Session:
                             (self.snapshots[0].stop.index, index))
         return best
 
+    def count_stop(self):
+        """The re-execution reached a stop: the next one of the history."""
+        self.position += 1
+        self.off_stop = None
+        if self.position > len(self.history):
+            raise CkptError("ckpt: divergence: re-execution went past the "
+                            "last stop seen")
+        self.check_at(self.history[self.position - 1])
+
     def replay_to(self, index):
         """From the restored position, continue until stop `index`,
         checking each stop against the history."""
         self.replaying = True
         try:
             while self.position < index:
-                continue_bounded("stop %d" % (self.position + 1))
-                self.position += 1
-                self.off_stop = None
-                self.check_at(self.history[self.position - 1])
+                with quiet_stops():
+                    continue_bounded("stop %d" % (self.position + 1))
+                self.count_stop()
         finally:
             self.replaying = False
 
@@ -739,6 +951,8 @@ class Session:
                             key=lambda s: -s.stop.index)
         if not candidates:
             self.snapshot_before(-1)   # raises the error
+        if libckpt_value("ckpt_lock_order_events") > candidates[-1].events:
+            return self.reverse_watch_threads(expr, until, candidates)
         for snap in candidates:
             hits = self.count_changes(snap, expr, until)
             if hits:
@@ -769,12 +983,7 @@ class Session:
                 continue_bounded("stop %d" % (self.position + 1))
                 if wp.hit_count > before:
                     continue
-                self.position += 1
-                self.off_stop = None
-                if self.position > len(self.history):
-                    raise CkptError("ckpt: divergence: re-execution went "
-                                    "past the last stop seen")
-                self.check_at(self.history[self.position - 1])
+                self.count_stop()
             return wp.hit_count
         finally:
             run_quiet("set scheduler-locking off")
@@ -790,12 +999,282 @@ class Session:
     def run_to_change(self, snap, expr, hits):
         self.run_counting(expr, lambda n: n >= hits)
         self.between = (snap, expr, hits)
+        self.report_change(expr)
+
+    def report_change(self, expr):
         thread = gdb.selected_thread()
         print("ckpt: %s last changed before stop %d, at %s, in thread %d "
               "(%s): now %s" % (expr, self.position + 1, writer_line(),
                                 thread.num, thread.name,
                                 gdb.parse_and_eval(expr)))
         gdb.execute("frame")
+
+    # reverse-watch with several threads: libckpt compares the watched
+    # bytes at each lock event; the change lies between two events, where
+    # one thread at a time runs with a software watchpoint
+    def reverse_watch_threads(self, expr, until, candidates):
+        addr, size = watched_bytes(expr)
+        for snap in candidates:
+            start = self.change_window(snap, addr, size, until)
+            if start is None:
+                continue
+            self.restore(snap, quiet=True)
+            if start >= snap.events:
+                self.run_to_event(start)
+            if self.step_threads_to_change(expr) is None:
+                raise CkptError(
+                    "ckpt: %s changed after lock event %d, but no thread "
+                    "run alone from there wrote it (a write without the "
+                    "lock, racing?)" % (expr, start))
+            self.between = (snap, expr, 0)
+            self.report_change(expr)
+            return
+        raise CkptError("ckpt: %s did not change since the first snapshot "
+                        "(stop %d)" % (expr, candidates[-1].stop.index))
+
+    def change_window(self, snap, addr, size, until):
+        """Re-execute from snap to stop `until`, libckpt comparing the
+        bytes at each lock event. The event after which the last change
+        came (snap.events - 1: from the snapshot's stop), or None."""
+        self.restore(snap, quiet=True)
+        inferior = gdb.selected_inferior()
+        copy = int(gdb.parse_and_eval(
+            "(long)&ckpt_lock_order_watch_copy"))
+        inferior.write_memory(copy, inferior.read_memory(addr, size))
+        set_libckpt("ckpt_lock_order_changed_at", -1)
+        set_libckpt("ckpt_lock_order_watch_addr", addr)
+        set_libckpt("ckpt_lock_order_watch_len", size)
+        try:
+            self.replay_to(until)
+        finally:
+            set_libckpt("ckpt_lock_order_watch_len", 0)
+        events = libckpt_value("ckpt_lock_order_events")
+        if (bytes(inferior.read_memory(addr, size)) !=
+                bytes(inferior.read_memory(copy, size))):
+            return max(events - 1, snap.events - 1)
+        changed = libckpt_value("ckpt_lock_order_changed_at", -1)
+        return None if changed < 0 else max(changed - 1, snap.events - 1)
+
+    def run_to_event(self, event):
+        """Continue until libckpt traps once lock event `event` is done,
+        checking the stops on the way against the history."""
+        set_libckpt("ckpt_lock_order_trap_at", event)
+        self.replaying = True
+        try:
+            while True:
+                self.last_event = None
+                with quiet_stops():
+                    continue_bounded("lock event %d" % event)
+                if stopped_at_event(EV_LOCK_EVENT):
+                    return
+                if not counts_as_stop(self.last_event):
+                    raise CkptError("ckpt: the re-execution stopped at %s "
+                                    "before lock event %d" %
+                                    (Stop(0).where, event))
+                self.count_stop()
+        finally:
+            self.replaying = False
+            set_libckpt("ckpt_lock_order_trap_at", -1)
+
+    def step_threads_to_change(self, expr):
+        """One thread at a time, from the selected one, runs with a
+        software watchpoint on expr until it changes it (the writer,
+        returned, selected) or comes to its next lock event (libckpt
+        traps there)."""
+        first = gdb.selected_thread()
+        wp = self.watch(expr)
+        set_libckpt("ckpt_lock_order_trap_enter", 1)
+        run_quiet("set scheduler-locking on")
+        self.replaying = True
+        try:
+            for thread in threads_to_try(first):
+                thread.switch()
+                before = wp.hit_count
+                try:
+                    with quiet_stops():
+                        continue_bounded("thread %d's next lock event" %
+                                         thread.num,
+                                         timeout=min(STEP_TIMEOUT, 10))
+                except CkptError:
+                    continue        # blocked outside the lock events
+                if wp.hit_count > before:
+                    return thread
+            return None
+        finally:
+            self.replaying = False
+            run_quiet("set scheduler-locking off")
+            set_libckpt("ckpt_lock_order_trap_enter", 0)
+            wp.delete()
+
+    # bisect: the first stop at which a condition that held at the first
+    # snapshot is false, by binary search over the stops (one
+    # re-execution a probe), then the change itself, watched from the
+    # last stop where it held
+    def bisect(self, expr):
+        now = self.current_stop()
+        if holds(expr):
+            raise CkptError("ckpt bisect: %s holds now: nothing to find" %
+                            expr)
+        first = self.snapshot_before(now.index)
+        for s in self.snapshots:
+            if s.stop.index < first.stop.index:
+                first = s
+        self.reexecutions = 0
+        lo = first.stop.index
+        hi = now.index if now.counted else now.index + 1
+        if not self.probe(expr, first, lo):
+            raise CkptError("ckpt bisect: %s does not hold at the first "
+                            "snapshot (stop %d): no start to search from "
+                            "(the program is at that snapshot now)" %
+                            (expr, lo))
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if self.probe(expr, self.snapshot_before(mid), mid):
+                lo = mid
+            else:
+                hi = mid
+        snap = self.snapshot_before(lo)
+        if self.position != lo or self.off_stop:
+            self.probe(expr, snap, lo)
+        self.find_break(expr, snap, lo, hi)
+
+    def probe(self, expr, snap, index):
+        """Restore snap, re-execute to stop index: does expr hold?"""
+        self.restore(snap, quiet=True)
+        self.reexecutions += 1
+        self.replay_to(index)
+        return holds(expr)
+
+    def find_break(self, expr, snap, lo, hi):
+        """From stop lo (expr holds) on to where it stops holding: watched
+        with one thread; with several, the first stop where it is false."""
+        if len(user_threads()) == 1:
+            self.run_counting("(%s) != 0" % expr, lambda n: n >= 1)
+            where = "at %s" % writer_line()
+        else:
+            self.replay_to(hi)
+            where = "by stop %d" % hi
+        self.between = (snap, None, 0)
+        thread = gdb.selected_thread()
+        print("ckpt: %s first false %s, in thread %d (%s), after stop %d "
+              "(where it held); %d re-executions" % (
+                  expr, where, thread.num, thread.name, lo,
+                  self.reexecutions))
+        gdb.execute("frame")
+
+    # going back by lines: re-execute `step` by `step` from a snapshot to
+    # here (FReD's way), then again up to the wanted step
+    def reverse_by_steps(self, what, choose):
+        """choose(earlier points, here) -> the index of the point to go
+        back to, or None when this walk does not reach back far enough."""
+        if self.walk:
+            walk = self.walk
+            j = choose(walk.points[:walk.at], walk.points[walk.at])
+            if j is not None:
+                return self.land(walk.snap, walk.points, j)
+            here = walk.points[walk.at]
+            older = [s for s in self.snapshots
+                     if s.stop.index < walk.snap.stop.index]
+        else:
+            here = self.here_place()
+            older = self.snapshots_before_place(here)
+        for snap in sorted(older, key=lambda s: -s.stop.index):
+            points = self.walk_to(snap, here, what)
+            j = choose(points[:-1], points[-1])
+            if j is not None:
+                return self.land(snap, points, j)
+        if not older:
+            self.snapshot_before(-1)     # raises: none, or the first
+        raise CkptError("ckpt: %s: nothing to go back to since the first "
+                        "snapshot (stop %d)" % (what, older[-1].stop.index
+                                                if older else 0))
+
+    def here_place(self):
+        stop = self.current_stop()
+        return Place(stop.index, stop.counted)
+
+    def snapshots_before_place(self, here):
+        """Snapshots taken before here: at an earlier stop, or at here's
+        stop when here is past it (one taken after a step past stop N may
+        lie after here: left out)."""
+        return [s for s in self.snapshots
+                if s.stop.index < here.index or
+                (s.stop.index == here.index and s.stop.counted and
+                 not here.counted)]
+
+    def walk_to(self, snap, here, what):
+        """Restore snap and step until here; the points passed."""
+        self.restore(snap, quiet=True)
+        points = [Place(self.position, snap.stop.counted)]
+        while not points[-1].same_pass(here):
+            if len(points) > MAX_STEPS:
+                raise CkptError(
+                    "ckpt: %s: %d line steps from snapshot %d (stop %d) do "
+                    "not reach the current point (%s); take snapshots "
+                    "closer to it (ckpt auto), or raise CKPT_GDB_MAX_STEPS"
+                    % (what, MAX_STEPS, snap.number, snap.stop.index,
+                       here.where))
+            if self.position > here.index:
+                raise CkptError(
+                    "ckpt: %s: divergence: re-executing from snapshot %d "
+                    "went past stop %d without passing the current point "
+                    "(%s)" % (what, snap.number, here.index, here.where))
+            points.append(self.step_once())
+        self.check_lock_order()
+        return points
+
+    def step_once(self):
+        """One `step` of the re-execution; its end, checked against the
+        history when it is a stop `continue` reaches too."""
+        self.last_event = None
+        self.replaying = True
+        try:
+            with quiet_stops():
+                continue_bounded("a line step at stop %d" % self.position,
+                                 command="step", sigstop_stops=False)
+        finally:
+            self.replaying = False
+        if gdb.selected_inferior().pid == 0:
+            raise CkptError("ckpt: divergence: the program ended while "
+                            "re-executing line steps")
+        counted = self.last_event is not None and \
+            counts_as_stop(self.last_event)
+        if counted:
+            self.count_stop()
+        return Place(self.position, counted)
+
+    def land(self, snap, points, j):
+        """Restore snap and step j times: to points[j], checked."""
+        self.restore(snap, quiet=True)
+        for k in range(1, j + 1):
+            got = self.step_once()
+            if not got.same_pass(points[k]):
+                raise CkptError(
+                    "ckpt: divergence: line step %d from snapshot %d "
+                    "expected %s (pc 0x%x), the program is at %s (pc 0x%x)"
+                    % (k, snap.number, points[k].where, points[k].pc,
+                       got.where, got.pc))
+        target = points[j]
+        self.off_stop = None if target.counted else target
+        self.walk = Walk(snap, points, j)
+        gdb.execute("frame")
+
+    def reverse_step(self):
+        self.reverse_by_steps(
+            "reverse-step", lambda before, here: len(before) - 1
+            if before else None)
+
+    def reverse_next(self):
+        """Back to the previous line of this function (over calls), or to
+        the caller's line at the function's first line."""
+        self.reverse_by_steps("reverse-next", lambda before, here: last_index(
+            before, lambda p: p.height <= here.height))
+
+    def reverse_finish(self):
+        """Back to the caller's line, before the call."""
+        self.reverse_by_steps(
+            "reverse-finish", lambda before, here: last_index(
+                before, lambda p: p.height < here.height))
 
     def cleanup(self):
         try:
@@ -812,6 +1291,13 @@ class Session:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def last_index(points, wanted):
+    for i in range(len(points) - 1, -1, -1):
+        if wanted(points[i]):
+            return i
+    return None
+
+
 SESSION = Session()
 
 
@@ -820,7 +1306,7 @@ SESSION = Session()
 class CkptCommand(gdb.Command):
     """ckpt: snapshots and reverse execution (docs/reversible-debugging.md).
 Subcommands: run, snapshot, snapshots, restore, reverse-continue,
-reverse-watch, auto."""
+reverse-step, reverse-next, reverse-finish, reverse-watch, bisect, auto."""
 
     def __init__(self):
         super().__init__("ckpt", gdb.COMMAND_RUNNING, prefix=True)
@@ -917,6 +1403,21 @@ class CkptReverseWatch(gdb.Command):
         SESSION.reverse_watch(arg)
 
 
+class SessionCommand(gdb.Command):
+    """A `ckpt` subcommand without arguments: one Session method."""
+
+    def __init__(self, name, method, doc):
+        self.__doc__ = "ckpt %s: %s" % (name, doc)
+        self.method = method
+        super().__init__("ckpt " + name, gdb.COMMAND_RUNNING)
+
+    def invoke(self, arg, from_tty):
+        if arg.strip():
+            raise CkptError("ckpt: %s takes no argument (%r)" %
+                            (self.method.__name__.replace("_", "-"), arg))
+        self.method()
+
+
 class CkptAuto(gdb.Command):
     """ckpt auto [hits K] [seconds T] [max M]: snapshot every K breakpoint
 stops, or at the first stop T seconds after the last snapshot, keeping at
@@ -947,5 +1448,28 @@ most M (older ones thinned out logarithmically); 0: off."""
 for cls in (CkptCommand, CkptRun, CkptSnapshot, CkptSnapshots, CkptRestore,
             CkptReverseContinue, CkptReverseWatch, CkptAuto):
     cls()
+SessionCommand("reverse-step", SESSION.reverse_step,
+               "back to the previous line step (into the last line of a "
+               "function that returned since).")
+SessionCommand("reverse-next", SESSION.reverse_next,
+               "back to the previous line of this function (over calls); "
+               "at its first line, to the caller's line.")
+class CkptBisect(gdb.Command):
+    """ckpt bisect EXPR: the first moment EXPR, true at the first snapshot,
+is false: a binary search over the stops seen, then the change watched."""
+
+    def __init__(self):
+        super().__init__("ckpt bisect", gdb.COMMAND_RUNNING)
+
+    def invoke(self, arg, from_tty):
+        if not arg.strip():
+            raise CkptError("ckpt bisect: give a condition")
+        SESSION.bisect(arg)
+
+
+CkptBisect()
+SessionCommand("reverse-finish", SESSION.reverse_finish,
+               "back to the caller's line, before the call.")
+gdb.events.cont.connect(note_hit_counts)
 gdb.events.stop.connect(SESSION.on_stop)
 gdb.events.gdb_exiting.connect(lambda e: SESSION.cleanup())
