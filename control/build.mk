@@ -14,6 +14,7 @@ $(CONTROL_LIB): $(CONTROL_OBJS)
 $(BIN)/ckpt_command: $(OBJ)/app/control/ckpt_command.c.o \
 		$(OBJ)/app/control/checkpoint_progress.c.o \
 		$(OBJ)/app/control/snapshot_files.c.o \
+		$(OBJ)/app/control/snapshot_templates.c.o \
 		$(OBJ)/app/protocol/sanitize.c.o $(CONTROL_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -pthread

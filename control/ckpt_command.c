@@ -360,13 +360,18 @@ static int finish_snapshot_use(const struct request *q,
 	int r;
 
 	fflush(stdout);
+	if (q->cmd == CMD_RESTORE && snapshot_is_template(rep->text))
+		return snapshot_template_restore(rep->text);
 	if (q->cmd == CMD_RESTORE) {
 		snapshot_exec_restart(rep->text);
 		return 1;
 	}
 	if (!dir || !dir[0])
 		dir = getcwd(cwd, sizeof(cwd)) ? cwd : ".";
-	r = snapshot_copy_images(rep->text, dir);
+	if (snapshot_is_template(rep->text))
+		r = snapshot_template_copy(rep->text, dir) ? -EIO : 0;
+	else
+		r = snapshot_copy_images(rep->text, dir);
 	ckpt_control_reply_free(rep);
 	return r < 0 ? 1 : 0;
 }

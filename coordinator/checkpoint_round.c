@@ -443,6 +443,8 @@ static void round_start_into(struct coordinator *co, uint32_t flags,
 		.next_stop_check_ms = now + COORD_STOP_CHECK_MS,
 	};
 	snprintf(r->dir, sizeof(r->dir), "%s", dir);
+	if (snapshot_id && n == 1 && !snapshot_images_forced())
+		r->flags |= CKPT_CHECKPOINT_F_TEMPLATE;
 	for (size_t i = 0; i < co->nconns; i++) {
 		struct conn *c = co->conns[i];
 

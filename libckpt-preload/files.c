@@ -1073,6 +1073,47 @@ static int restore_one_fd(const struct saved_fd *s, int image_fd)
 	return r;
 }
 
+/* An eventfd's counter as saved (offset), through a description shared
+ * with the process the template's copy replaces. */
+static void reset_event_counter(const struct saved_fd *s)
+{
+	int fl = fcntl(s->fd, F_GETFL);
+	uint64_t v;
+
+	if (fl < 0 || fcntl(s->fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return;
+	while (read(s->fd, &v, sizeof(v)) == sizeof(v))
+		;
+	v = (uint64_t)s->offset;
+	if (v && write(s->fd, &v, sizeof(v)) != sizeof(v))
+		ckpt_log("fd %d: resetting the eventfd counter: %s", s->fd,
+			 strerror(errno));
+	fcntl(s->fd, F_SETFL, fl);
+}
+
+/* A copy of a snapshot's template (snapshot_template.c) holds the
+ * descriptors of the snapshot, whose open file descriptions it shares
+ * with the process it replaces: the positions and eventfd counters go
+ * back to the snapshot's. */
+void files_rewind_offsets(void)
+{
+	for (int i = 0; i < nsaved; i++) {
+		const struct saved_fd *s = &saved[i];
+
+		if (s->dup_of >= 0 || s->offset < 0)
+			continue;
+		if (s->kind == CKPT_FD_EVENTFD)
+			reset_event_counter(s);
+		else if ((s->kind == CKPT_FD_FILE ||
+			  s->kind == CKPT_FD_FILE_DELETED ||
+			  s->kind == CKPT_FD_DIR) &&
+			 lseek(s->fd, s->offset, SEEK_SET) < 0)
+			ckpt_log("fd %d (%s): setting the offset back to "
+				 "%lld: %s", s->fd, saved_path(s),
+				 (long long)s->offset, strerror(errno));
+	}
+}
+
 #define SAVED_MAP_FDS 65536
 
 static uint8_t saved_map[SAVED_MAP_FDS / 8];	/* bit fd: a saved fd */

@@ -772,7 +772,8 @@ int image_write(uint64_t generation, int compress, int incremental,
  * (the threads may resume), or -errno. */
 int image_write_forked(uint64_t generation, int compress, const char *dir,
 		       char *final_path, size_t pathlen, char *tmp_path,
-		       size_t tmplen, char *err, size_t errlen)
+		       size_t tmplen, pid_t *template_pid, char *err,
+		       size_t errlen)
 {
 	struct image_writer w;
 	struct forked_image img = { generation, compress, dir, tmp_path };
@@ -780,8 +781,18 @@ int image_write_forked(uint64_t generation, int compress, const char *dir,
 
 	r = prepare_image(&w, generation, 0, 1, dir, final_path, pathlen,
 			  tmp_path, tmplen, err, errlen);
+	if (r == 0 && template_pid) {
+		*template_pid = 0;
+		r = template_start(&w, &img, final_path, template_pid, err,
+				   errlen);
+		if (r != -EOPNOTSUPP)
+			goto out;
+		*template_pid = 0;
+		r = 0;
+	}
 	if (r == 0)
 		r = forked_copy_start(&w, &img, err, errlen);
+out:
 	memory_reprotect();
 	writer_free(&w);
 	return r;

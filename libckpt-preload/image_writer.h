@@ -64,5 +64,12 @@ int image_write_in_copy(struct image_writer *w, const struct forked_image *img,
 			char *err, size_t errlen);
 int forked_copy_start(struct image_writer *w, const struct forked_image *img,
 		      char *err, size_t errlen);
+int forked_copy_hold_data(struct image_writer *w, char *err, size_t errlen);
+/* snapshot_template.c: keep the snapshot as a frozen template process;
+ * *pid its pid. -EOPNOTSUPP: no template here (the caller writes an
+ * image instead). */
+int template_start(struct image_writer *w, const struct forked_image *img,
+		   const char *final_path, pid_t *pid, char *err,
+		   size_t errlen);
 
 #endif /* CKPT_IMAGE_WRITER_H */

@@ -346,3 +346,23 @@ out:
 	close(rfd);
 	return r;
 }
+
+/* A copy of a snapshot's template shares its pipes with the process it
+ * replaces: fd's pipe is emptied, then holds the size bytes of memfd (the
+ * bytes drained at the snapshot) again. 0 or -errno. */
+int pipes_refill(int fd, int memfd, uint64_t size)
+{
+	int rfd = open_end(fd, O_RDONLY), wfd, r;
+
+	if (rfd < 0)
+		return rfd;
+	while (read(rfd, drain_buf, sizeof(drain_buf)) > 0)
+		;
+	close(rfd);
+	wfd = open_end(fd, O_WRONLY);
+	if (wfd < 0)
+		return wfd;
+	r = write_back(wfd, memfd, size);
+	close(wfd);
+	return r;
+}
