@@ -227,6 +227,7 @@ int timer_set_absolute(int kid);		/* wrappers/timer.c */
 int files_private_fd(int fd);
 int files_restored_a_terminal(void);
 void files_rewind_offsets(void);
+void files_renew_event_fds(void);
 
 /* log.c */
 extern int ckpt_log_fd;

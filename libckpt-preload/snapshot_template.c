@@ -144,6 +144,7 @@ static void become_restored(void *unused)
 	take_requester_stdio();
 	vpid_init(ckpt.vpid, ckpt_real_getpid());
 	files_rewind_offsets();
+	files_renew_event_fds();
 	refill_pipes();
 	r = threads_restore_all(err, sizeof(err));
 	if (r < 0) {

@@ -1,0 +1,105 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Template snapshots (docs/embedding.md, "Template snapshots"): a
+computation of one process is snapshotted as a frozen template process
+and restored by a copy-on-write fork of it. The restored process shares
+its open file descriptions with the process it replaces, so what the
+kernel holds comes back from the snapshot: file offsets, the bytes queued
+in a pipe, an eventfd's counter. No template process is left behind
+after --drop, --quit, or when the computation is killed."""
+
+import os
+import re
+import time
+
+import pytest
+
+from ckpt_harness import app, numbers, reference_output
+
+STEP = r"^step (\d+) "
+
+
+def take_snapshot(session):
+    r = session.command("--snapshot")
+    assert r.returncode == 0, "ckpt_command --snapshot: exit %d: %s" % (
+        r.returncode, r.stderr)
+    return r.stdout.strip()
+
+
+def template_pid(session, sid):
+    r = session.command("--snapshots")
+    assert r.returncode == 0, r.stderr
+    kinds = {l.split()[0]: l.split()[4] for l in r.stdout.splitlines()}
+    m = re.fullmatch(r"template:(\d+)", kinds[sid])
+    assert m, "snapshot %s of one process is no template: %s" % (
+        sid, kinds[sid])
+    return int(m.group(1))
+
+
+def running(pid):
+    """Alive and not a zombie."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def wait_gone(pid, timeout=15):
+    deadline = time.monotonic() + timeout
+    while running(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not running(pid)
+
+
+@pytest.mark.time_limit(120)
+def test_restore_puts_kernel_state_back(session):
+    """Offsets, a pipe's queued bytes and an eventfd counter, moved on by
+    the original after the snapshot, are the snapshot's after a restore:
+    the run ends exactly as an uninterrupted one."""
+    inp = os.path.join(session.dir, "input")
+    with open(inp, "wb") as f:
+        f.write(bytes((i * 7 + i // 251) % 256 for i in range(3 * 300)))
+    argv = [app("offset_pipe_steps"), inp, "300", "10"]
+    ref = reference_output(argv, cache=False)
+    p = session.launch(argv)
+    p.wait_line(STEP, minimum=20)
+    seen = max(numbers(p.lines(), STEP))
+    sid = take_snapshot(session)
+    returned = max(numbers(p.lines(), STEP))
+    template_pid(session, sid)
+    p.wait_line(STEP, minimum=returned + 30)
+    r = session.start([session.tool("ckpt_command"), "--restore", sid],
+                      "restore")
+    assert r.wait_exit() == 0, "%r %s" % (r.lines()[-3:], r.stderr_text())
+    first = numbers(r.lines(), STEP)[0]
+    assert seen < first <= returned + 1, (first, seen, returned)
+    assert r.lines() == ref[first - 1:], "the restored run differs from " \
+        "the uninterrupted run from step %d on" % first
+
+
+COUNT = r"^count (\d+) "
+COUNTER = [app("counter"), "2000", "10"]
+
+
+@pytest.mark.time_limit(120)
+def test_no_template_left(session):
+    """--drop ends the snapshot's template; --quit ends the rest; a
+    killed computation's coordinator leaves and takes them along."""
+    p = session.launch(COUNTER)
+    p.wait_line(COUNT, minimum=5)
+    a, b = take_snapshot(session), take_snapshot(session)
+    ta, tb = template_pid(session, a), template_pid(session, b)
+    assert running(ta) and running(tb)
+    assert session.command("--drop", a).returncode == 0
+    assert wait_gone(ta), "template %d left after --drop" % ta
+    assert running(tb)
+    assert session.command("--quit").returncode == 0
+    assert wait_gone(tb), "template %d left after --quit" % tb
+    p.popen.wait(30)
+
+    p = session.launch(COUNTER)
+    p.wait_line(COUNT, minimum=5)
+    tc = template_pid(session, take_snapshot(session))
+    p.sigkill()
+    assert wait_gone(tc), "template %d left after the computation was " \
+        "killed" % tc
