@@ -128,7 +128,9 @@ static void order_failed(const struct template_ref *t, const char *what,
 	fprintf(stderr, "ckpt_command: the snapshot's template process %d "
 		"%s: %s\n", (int)t->pid, what,
 		r == -ESRCH ? "it is gone" : r == -EPIPE ?
-		"it ended without an answer" : strerror(-r));
+		"it ended without an answer" : r == -ETIMEDOUT ?
+		"it did not answer in time (is it still running?)" :
+		strerror(-r));
 }
 
 /* End as the restored process ended: its exit status, or its signal. */

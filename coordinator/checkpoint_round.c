@@ -67,6 +67,8 @@ static void send_do(struct conn *c, uint16_t type, uint64_t generation,
 	memset(&m, 0, sizeof(m));
 	m.generation = generation;	/* ckpt_dir "": the process's own */
 	m.flags = flags;
+	if (flags & CKPT_CHECKPOINT_F_TEMPLATE)
+		m.coordinator_pid = (uint32_t)getpid();
 	snprintf(m.ckpt_dir, sizeof(m.ckpt_dir), "%s", dir ? dir : "");
 	conn_send(c, type, &m, sizeof(m));
 }

@@ -68,6 +68,7 @@ int forked_copy_hold_data(struct image_writer *w, char *err, size_t errlen);
 /* snapshot_template.c: keep the snapshot as a frozen template process;
  * *pid its pid. -EOPNOTSUPP: no template here (the caller writes an
  * image instead). */
+void template_note_coordinator(pid_t pid);
 int template_start(struct image_writer *w, const struct forked_image *img,
 		   const char *final_path, pid_t *pid, char *err,
 		   size_t errlen);

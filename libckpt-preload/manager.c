@@ -23,6 +23,7 @@
 #include "ckpt/accel.h"
 #include "ckpt/coord_client.h"
 #include "image_chain.h"
+#include "image_writer.h"
 #include "internal.h"
 
 struct ckpt_state ckpt = { .coord_fd = -1 };
@@ -463,6 +464,7 @@ static void handle_write_image(const struct ckpt_msg_do_checkpoint *m)
 		send_result(CKPT_MSG_FAILED, m->generation, -r, NULL, err);
 		return;
 	}
+	template_note_coordinator((pid_t)m->coordinator_pid);
 	r = checkpoint_write(m->generation, compress, incremental, forked,
 			     template, dir, path,
 			     sizeof(path),

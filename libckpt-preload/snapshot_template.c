@@ -38,6 +38,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -369,17 +370,27 @@ static void fork_template(void *unused)
 
 /* ----- in the original ----- */
 
-/* The coordinator's pid, for a pidfd the template watches: only a
- * coordinator on this host (a Unix socket) can have a template. */
+static pid_t coordinator_pid;
+
+/* The pid the coordinator gave with its order (0: none). */
+void template_note_coordinator(pid_t pid)
+{
+	coordinator_pid = pid;
+}
+
+/* A pidfd of the coordinator, which the template watches: only a
+ * coordinator on this host (a Unix socket; the pid it gave is there)
+ * can have a template. */
 static int coordinator_pidfd(void)
 {
-	struct ucred cr;
-	socklen_t len = sizeof(cr);
+	struct sockaddr_un sa;
+	socklen_t len = sizeof(sa);
 
-	if (getsockopt(ckpt.coord_fd, SOL_SOCKET, SO_PEERCRED, &cr,
-		       &len) < 0 || cr.pid <= 0)
+	if (coordinator_pid <= 0 ||
+	    getpeername(ckpt.coord_fd, (struct sockaddr *)&sa, &len) < 0 ||
+	    sa.sun_family != AF_UNIX)
 		return -EOPNOTSUPP;
-	return (int)syscall(SYS_pidfd_open, cr.pid, 0);
+	return (int)syscall(SYS_pidfd_open, coordinator_pid, 0);
 }
 
 static int wait_ready(int pidfd_helper_done)
@@ -451,7 +462,7 @@ int template_start(struct image_writer *w, const struct forked_image *img,
 
 	tpl.coord_pidfd = coordinator_pidfd();
 	if (tpl.coord_pidfd < 0)
-		return -EOPNOTSUPP;
+		return -EOPNOTSUPP;	/* also a coordinator that is gone */
 	tpl.w = w;
 	tpl.img = *img;
 	ckpt_fmt(tpl.final_path, sizeof(tpl.final_path), "%s", final_path);

@@ -182,7 +182,9 @@ struct ckpt_msg_do_checkpoint {
 					   (docs/security.md) */
 	/* appended (absent, read as 0, from an older coordinator) */
 	uint32_t flags;			/* CKPT_CHECKPOINT_F_* */
-	uint32_t reserved;
+	uint32_t coordinator_pid;	/* with F_TEMPLATE: the coordinator's
+					   pid, whose end ends the template
+					   (was reserved: 0) */
 };
 
 struct ckpt_msg_result {
