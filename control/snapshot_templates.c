@@ -133,6 +133,30 @@ static void order_failed(const struct template_ref *t, const char *what,
 		strerror(-r));
 }
 
+static volatile pid_t restored_pid;
+
+/* The restored process is no child of ckpt_command, nor in its process
+ * group: what a terminal or a supervisor sends ckpt_command goes on to
+ * it. */
+static void pass_on(int sig)
+{
+	if (restored_pid > 0)
+		kill(restored_pid, sig);
+}
+
+static void pass_on_signals(pid_t pid)
+{
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT,
+				    SIGUSR1, SIGUSR2 };
+	struct sigaction sa = { .sa_handler = pass_on,
+				.sa_flags = SA_RESTART };
+
+	restored_pid = pid;
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaction(sigs[i], &sa, NULL);
+}
+
 /* End as the restored process ended: its exit status, or its signal. */
 static int end_like(int status)
 {
@@ -162,6 +186,7 @@ int snapshot_template_restore(const char *text)
 		order_failed(&t, "could not restore it", r);
 		return 1;
 	}
+	pass_on_signals(rep.value);
 	/* the program's own run: no limit */
 	do
 		r = read_report(rfd, -1, &rep);

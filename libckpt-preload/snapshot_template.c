@@ -78,6 +78,7 @@ static struct {
 	int coord_pidfd, dir_watch, order_fd;
 	struct template_child children[CHILDREN_MAX];
 	int stdio[3];			/* the requester's, for a restore */
+	int closing;			/* the snapshot is gone: no orders */
 } tpl;
 
 /* ----- in the restored process ----- */
@@ -232,7 +233,7 @@ static void carry_out(uint64_t order)
 	int what = CKPT_TEMPLATE_ORDER_WHAT(order);
 	int pidfd = (int)syscall(SYS_pidfd_open,
 				 CKPT_TEMPLATE_ORDER_PID(order), 0);
-	struct template_child *slot = free_child();
+	struct template_child *slot = tpl.closing ? NULL : free_child();
 	int out = pidfd < 0 ? -1 : take_fd(pidfd, CKPT_TEMPLATE_ORDER_FD(order));
 	long pid;
 
@@ -294,7 +295,18 @@ static void read_signals(void)
 	reap_children();	/* SIGCHLDs coalesce */
 }
 
-/* Until the snapshot's directory or the coordinator goes. */
+static int live_children(void)
+{
+	int n = 0;
+
+	for (int i = 0; i < CHILDREN_MAX; i++)
+		n += tpl.children[i].pid != 0;
+	return n;
+}
+
+/* Until the snapshot's directory or the coordinator goes; then no more
+ * orders, but the processes restored from it are still reaped and
+ * their end reported (their ckpt_command waits for it). */
 static void serve_orders(void)
 {
 	struct pollfd p[3] = {
@@ -303,11 +315,13 @@ static void serve_orders(void)
 		{ tpl.coord_pidfd, POLLIN, 0 },
 	};
 
-	for (;;) {
+	while (!tpl.closing || live_children()) {
 		if (poll(p, 3, -1) < 0 && errno != EINTR)
 			break;
-		if (p[1].revents || p[2].revents)
-			break;
+		if (p[1].revents || p[2].revents) {
+			tpl.closing = 1;
+			p[1].fd = p[2].fd = -1;
+		}
 		if (p[0].revents)
 			read_signals();
 	}

@@ -103,3 +103,24 @@ def test_no_template_left(session):
     p.sigkill()
     assert wait_gone(tc), "template %d left after the computation was " \
         "killed" % tc
+
+
+@pytest.mark.time_limit(120)
+def test_drop_while_restored_runs(session):
+    """A snapshot dropped while a process restored from it runs: its
+    ckpt_command still ends with the program's exit status, and the
+    template goes once the program ended."""
+    argv = [app("counter"), "150", "10"]
+    ref = reference_output(argv)
+    p = session.launch(argv)
+    p.wait_line(COUNT, minimum=5)
+    sid = take_snapshot(session)
+    tpl = template_pid(session, sid)
+    r = session.start([session.tool("ckpt_command"), "--restore", sid],
+                      "restore")
+    r.wait_line(COUNT)
+    assert session.command("--drop", sid).returncode == 0
+    assert r.wait_exit() == 0, r.stderr_text()
+    assert r.lines()[-1] == ref[-1]
+    assert wait_gone(tpl), "template %d left after its restored process " \
+        "ended" % tpl
