@@ -273,7 +273,7 @@ static void run_copy(struct image_writer *w, pid_t original,
 
 /* Whether the copy must take its own copy of something before the
  * original resumes: shared memory it saves, content from descriptors. */
-static int holds_changing_data(const struct image_writer *w)
+int forked_copy_holds_changing_data(const struct image_writer *w)
 {
 	const struct ckpt_region *r = (const struct ckpt_region *)
 				      w->regions.base;
@@ -378,7 +378,7 @@ int forked_copy_start(struct image_writer *w, const struct forked_image *img,
 	}
 	copy.pid = pid;
 	madvise(copy.report, sizeof(*copy.report), MADV_DONTFORK);
-	if (!holds_changing_data(w))
+	if (!forked_copy_holds_changing_data(w))
 		return 0;	/* nothing the original could change under it */
 	r = wait_stage(COPY_READY, COPY_READY_MAX_MS);
 	if (r < 0) {

@@ -65,6 +65,7 @@ int image_write_in_copy(struct image_writer *w, const struct forked_image *img,
 int forked_copy_start(struct image_writer *w, const struct forked_image *img,
 		      char *err, size_t errlen);
 int forked_copy_hold_data(struct image_writer *w, char *err, size_t errlen);
+int forked_copy_holds_changing_data(const struct image_writer *w);
 /* snapshot_template.c: keep the snapshot as a frozen template process;
  * *pid its pid. -EOPNOTSUPP: no template here (the caller writes an
  * image instead). */

@@ -347,25 +347,30 @@ static int watch_for_the_end(char *err, size_t errlen)
 	return 0;
 }
 
-static void run_template(void)
+/* Forked by the helper: the original waits for READY only when the
+ * template must first take its own copy of shared memory or of content
+ * from descriptors (forked_copy.c); its watch fds came made. */
+static void run_template(int hold_data)
 {
 	struct template_report *rep = tpl.report;
 	sigset_t all;
-	int r;
+	int r = 0;
 
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, NULL);
-	rep->pid = ckpt_real_getpid();
 	close(ckpt.coord_fd);	/* the original's connection */
 	for (int i = 0; i < 3; i++)
 		tpl.stdio[i] = -1;
-	rep->message[0] = 0;
-	r = forked_copy_hold_data(tpl.w, rep->message, sizeof(rep->message));
-	if (r == 0)
-		r = watch_for_the_end(rep->message, sizeof(rep->message));
-	rep->error = r;
-	__atomic_store_n(&rep->stage, TEMPLATE_READY, __ATOMIC_RELEASE);
-	syscall(SYS_futex, &rep->stage, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+	if (hold_data) {
+		rep->message[0] = 0;
+		r = forked_copy_hold_data(tpl.w, rep->message,
+					  sizeof(rep->message));
+		rep->error = r;
+		__atomic_store_n(&rep->stage, TEMPLATE_READY,
+				 __ATOMIC_RELEASE);
+		syscall(SYS_futex, &rep->stage, FUTEX_WAKE, INT_MAX, NULL,
+			NULL, 0);
+	}
 	if (r < 0)
 		syscall(SYS_exit_group, 1);
 	serve_orders();
@@ -374,11 +379,14 @@ static void run_template(void)
 /* The CLONE_VM helper: forks the template (a copy of the memory it
  * shares with the original) and exits, so the template has no parent
  * in the program. */
-static void fork_template(void *unused)
+static void fork_template(void *hold_data)
 {
-	(void)unused;
-	if (syscall(SYS_clone, 0, NULL, NULL, NULL, 0) == 0)
-		run_template();
+	long pid = syscall(SYS_clone, 0, NULL, NULL, NULL, 0);
+
+	if (pid == 0)
+		run_template(hold_data != NULL);
+	tpl.report->pid = pid > 0 ? (pid_t)pid : 0;
+	tpl.report->error = pid > 0 ? 0 : -errno;
 	syscall(SYS_exit, 0);
 }
 
@@ -407,16 +415,15 @@ static int coordinator_pidfd(void)
 	return (int)syscall(SYS_pidfd_open, coordinator_pid, 0);
 }
 
-static int wait_ready(int pidfd_helper_done)
+static int wait_ready(void)
 {
 	struct timespec slice = { 0, 100 * 1000000L };
 
-	(void)pidfd_helper_done;
 	for (int waited = 0; waited <= READY_MAX_MS; waited += 100) {
 		if (__atomic_load_n(&tpl.report->stage, __ATOMIC_ACQUIRE) ==
 		    TEMPLATE_READY)
 			return tpl.report->error;
-		if (tpl.report->pid > 0 && syscall(SYS_kill, tpl.report->pid, 0) < 0 &&
+		if (syscall(SYS_kill, tpl.report->pid, 0) < 0 &&
 		    errno == ESRCH)
 			return -ECHILD;
 		syscall(SYS_futex, &tpl.report->stage, FUTEX_WAIT,
@@ -436,33 +443,45 @@ static int dir_of(const char *path, char *dir, size_t len)
 	return 0;
 }
 
+static void close_watch_fds(void)
+{
+	close(tpl.order_fd);
+	close(tpl.dir_watch);
+}
+
 static int make_template(char *err, size_t errlen)
 {
 	char *stack = mmap(NULL, HELPER_STACK, PROT_READ | PROT_WRITE,
 			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int hold = forked_copy_holds_changing_data(tpl.w), r;
 	long helper;
-	int r;
 
 	if (stack == MAP_FAILED)
 		return -ENOMEM;
-	helper = ckpt_clone_thread(CLONE_VM, stack + HELPER_STACK, NULL, NULL,
-				   0, fork_template, NULL);
+	r = watch_for_the_end(err, errlen);
+	helper = r < 0 ? r : ckpt_clone_thread(CLONE_VM, stack + HELPER_STACK,
+					       NULL, NULL, 0, fork_template,
+					       hold ? &hold : NULL);
 	if (helper > 0)
 		while (syscall(SYS_wait4, helper, NULL, __WCLONE, NULL) < 0 &&
 		       errno == EINTR)
 			;
 	munmap(stack, HELPER_STACK);
-	if (helper < 0) {
+	close_watch_fds();
+	if (r < 0)
+		return r;
+	r = helper < 0 ? (int)helper : tpl.report->error;
+	if (r < 0) {
 		ckpt_fmt(err, errlen, "forking the snapshot's template: %s",
-			 strerror((int)-helper));
-		return (int)helper;
+			 strerror(-r));
+		return r;
 	}
-	r = wait_ready(0);
+	r = hold ? wait_ready() : 0;
 	if (r < 0)
 		ckpt_fmt(err, errlen, "the snapshot's template (pid %d): %s",
 			 (int)tpl.report->pid, tpl.report->message[0] ?
 			 tpl.report->message : strerror(-r));
-	if (r < 0 && tpl.report->pid > 0)
+	if (r < 0)
 		syscall(SYS_kill, tpl.report->pid, SIGKILL);
 	return r;
 }
