@@ -358,11 +358,12 @@ int pipes_refill(int fd, int memfd, uint64_t size)
 		return rfd;
 	while (read(rfd, drain_buf, sizeof(drain_buf)) > 0)
 		;
-	close(rfd);
+	/* rfd stays open while writing: a pipe whose program ends are all
+	 * write ends still takes its bytes back (no EPIPE, no SIGPIPE) */
 	wfd = open_end(fd, O_WRONLY);
-	if (wfd < 0)
-		return wfd;
-	r = write_back(wfd, memfd, size);
-	close(wfd);
+	r = wfd < 0 ? wfd : write_back(wfd, memfd, size);
+	if (wfd >= 0)
+		close(wfd);
+	close(rfd);
 	return r;
 }

@@ -79,6 +79,8 @@ static struct {
 	struct template_child children[CHILDREN_MAX];
 	int stdio[3];			/* the requester's, for a restore */
 	int closing;			/* the snapshot is gone: no orders */
+	int order_out;			/* the requester's pipe of the order
+					   being carried out */
 } tpl;
 
 /* ----- in the restored process ----- */
@@ -88,6 +90,7 @@ static void close_template_fds(void)
 	close(tpl.coord_pidfd);
 	close(tpl.dir_watch);
 	close(tpl.order_fd);
+	close(tpl.order_out);
 	for (int i = 0; i < CHILDREN_MAX; i++)
 		if (tpl.children[i].pid)
 			close(tpl.children[i].report_fd);
@@ -133,6 +136,29 @@ static void refill_pipes(void)
 	}
 }
 
+static int is_program_fd(int fd)
+{
+	const struct ckpt_fd_info *f = (const struct ckpt_fd_info *)
+				       tpl.w->fds.base;
+
+	for (size_t i = 0; i < tpl.w->fds.n; i++)
+		if (f[i].fd == fd)
+			return 1;
+	return 0;
+}
+
+/* What was saved from descriptors (the round's memfds and the template's
+ * copies of them) is the template's, not the program's. */
+static void close_saved_content(void)
+{
+	const struct blob *b = (const struct blob *)tpl.w->blobs.base;
+
+	for (size_t i = 0; i < tpl.w->blobs.n; i++)
+		if (!is_program_fd(b[i].fd))
+			close(b[i].fd);
+	pipes_end_round();
+}
+
 /* On ckpt_restore_stack with the main thread's TLS, every signal blocked:
  * the restart sequence of restore.c from step 2 on, over memory and fds
  * the fork brought. */
@@ -148,6 +174,7 @@ static void become_restored(void *unused)
 	files_rewind_offsets();
 	files_renew_event_fds();
 	refill_pipes();
+	close_saved_content();
 	r = threads_restore_all(err, sizeof(err));
 	if (r < 0) {
 		ckpt_log("restore from a template: recreating threads: %s",
@@ -248,6 +275,7 @@ static void carry_out(uint64_t order)
 	if (what == CKPT_TEMPLATE_RESTORE)
 		take_stdio(pidfd);
 	close(pidfd);
+	tpl.order_out = out;
 	pid = slot ? fork_child(what) : -EAGAIN;
 	drop_stdio();
 	if (pid < 0) {

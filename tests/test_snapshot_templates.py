@@ -124,3 +124,64 @@ def test_drop_while_restored_runs(session):
     assert r.lines()[-1] == ref[-1]
     assert wait_gone(tpl), "template %d left after its restored process " \
         "ended" % tpl
+
+
+@pytest.mark.time_limit(120)
+def test_snapshot_of_a_restored_process(session):
+    """A process restored from a template is snapshotted and restored in
+    turn: it holds nothing of its template's (no stray descriptor, no
+    report pipe), and the second restore ends as an uninterrupted run."""
+    inp = os.path.join(session.dir, "input")
+    with open(inp, "wb") as f:
+        f.write(bytes((i * 11 + 3) % 256 for i in range(3 * 300)))
+    argv = [app("offset_pipe_steps"), inp, "300", "10"]
+    ref = reference_output(argv, cache=False)
+    p = session.launch(argv)
+    p.wait_line(STEP, minimum=10)
+    before = fd_targets(restored_pid(session))
+    first_sid = take_snapshot(session)
+    r1 = session.start([session.tool("ckpt_command"), "--restore",
+                        first_sid], "restore 1")
+    r1.wait_line(STEP)
+    wait_joined(session)
+    after = fd_targets(restored_pid(session))
+    sid = take_snapshot(session)
+    returned = max(numbers(r1.lines(), STEP))
+    r1.wait_line(STEP, minimum=returned + 20)
+    r2 = session.start([session.tool("ckpt_command"), "--restore", sid],
+                       "restore 2")
+    assert r2.wait_exit() == 0, "%r %s" % (r2.lines()[-3:],
+                                           r2.stderr_text())
+    assert r1.wait_exit(30) != 0
+    first = numbers(r2.lines(), STEP)[0]
+    assert first <= returned + 1
+    assert r2.lines() == ref[first - 1:]
+    p.popen.wait(30)
+    assert after == before, "the original's fds %r, the restored " \
+        "process's %r" % (before, after)
+
+
+def wait_joined(session, timeout=15):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r = session.command("--list")
+        if "restarted=yes" in r.stdout:
+            return
+        time.sleep(0.05)
+    raise AssertionError("the restored process did not join: %s" % r.stdout)
+
+
+def fd_targets(pid):
+    """The kinds of its fds, stdio and libckpt's own left out (they
+    differ by design)."""
+    out = []
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        if int(fd) > 2:
+            t = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+            out.append(re.sub(r"\[\d+\]", "", t))
+    return sorted(out)
+
+
+def restored_pid(session):
+    r = session.command("--list")
+    return int(re.search(r"\bpid=(\d+)", r.stdout).group(1))
