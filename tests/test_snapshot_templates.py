@@ -14,15 +14,9 @@ import time
 import pytest
 
 from ckpt_harness import app, numbers, reference_output
+from test_snapshots import take_snapshot, wait_joined
 
 STEP = r"^step (\d+) "
-
-
-def take_snapshot(session):
-    r = session.command("--snapshot")
-    assert r.returncode == 0, "ckpt_command --snapshot: exit %d: %s" % (
-        r.returncode, r.stderr)
-    return r.stdout.strip()
 
 
 def template_pid(session, sid):
@@ -159,16 +153,6 @@ def test_snapshot_of_a_restored_process(session):
     p.popen.wait(30)
     assert after == before, "the original's fds %r, the restored " \
         "process's %r" % (before, after)
-
-
-def wait_joined(session, timeout=15):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        r = session.command("--list")
-        if "restarted=yes" in r.stdout:
-            return
-        time.sleep(0.05)
-    raise AssertionError("the restored process did not join: %s" % r.stdout)
 
 
 def fd_targets(pid):
