@@ -169,3 +169,21 @@ def fd_targets(pid):
 def restored_pid(session):
     r = session.command("--list")
     return int(re.search(r"\bpid=(\d+)", r.stdout).group(1))
+
+
+@pytest.mark.time_limit(120)
+@pytest.mark.parametrize("mode", ["recursive-thread", "robust"])
+def test_locks_owned_across_restore(session, mode):
+    """Locks that record their owner's tid (a recursive mutex held by a
+    thread; a robust mutex whose owner exited) are still right in the
+    process restored from a template, whose threads have new tids."""
+    argv = [app("held_locks"), mode, "60"]
+    ref = reference_output(argv)
+    p = session.launch(argv)
+    p.wait_line(r"^step (\d+)$", minimum=10)
+    sid = take_snapshot(session)
+    template_pid(session, sid)
+    r = session.start([session.tool("ckpt_command"), "--restore", sid],
+                      "restore")
+    assert r.wait_exit() == 0, "%r %s" % (r.lines()[-3:], r.stderr_text())
+    assert r.lines()[-1] == ref[-1]
