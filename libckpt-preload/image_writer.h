@@ -71,7 +71,10 @@ int forked_copy_holds_changing_data(const struct image_writer *w);
  * image instead). */
 void template_note_coordinator(pid_t pid);
 int template_start(struct image_writer *w, const struct forked_image *img,
-		   const char *final_path, pid_t *pid, char *err,
-		   size_t errlen);
+		   const char *final_path, int memory_scanned, pid_t *pid,
+		   char *err, size_t errlen);
+/* Whether a template needs w's memory tables made before it is forked
+ * (MAP_SHARED anonymous memory, which it copies). */
+int template_needs_memory_scan(void);
 
 #endif /* CKPT_IMAGE_WRITER_H */

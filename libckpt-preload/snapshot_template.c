@@ -81,9 +81,20 @@ static struct {
 	int closing;			/* the snapshot is gone: no orders */
 	int order_out;			/* the requester's pipe of the order
 					   being carried out */
+	int memory_scanned;		/* w's memory tables are made */
+	char *helper_stack;		/* the template runs on it */
 } tpl;
 
-/* ----- in the restored process ----- */
+/* ----- in the template's children ----- */
+
+/* The template's own mappings, in a child that does not run on them: not
+ * the program's memory. */
+static void unmap_template_areas(void)
+{
+	munmap(tpl.helper_stack, HELPER_STACK);
+	munmap(tpl.report, sizeof(*tpl.report));
+}
+
 
 static void close_template_fds(void)
 {
@@ -169,6 +180,7 @@ static void become_restored(void *unused)
 
 	(void)unused;
 	close_template_fds();
+	unmap_template_areas();
 	take_requester_stdio();
 	vpid_init(ckpt.vpid, ckpt_real_getpid());
 	files_rewind_offsets();
@@ -216,7 +228,10 @@ static void write_image(void *unused)
 	int r;
 
 	(void)unused;
-	r = image_write_in_copy(tpl.w, &tpl.img, err, sizeof(err));
+	unmap_template_areas();
+	r = tpl.memory_scanned ? 0 : memory_scan(tpl.w, err, sizeof(err));
+	if (r == 0)
+		r = image_write_in_copy(tpl.w, &tpl.img, err, sizeof(err));
 	if (r == 0 && rename(tpl.tmp_path, tpl.final_path) < 0)
 		r = -errno;
 	if (r < 0) {
@@ -235,9 +250,12 @@ static long fork_child(int what)
 					 ckpt_restore_stack_size, NULL, NULL,
 					 threads_main_tls(), become_restored,
 					 NULL);
-	return ckpt_clone_thread(SIGCHLD, ckpt_restore_stack +
-				 ckpt_restore_stack_size, NULL, NULL, 0,
-				 write_image, NULL);
+	/* as the forked copy does: on the dead part of the manager's stack,
+	 * which the writer saves from one copy (extent_encode.c), not on
+	 * memory it would save while it changes */
+	return ckpt_clone_thread(SIGCHLD, (char *)(uintptr_t)
+				 threads_manager_slot()->ctx.sp - 512, NULL,
+				 NULL, 0, write_image, NULL);
 }
 
 static void take_stdio(int pidfd)
@@ -422,6 +440,13 @@ static void fork_template(void *hold_data)
 
 static pid_t coordinator_pid;
 
+int template_needs_memory_scan(void)
+{
+	struct shared_region one[1];
+
+	return memory_shared_regions(one, 1) != 0;
+}
+
 /* The pid the coordinator gave with its order (0: none). */
 void template_note_coordinator(pid_t pid)
 {
@@ -486,6 +511,7 @@ static int make_template(char *err, size_t errlen)
 
 	if (stack == MAP_FAILED)
 		return -ENOMEM;
+	tpl.helper_stack = stack;
 	r = watch_for_the_end(err, errlen);
 	helper = r < 0 ? r : ckpt_clone_thread(CLONE_VM, stack + HELPER_STACK,
 					       NULL, NULL, 0, fork_template,
@@ -516,11 +542,12 @@ static int make_template(char *err, size_t errlen)
 
 /* Called with every other thread stopped and w's tables complete. */
 int template_start(struct image_writer *w, const struct forked_image *img,
-		   const char *final_path, pid_t *pid, char *err,
-		   size_t errlen)
+		   const char *final_path, int memory_scanned, pid_t *pid,
+		   char *err, size_t errlen)
 {
 	int r;
 
+	tpl.memory_scanned = memory_scanned;
 	tpl.coord_pidfd = coordinator_pidfd();
 	if (tpl.coord_pidfd < 0)
 		return -EOPNOTSUPP;	/* also a coordinator that is gone */

@@ -4,7 +4,8 @@ computation of one process is snapshotted as a frozen template process
 and restored by a copy-on-write fork of it. The restored process shares
 its open file descriptions with the process it replaces, so what the
 kernel holds comes back from the snapshot: file offsets, the bytes queued
-in a pipe, an eventfd's counter. No template process is left behind
+in a pipe, an eventfd's counter (and MAP_SHARED anonymous memory, which
+the template copies). No template process is left behind
 after --drop, --quit, or when the computation is killed."""
 
 import os
@@ -47,9 +48,10 @@ def wait_gone(pid, timeout=15):
 
 @pytest.mark.time_limit(120)
 def test_restore_puts_kernel_state_back(session):
-    """Offsets, a pipe's queued bytes and an eventfd counter, moved on by
-    the original after the snapshot, are the snapshot's after a restore:
-    the run ends exactly as an uninterrupted one."""
+    """Offsets, a pipe's queued bytes, an eventfd counter and MAP_SHARED
+    anonymous memory, moved on by the original after the snapshot, are
+    the snapshot's after a restore: the run ends exactly as an
+    uninterrupted one."""
     inp = os.path.join(session.dir, "input")
     with open(inp, "wb") as f:
         f.write(bytes((i * 7 + i // 251) % 256 for i in range(3 * 300)))

@@ -4,13 +4,16 @@
  * memory. Each step reads 3 bytes of INPUT (its file offset moves on),
  * takes one byte off a pipe to itself that always holds 16 queued bytes
  * and puts a new one in, and adds 1 to an eventfd whose counter it reads
- * every 10 steps. Prints "step N in=HEX pipe=HEX offset=O events=E": a
- * restore that left an offset, the pipe's queue or the counter as the
- * replaced process had moved them prints other lines.
+ * every 10 steps, and adds the bytes read to a sum kept in MAP_SHARED
+ * anonymous memory. Prints "step N in=HEX pipe=HEX offset=O events=E
+ * shared=S": a restore that left an offset, the pipe's queue, the counter
+ * or the shared memory as the replaced process had moved them prints
+ * other lines.
  */
 #include <fcntl.h>
 #include <stdint.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include "app_util.h"
 
 #define PROG "offset_pipe_steps"
@@ -25,7 +28,7 @@ static void put_byte(int fd, unsigned char b)
 int main(int argc, char **argv)
 {
 	unsigned long steps, sleep_arg;
-	uint64_t events = 0;
+	uint64_t events = 0, *shared;
 	int in, p[2], ev;
 
 	if (argc < 4)
@@ -34,7 +37,9 @@ int main(int argc, char **argv)
 	sleep_arg = parse_ulong(PROG, "SLEEP_MS", argv[3], 0, 10000);
 	in = open(argv[1], O_RDONLY);
 	ev = eventfd(0, 0);
-	if (in < 0 || ev < 0 || pipe(p) < 0)
+	shared = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (in < 0 || ev < 0 || pipe(p) < 0 || shared == MAP_FAILED)
 		die(PROG, "open %s, eventfd or pipe: %s", argv[1],
 		    strerror(errno));
 	for (int i = 0; i < QUEUED; i++)
@@ -46,6 +51,7 @@ int main(int argc, char **argv)
 		if (read(in, b, 3) != 3 || read(p[0], &got, 1) != 1)
 			die(PROG, "step %lu: read: %s", step, strerror(errno));
 		put_byte(p[1], (unsigned char)(got * 5 + b[0] + step));
+		*shared += b[0] + b[1] + b[2];
 		if (write(ev, &one, sizeof(one)) != sizeof(one))
 			die(PROG, "eventfd write: %s", strerror(errno));
 		if (step % 10 == 0) {
@@ -54,9 +60,9 @@ int main(int argc, char **argv)
 			events += v;
 		}
 		say("step %lu in=%02x%02x%02x pipe=%02x offset=%lld "
-		    "events=%llu", step, b[0], b[1], b[2], got,
+		    "events=%llu shared=%llu", step, b[0], b[1], b[2], got,
 		    (long long)lseek(in, 0, SEEK_CUR),
-		    (unsigned long long)events);
+		    (unsigned long long)events, (unsigned long long)*shared);
 		if (sleep_arg)
 			sleep_ms(sleep_arg);
 	}
