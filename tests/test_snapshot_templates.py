@@ -54,8 +54,8 @@ def test_restore_puts_kernel_state_back(session):
     uninterrupted one."""
     inp = os.path.join(session.dir, "input")
     with open(inp, "wb") as f:
-        f.write(bytes((i * 7 + i // 251) % 256 for i in range(3 * 300)))
-    argv = [app("offset_pipe_steps"), inp, "300", "10"]
+        f.write(bytes((i * 7 + i // 251) % 256 for i in range(3 * 150)))
+    argv = [app("offset_pipe_steps"), inp, "150", "10"]
     ref = reference_output(argv, cache=False)
     p = session.launch(argv)
     p.wait_line(STEP, minimum=20)
@@ -129,8 +129,8 @@ def test_snapshot_of_a_restored_process(session):
     report pipe), and the second restore ends as an uninterrupted run."""
     inp = os.path.join(session.dir, "input")
     with open(inp, "wb") as f:
-        f.write(bytes((i * 11 + 3) % 256 for i in range(3 * 300)))
-    argv = [app("offset_pipe_steps"), inp, "300", "10"]
+        f.write(bytes((i * 11 + 3) % 256 for i in range(3 * 150)))
+    argv = [app("offset_pipe_steps"), inp, "150", "10"]
     ref = reference_output(argv, cache=False)
     p = session.launch(argv)
     p.wait_line(STEP, minimum=10)
