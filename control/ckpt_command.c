@@ -57,6 +57,9 @@ static void usage(FILE *f)
 "     --restore ID      kill every process and restore snapshot ID\n"
 "                       (the restored processes run on this command's\n"
 "                       stdio; it exits with them)\n"
+"     --stopped         with --restore: the restored processes stop\n"
+"                       themselves (SIGSTOP) for a debugger to attach;\n"
+"                       a template's restored pid is said on stderr\n"
 "     --drop ID         free snapshot ID\n"
 "     --from-snapshot ID  with --checkpoint: copy snapshot ID's images\n"
 "                       into $CKPT_DIR (else the current directory) as\n"
@@ -83,6 +86,7 @@ struct request {
 	int forked;			/* --forked */
 	uint64_t snapshot;		/* --restore, --drop, --from-snapshot */
 	int from_snapshot;		/* --checkpoint --from-snapshot */
+	int stopped;			/* --restore --stopped */
 	int timeout_ms;
 };
 
@@ -146,6 +150,7 @@ static void parse_args(int argc, char **argv, struct request *q)
 		{ "restore", required_argument, NULL, 'R' },
 		{ "drop", required_argument, NULL, 'D' },
 		{ "from-snapshot", required_argument, NULL, 'f' },
+		{ "stopped", no_argument, NULL, 'P' },
 		{ "status", no_argument, NULL, 's' },
 		{ "list", no_argument, NULL, 'l' },
 		{ "interval", required_argument, NULL, 'i' },
@@ -191,6 +196,9 @@ static void parse_args(int argc, char **argv, struct request *q)
 		case 'D':
 			set_cmd(q, CKPT_CMD_DROP, QUICK_TIMEOUT_MS);
 			q->snapshot = parse_id(optarg);
+			break;
+		case 'P':
+			q->stopped = 1;
 			break;
 		case 'f':
 			q->from_snapshot = 1;
@@ -240,6 +248,11 @@ static void parse_args(int argc, char **argv, struct request *q)
 			"only\n", q->compress ? "compress" : q->incremental ?
 			"incremental" : q->forked ? "forked" :
 			"from-snapshot");
+		exit(2);
+	}
+	if (q->stopped && q->cmd != CMD_RESTORE) {
+		fprintf(stderr, "ckpt_command: --stopped goes with --restore "
+			"only\n");
 		exit(2);
 	}
 	if (q->json && q->cmd != CKPT_CMD_CHECKPOINT &&
@@ -363,9 +376,9 @@ static int finish_snapshot_use(const struct request *q,
 
 	fflush(stdout);
 	if (q->cmd == CMD_RESTORE && snapshot_is_template(rep->text))
-		return snapshot_template_restore(rep->text);
+		return snapshot_template_restore(rep->text, q->stopped);
 	if (q->cmd == CMD_RESTORE) {
-		snapshot_exec_restart(rep->text);
+		snapshot_exec_restart(rep->text, q->stopped);
 		return 1;
 	}
 	if (!dir || !dir[0])

@@ -172,7 +172,7 @@ static int end_like(int status)
 
 /* --restore of a template snapshot (the computation is killed already):
  * returns the exit code of ckpt_command. */
-int snapshot_template_restore(const char *text)
+int snapshot_template_restore(const char *text, int stopped)
 {
 	struct template_ref t;
 	struct ckpt_template_report rep;
@@ -180,12 +180,17 @@ int snapshot_template_restore(const char *text)
 
 	if (parse_ref(text, &t) < 0)
 		return 1;
-	r = first_report(&t, CKPT_TEMPLATE_RESTORE, &rfd, STARTED_WAIT_MS,
-			 &rep);
+	r = first_report(&t, CKPT_TEMPLATE_RESTORE |
+			 (stopped ? CKPT_TEMPLATE_F_STOPPED : 0), &rfd,
+			 STARTED_WAIT_MS, &rep);
 	if (r < 0) {
 		order_failed(&t, "could not restore it", r);
 		return 1;
 	}
+	if (stopped)
+		fprintf(stderr, "ckpt_command: restored process %d, stopped "
+			"(SIGSTOP): attach a debugger, or send it SIGCONT\n",
+			rep.value);
 	pass_on_signals(rep.value);
 	/* the program's own run: no limit */
 	do

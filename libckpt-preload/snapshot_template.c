@@ -82,6 +82,7 @@ static struct {
 	int order_out;			/* the requester's pipe of the order
 					   being carried out */
 	int memory_scanned;		/* w's memory tables are made */
+	uint32_t restart_flags;		/* CKPT_RESTART_F_STOPPED or 0 */
 	char *helper_stack;		/* the template runs on it */
 } tpl;
 
@@ -195,6 +196,7 @@ static void become_restored(void *unused)
 	}
 	posix_timers_restore();
 	embedding_note_restored();
+	debugger_stop_if_asked(tpl.restart_flags);
 	threads_release_restored();
 }
 
@@ -275,7 +277,7 @@ static void drop_stdio(void)
 
 static void carry_out(uint64_t order)
 {
-	int what = CKPT_TEMPLATE_ORDER_WHAT(order);
+	int what = CKPT_TEMPLATE_ORDER_WHAT(order) & ~CKPT_TEMPLATE_F_STOPPED;
 	int pidfd = (int)syscall(SYS_pidfd_open,
 				 CKPT_TEMPLATE_ORDER_PID(order), 0);
 	struct template_child *slot = tpl.closing ? NULL : free_child();
@@ -294,6 +296,8 @@ static void carry_out(uint64_t order)
 		take_stdio(pidfd);
 	close(pidfd);
 	tpl.order_out = out;
+	tpl.restart_flags = CKPT_TEMPLATE_ORDER_WHAT(order) &
+			    CKPT_TEMPLATE_F_STOPPED ? CKPT_RESTART_F_STOPPED : 0;
 	pid = slot ? fork_child(what) : -EAGAIN;
 	drop_stdio();
 	if (pid < 0) {

@@ -10,6 +10,7 @@ after --drop, --quit, or when the computation is killed."""
 
 import os
 import re
+import signal
 import time
 
 import pytest
@@ -189,3 +190,40 @@ def test_locks_owned_across_restore(session, mode):
                       "restore")
     assert r.wait_exit() == 0, "%r %s" % (r.lines()[-3:], r.stderr_text())
     assert r.lines()[-1] == ref[-1]
+
+
+@pytest.mark.time_limit(120)
+def test_restore_stopped(session):
+    """--restore --stopped: the restored process stops itself with every
+    thread back (for a debugger), its pid said on stderr; SIGCONT lets
+    it run to the uninterrupted run's end."""
+    argv = [app("threads_steps"), "120", "3"]
+    ref = reference_output(argv)
+    p = session.launch(argv)
+    p.wait_line(STEP, minimum=10)
+    threads = len(os.listdir("/proc/%d/task" % restored_pid(session)))
+    sid = take_snapshot(session)
+    template_pid(session, sid)
+    r = session.start([session.tool("ckpt_command"), "--restore", sid,
+                       "--stopped"], "restore")
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and \
+            "stopped (SIGSTOP)" not in r.stderr_text():
+        time.sleep(0.05)
+    m = re.search(r"restored process (\d+), stopped", r.stderr_text())
+    assert m, r.stderr_text()
+    pid = int(m.group(1))
+    while time.monotonic() < deadline and proc_state(pid) != "T":
+        time.sleep(0.05)
+    assert proc_state(pid) == "T", "restored process %d is not stopped" % pid
+    assert len(os.listdir("/proc/%d/task" % pid)) == threads, \
+        "every thread is back before the stop"
+    os.kill(pid, signal.SIGCONT)
+    assert r.wait_exit() == 0, r.stderr_text()
+    first = numbers(r.lines(), STEP)[0]
+    assert r.lines() == ref[first - 1:]
+
+
+def proc_state(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        return f.read().rsplit(")", 1)[1].split()[0]

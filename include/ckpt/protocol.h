@@ -263,6 +263,10 @@ struct ckpt_msg_auth_response {
 #define CKPT_TEMPLATE_SIGNAL	62
 #define CKPT_TEMPLATE_RESTORE	1	/* fork a restored process */
 #define CKPT_TEMPLATE_WRITE	2	/* write the snapshot's image */
+#define CKPT_TEMPLATE_F_STOPPED	0x80	/* with RESTORE: the restored process
+					   stops itself (SIGSTOP) once every
+					   thread is back, as ckpt_restart
+					   --stopped */
 #define CKPT_TEMPLATE_ORDER(what, pid, fd) \
 	((uint64_t)(uint32_t)(pid) | (uint64_t)((fd) & 0xffff) << 32 | \
 	 (uint64_t)((what) & 0xff) << 48)
