@@ -339,8 +339,10 @@ static void read_signals(void)
 		if ((int)si.ssi_signo == SIGCHLD)
 			reap_children();
 		else if ((int)si.ssi_signo == CKPT_TEMPLATE_SIGNAL &&
-			 si.ssi_code == SI_QUEUE)
-			carry_out(si.ssi_ptr);
+			 si.ssi_code == SI_QUEUE &&
+			 (int)si.ssi_pid ==
+			 CKPT_TEMPLATE_ORDER_PID(si.ssi_ptr))
+			carry_out(si.ssi_ptr);	/* the sender's own fds */
 	}
 	reap_children();	/* SIGCHLDs coalesce */
 }
