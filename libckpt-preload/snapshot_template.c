@@ -184,6 +184,8 @@ static void become_restored(void *unused)
 	unmap_template_areas();
 	take_requester_stdio();
 	vpid_init(ckpt.vpid, ckpt_real_getpid());
+	/* the fork kept cwd, umask and limits; not the interval timers */
+	process_resource_ops.restore(NULL);
 	files_rewind_offsets();
 	files_renew_event_fds();
 	refill_pipes();

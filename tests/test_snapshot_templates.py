@@ -51,8 +51,9 @@ def wait_gone(pid, timeout=15):
 def test_restore_puts_kernel_state_back(session):
     """Offsets, a pipe's queued bytes, an eventfd counter and MAP_SHARED
     anonymous memory, moved on by the original after the snapshot, are
-    the snapshot's after a restore: the run ends exactly as an
-    uninterrupted one."""
+    the snapshot's after a restore, and an interval timer (which a fork
+    does not keep) is armed: the run ends exactly as an uninterrupted
+    one."""
     inp = os.path.join(session.dir, "input")
     with open(inp, "wb") as f:
         f.write(bytes((i * 7 + i // 251) % 256 for i in range(3 * 150)))
