@@ -2,7 +2,8 @@
 # static library a tool links; and ckpt_command, its thin user.
 
 CONTROL_LIB := $(BUILD)/lib/libckpt-control.a
-CONTROL_OBJS := $(OBJ)/app/control/control.c.o $(TOOL_OBJS)
+CONTROL_OBJS := $(OBJ)/app/control/control.c.o \
+	$(OBJ)/app/control/template_orders.c.o $(TOOL_OBJS)
 
 all: $(CONTROL_LIB) $(BIN)/ckpt_command
 

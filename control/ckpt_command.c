@@ -339,7 +339,7 @@ static int send_request(struct ckpt_control *c, const struct request *q,
 	case CKPT_CMD_DROP:
 		return ckpt_control_drop(c, q->snapshot, rep, err);
 	case CMD_RESTORE:
-		return ckpt_control_restore(c, q->snapshot, rep, err);
+		return ckpt_control_restore_template(c, q->snapshot, rep, err);
 	default:
 		return ckpt_control_quit(c, rep, err);
 	}
@@ -383,10 +383,7 @@ static int finish_snapshot_use(const struct request *q,
 	}
 	if (!dir || !dir[0])
 		dir = getcwd(cwd, sizeof(cwd)) ? cwd : ".";
-	if (snapshot_is_template(rep->text))
-		r = snapshot_template_copy(rep->text, dir) ? -EIO : 0;
-	else
-		r = snapshot_copy_images(rep->text, dir);
+	r = snapshot_copy_images(rep->text, dir);
 	ckpt_control_reply_free(rep);
 	return r < 0 ? 1 : 0;
 }

@@ -10,6 +10,5 @@ int snapshot_copy_images(char *images, const char *dir);
 /* snapshot_templates.c: the coordinator's "template PID IMAGE" answer */
 int snapshot_is_template(const char *text);
 int snapshot_template_restore(const char *text, int stopped);
-int snapshot_template_copy(const char *text, const char *dir);
 
 #endif /* CKPT_SNAPSHOT_FILES_H */
