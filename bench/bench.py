@@ -61,7 +61,10 @@ during a normal checkpoint and during `ckpt_command --checkpoint
 --forked`: forked/fork (goal <= 2x) and normal/forked (goal >= 10x at
 1 GiB); then `ckpt_command --snapshot` (its time and the stall) and
 `ckpt_command --restore ID` until the restored program answers, each
-next to the fork (goals <= 2x, <= 3x); best of --repeat each.
+next to the fork (goals <= 2x, <= 3x); best of --repeat each. A process
+of its own is snapshotted as a template (docs/embedding.md, "Template
+snapshots"). The fixed part of both, `ckpt_command --status` (starting
+the tool and one round trip to the coordinator), is shown beside them.
 --only inspect (docs/performance.md, "Reading an image"): ckpt_inspect
 of a --inspect-mib (1024) MiB image against cat of it (bench_inspect.py).
 Every wait is bounded; a failure prints the tool's stderr and exits 1.
@@ -1015,6 +1018,8 @@ def measure_snapshots(bench, sizes, repeat):
         try:
             fork_us = min(app_answer(app, "fork", "fork ")
                           for _ in range(repeat))
+            status_s = min(timed([tool("ckpt_command"), "--status"],
+                                 bench.env)[0] for _ in range(repeat))
             for _ in range(repeat):
                 for kind, extra in (("normal", []), ("forked",
                                                      ["--forked"])):
@@ -1029,7 +1034,8 @@ def measure_snapshots(bench, sizes, repeat):
                     "forked_stall_us": best["forked"],
                     "snapshot_s": best["snapshot_s"],
                     "snapshot_stall_us": best["snapshot_stall_us"],
-                    "restore_s": best["restore_s"]})
+                    "restore_s": best["restore_s"],
+                    "status_s": status_s})
     return out
 
 
@@ -1050,19 +1056,20 @@ def report_snapshots(rows):
                   r["forked_stall_us"] / 1000, forked / fork,
                   r["normal_stall_us"] / forked))
     print()
-    print("snapshots (a forked checkpoint onto tmpfs) and restores "
-          "(ckpt_command --restore until the program answers), best of %d"
-          % rows[0]["repeat"])
-    print("%-8s %10s %12s %14s %16s %12s %16s" % (
-        "MiB", "fork()", "snapshot", "its stall", "snapshot/fork",
-        "restore", "restore/fork"))
+    print("template snapshots and restores (ckpt_command --restore until "
+          "the program answers), best of %d; --status: the tool's fixed "
+          "cost" % rows[0]["repeat"])
+    print("%-8s %10s %11s %12s %14s %16s %12s %16s" % (
+        "MiB", "fork()", "--status", "snapshot", "its stall",
+        "snapshot/fork", "restore", "restore/fork"))
     for r in rows:
         fork = max(r["fork_us"], 1) / 1e6
-        print("%-8d %8.1f ms %9.1f ms %11.1f ms %9.1fx (<=2x) %9.1f ms "
-              "%9.1fx (<=3x)" % (
-                  r["mib"], fork * 1000, r["snapshot_s"] * 1000,
-                  r["snapshot_stall_us"] / 1000, r["snapshot_s"] / fork,
-                  r["restore_s"] * 1000, r["restore_s"] / fork))
+        print("%-8d %8.1f ms %8.1f ms %9.1f ms %11.1f ms %9.1fx (<=2x) "
+              "%9.1f ms %9.1fx (<=3x)" % (
+                  r["mib"], fork * 1000, r["status_s"] * 1000,
+                  r["snapshot_s"] * 1000, r["snapshot_stall_us"] / 1000,
+                  r["snapshot_s"] / fork, r["restore_s"] * 1000,
+                  r["restore_s"] / fork))
 
 
 def report_cycles(label, r):

@@ -2,7 +2,8 @@
 # static library a tool links; and ckpt_command, its thin user.
 
 CONTROL_LIB := $(BUILD)/lib/libckpt-control.a
-CONTROL_OBJS := $(OBJ)/app/control/control.c.o $(TOOL_OBJS)
+CONTROL_OBJS := $(OBJ)/app/control/control.c.o \
+	$(OBJ)/app/control/template_orders.c.o $(TOOL_OBJS)
 
 all: $(CONTROL_LIB) $(BIN)/ckpt_command
 
@@ -14,6 +15,7 @@ $(CONTROL_LIB): $(CONTROL_OBJS)
 $(BIN)/ckpt_command: $(OBJ)/app/control/ckpt_command.c.o \
 		$(OBJ)/app/control/checkpoint_progress.c.o \
 		$(OBJ)/app/control/snapshot_files.c.o \
+		$(OBJ)/app/control/snapshot_templates.c.o \
 		$(OBJ)/app/protocol/sanitize.c.o $(CONTROL_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -pthread

@@ -49,12 +49,17 @@ static void usage(FILE *f)
 "                       as one JSON object on stdout (docs/json.md)\n"
 "  -i, --interval N     checkpoint every N seconds (0: off)\n"
 "  -k, --kill           kill every process of the computation\n"
-"     --snapshot        freeze a copy of every process in memory (a forked\n"
-"                       checkpoint onto tmpfs); prints its id\n"
-"     --snapshots       one line per snapshot: ID AGE_MS KIB DIR\n"
-"     --restore ID      kill every process and run ckpt_restart on\n"
-"                       snapshot ID (the restored processes are this\n"
-"                       command's; it exits with them)\n"
+"     --snapshot        freeze a copy of every process in memory (one\n"
+"                       process: a frozen template process; more: a\n"
+"                       forked checkpoint onto tmpfs); prints its id\n"
+"     --snapshots       one line per snapshot: ID AGE_MS KIB DIR KIND\n"
+"                       (KIND: image or template:PID)\n"
+"     --restore ID      kill every process and restore snapshot ID\n"
+"                       (the restored processes run on this command's\n"
+"                       stdio; it exits with them)\n"
+"     --stopped         with --restore: the restored processes stop\n"
+"                       themselves (SIGSTOP) for a debugger to attach;\n"
+"                       a template's restored pid is said on stderr\n"
 "     --drop ID         free snapshot ID\n"
 "     --from-snapshot ID  with --checkpoint: copy snapshot ID's images\n"
 "                       into $CKPT_DIR (else the current directory) as\n"
@@ -81,6 +86,7 @@ struct request {
 	int forked;			/* --forked */
 	uint64_t snapshot;		/* --restore, --drop, --from-snapshot */
 	int from_snapshot;		/* --checkpoint --from-snapshot */
+	int stopped;			/* --restore --stopped */
 	int timeout_ms;
 };
 
@@ -144,6 +150,7 @@ static void parse_args(int argc, char **argv, struct request *q)
 		{ "restore", required_argument, NULL, 'R' },
 		{ "drop", required_argument, NULL, 'D' },
 		{ "from-snapshot", required_argument, NULL, 'f' },
+		{ "stopped", no_argument, NULL, 'P' },
 		{ "status", no_argument, NULL, 's' },
 		{ "list", no_argument, NULL, 'l' },
 		{ "interval", required_argument, NULL, 'i' },
@@ -189,6 +196,9 @@ static void parse_args(int argc, char **argv, struct request *q)
 		case 'D':
 			set_cmd(q, CKPT_CMD_DROP, QUICK_TIMEOUT_MS);
 			q->snapshot = parse_id(optarg);
+			break;
+		case 'P':
+			q->stopped = 1;
 			break;
 		case 'f':
 			q->from_snapshot = 1;
@@ -238,6 +248,11 @@ static void parse_args(int argc, char **argv, struct request *q)
 			"only\n", q->compress ? "compress" : q->incremental ?
 			"incremental" : q->forked ? "forked" :
 			"from-snapshot");
+		exit(2);
+	}
+	if (q->stopped && q->cmd != CMD_RESTORE) {
+		fprintf(stderr, "ckpt_command: --stopped goes with --restore "
+			"only\n");
 		exit(2);
 	}
 	if (q->json && q->cmd != CKPT_CMD_CHECKPOINT &&
@@ -324,7 +339,7 @@ static int send_request(struct ckpt_control *c, const struct request *q,
 	case CKPT_CMD_DROP:
 		return ckpt_control_drop(c, q->snapshot, rep, err);
 	case CMD_RESTORE:
-		return ckpt_control_restore(c, q->snapshot, rep, err);
+		return ckpt_control_restore_template(c, q->snapshot, rep, err);
 	default:
 		return ckpt_control_quit(c, rep, err);
 	}
@@ -360,8 +375,10 @@ static int finish_snapshot_use(const struct request *q,
 	int r;
 
 	fflush(stdout);
+	if (q->cmd == CMD_RESTORE && snapshot_is_template(rep->text))
+		return snapshot_template_restore(rep->text, q->stopped);
 	if (q->cmd == CMD_RESTORE) {
-		snapshot_exec_restart(rep->text);
+		snapshot_exec_restart(rep->text, q->stopped);
 		return 1;
 	}
 	if (!dir || !dir[0])

@@ -13,6 +13,7 @@
 
 #include "ckpt/control.h"
 #include "ckpt/coord_client.h"
+#include "template_orders.h"
 #include "tool_common.h"
 
 #define CONNECT_TIMEOUT_MS	5000
@@ -186,11 +187,38 @@ static int snapshot_command(struct ckpt_control *c, uint32_t cmd,
 				   reply, err);
 }
 
+/* A template snapshot's answer becomes its image, written now by the
+ * template: what callers of the image interface expect. */
+static int image_of_template(struct ckpt_control_reply *reply,
+			     struct ckpt_control_error *err)
+{
+	struct template_ref t;
+	char *text;
+	int r = template_parse(reply->text, &t);
+
+	if (r == 0)
+		r = template_write_image(&t);
+	if (r < 0)
+		return fail(err, r, "the snapshot's template process could not "
+			    "write its image: %s%s", template_strerror(r), "");
+	text = malloc(strlen(t.image) + 2);
+	if (!text)
+		return fail(err, -ENOMEM, "out of memory%s%s", "", "");
+	sprintf(text, "%s\n", t.image);
+	free(reply->text);
+	reply->text = text;
+	return 0;
+}
+
 int ckpt_control_snapshot_images(struct ckpt_control *c, uint64_t id,
 				 struct ckpt_control_reply *reply,
 				 struct ckpt_control_error *err)
 {
-	return snapshot_command(c, CKPT_CMD_SNAPSHOT_IMAGES, id, reply, err);
+	int r = snapshot_command(c, CKPT_CMD_SNAPSHOT_IMAGES, id, reply, err);
+
+	if (r == 0 && template_reply_is_template(reply->text))
+		r = image_of_template(reply, err);
+	return r;
 }
 
 int ckpt_control_drop(struct ckpt_control *c, uint64_t id,
@@ -200,19 +228,33 @@ int ckpt_control_drop(struct ckpt_control *c, uint64_t id,
 	return snapshot_command(c, CKPT_CMD_DROP, id, reply, err);
 }
 
+static int kill_all(struct ckpt_control *c, struct ckpt_control_error *err)
+{
+	struct ckpt_control_reply killed;
+	int r = ckpt_control_kill(c, &killed, err);
+
+	ckpt_control_reply_free(&killed);
+	return r;
+}
+
 /* The images first (an unknown id kills nothing), then every process. */
 int ckpt_control_restore(struct ckpt_control *c, uint64_t id,
 			 struct ckpt_control_reply *reply,
 			 struct ckpt_control_error *err)
 {
-	struct ckpt_control_reply killed;
 	int r = ckpt_control_snapshot_images(c, id, reply, err);
 
-	if (r < 0)
-		return r;
-	r = ckpt_control_kill(c, &killed, err);
-	ckpt_control_reply_free(&killed);
-	return r;
+	return r < 0 ? r : kill_all(c, err);
+}
+
+/* As ckpt_control_restore, a template snapshot's answer left as it is. */
+int ckpt_control_restore_template(struct ckpt_control *c, uint64_t id,
+				  struct ckpt_control_reply *reply,
+				  struct ckpt_control_error *err)
+{
+	int r = snapshot_command(c, CKPT_CMD_SNAPSHOT_IMAGES, id, reply, err);
+
+	return r < 0 ? r : kill_all(c, err);
 }
 
 void ckpt_control_reply_free(struct ckpt_control_reply *reply)

@@ -30,12 +30,12 @@ static int split_lines(char *text, char **out, int max)
 	return n;
 }
 
-/* Run ckpt_restart (beside this program) on the images: returns only on
- * failure, with a message. */
-int snapshot_exec_restart(char *images)
+/* Run ckpt_restart (beside this program; --stopped if asked) on the
+ * images: returns only on failure, with a message. */
+int snapshot_exec_restart(char *images, int stopped)
 {
-	char self[PATH_MAX], tool[PATH_MAX + 32];
-	char *argv[MAX_IMAGES + 2];
+	char self[PATH_MAX], tool[PATH_MAX + 32], flag[] = "--stopped";
+	char *argv[MAX_IMAGES + 3];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	int nimg;
 
@@ -47,8 +47,10 @@ int snapshot_exec_restart(char *images)
 	self[n] = 0;
 	snprintf(tool, sizeof(tool), "%s/ckpt_restart", dirname(self));
 	argv[0] = tool;
-	nimg = split_lines(images, argv + 1, MAX_IMAGES);
-	argv[nimg + 1] = NULL;
+	if (stopped)
+		argv[1] = flag;
+	nimg = split_lines(images, argv + 1 + stopped, MAX_IMAGES);
+	argv[nimg + 1 + stopped] = NULL;
 	if (!nimg) {
 		fprintf(stderr, "ckpt_command: the snapshot has no image\n");
 		return -ENOENT;

@@ -67,6 +67,8 @@ static void send_do(struct conn *c, uint16_t type, uint64_t generation,
 	memset(&m, 0, sizeof(m));
 	m.generation = generation;	/* ckpt_dir "": the process's own */
 	m.flags = flags;
+	if (flags & CKPT_CHECKPOINT_F_TEMPLATE)
+		m.coordinator_pid = (uint32_t)getpid();
 	snprintf(m.ckpt_dir, sizeof(m.ckpt_dir), "%s", dir ? dir : "");
 	conn_send(c, type, &m, sizeof(m));
 }
@@ -449,6 +451,8 @@ static void round_start_into(struct coordinator *co, uint32_t flags,
 		.next_stop_check_ms = now + COORD_STOP_CHECK_MS,
 	};
 	snprintf(r->dir, sizeof(r->dir), "%s", dir);
+	if (snapshot_id && n == 1 && !snapshot_images_forced())
+		r->flags |= CKPT_CHECKPOINT_F_TEMPLATE;
 	for (size_t i = 0; i < co->nconns; i++) {
 		struct conn *c = co->conns[i];
 

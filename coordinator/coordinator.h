@@ -252,7 +252,11 @@ struct snapshot {
 	uint64_t id;
 	int64_t taken_ms;
 	char dir[4200];			/* its images, on tmpfs */
-	struct buf paths;		/* one image path per line */
+	struct buf paths;		/* one image path per line (a
+					   template's: the image it writes
+					   when asked) */
+	pid_t template_pid;		/* 0: images; else the template
+					   process that holds it */
 };
 
 struct last_round {
@@ -310,6 +314,8 @@ void snapshot_list(struct coordinator *co, struct conn *c);
 void snapshot_images(struct coordinator *co, struct conn *c, uint64_t id);
 void snapshot_drop(struct coordinator *co, struct conn *c, uint64_t id);
 void snapshots_remove_all(struct coordinator *co);
+/* CKPT_SNAPSHOT_KIND=image: every snapshot is images (no templates) */
+bool snapshot_images_forced(void);
 
 /* restart_script.c */
 void write_restart_scripts(struct coordinator *co, const char *paths,

@@ -7,6 +7,12 @@
  * computation and runs ckpt_restart on them), so a snapshot can be
  * restored any number of times and written out as ordinary images.
  *
+ * A computation of one process is snapshotted as a template process
+ * instead (libckpt-preload/snapshot_template.c): its directory then holds
+ * no image until one is asked for, and the template ends when the
+ * directory is removed. SNAPSHOT_IMAGES answers "template PID IMAGE" for
+ * it: ckpt_command gives the template its orders itself.
+ *
  * The directories live under one per-coordinator directory, made on the
  * first snapshot ($CKPT_SNAPSHOT_DIR, else /dev/shm, else /tmp:
  * "ckpt-snapshots-XXXXXX", 0700), removed with every snapshot when the
@@ -73,6 +79,13 @@ static void remove_dir(const char *dir)
 	rmdir(dir);
 }
 
+bool snapshot_images_forced(void)
+{
+	const char *kind = getenv("CKPT_SNAPSHOT_KIND");
+
+	return kind && !strcmp(kind, "image");
+}
+
 static struct snapshot *find(struct coordinator *co, uint64_t id)
 {
 	for (int i = 0; i < co->nsnapshots; i++)
@@ -121,6 +134,24 @@ void snapshot_request(struct coordinator *co, struct conn *c)
 	}
 }
 
+/* "template:PID:IMAGE" from the process of a template snapshot. */
+static void take_paths(struct snapshot *s, const char *paths)
+{
+	size_t plen = strlen(CKPT_TEMPLATE_PATH_PREFIX);
+	char *rest;
+	long pid;
+
+	if (strncmp(paths, CKPT_TEMPLATE_PATH_PREFIX, plen)) {
+		buf_printf(&s->paths, "%s", paths);
+		return;
+	}
+	pid = strtol(paths + plen, &rest, 10);
+	if (pid > 0 && *rest == ':') {
+		s->template_pid = (pid_t)pid;
+		buf_printf(&s->paths, "%s", rest + 1);
+	}
+}
+
 /* From round_finish: the round of snapshot `id` ended. Returns the text
  * of the reply to its requesters. */
 void snapshot_round_done(struct coordinator *co, uint64_t id, bool ok,
@@ -137,7 +168,7 @@ void snapshot_round_done(struct coordinator *co, uint64_t id, bool ok,
 	s->id = id;
 	s->taken_ms = now_ms();
 	snprintf(s->dir, sizeof(s->dir), "%s", dir);
-	buf_printf(&s->paths, "%s", paths);
+	take_paths(s, paths);
 	buf_printf(reply, "%llu\n", (unsigned long long)id);
 	coord_log("snapshot %llu taken in %s", (unsigned long long)id, dir);
 }
@@ -162,18 +193,42 @@ static unsigned long long snapshot_bytes(const struct snapshot *s)
 	return total;
 }
 
-/* SNAPSHOTS: "ID AGE_MS KIB DIR" per snapshot. */
+/* A template's private memory (the pages the program wrote since). */
+static unsigned long long template_bytes(const struct snapshot *s)
+{
+	char text[4096], *line;
+	unsigned long long total = 0, kib;
+
+	if (read_proc_text(s->template_pid, "smaps_rollup", text,
+			   sizeof(text)) < 0)
+		return 0;
+	for (line = text; line; line = strchr(line, '\n')) {
+		line += *line == '\n';
+		if ((sscanf(line, "Private_Clean: %llu", &kib) == 1 ||
+		     sscanf(line, "Private_Dirty: %llu", &kib) == 1))
+			total += kib << 10;
+	}
+	return total;
+}
+
+/* SNAPSHOTS: "ID AGE_MS KIB DIR KIND" per snapshot; KIND "image" or
+ * "template:PID". */
 void snapshot_list(struct coordinator *co, struct conn *c)
 {
 	struct buf t = { 0 };
 
 	for (int i = 0; i < co->nsnapshots; i++) {
 		const struct snapshot *s = &co->snapshots[i];
+		char kind[40] = "image";
 
-		buf_printf(&t, "%llu %lld %llu %s\n",
+		if (s->template_pid)
+			snprintf(kind, sizeof(kind), "template:%d",
+				 (int)s->template_pid);
+		buf_printf(&t, "%llu %lld %llu %s %s\n",
 			   (unsigned long long)s->id,
 			   (long long)(now_ms() - s->taken_ms),
-			   snapshot_bytes(s) >> 10, s->dir);
+			   (s->template_pid ? template_bytes(s) :
+			    snapshot_bytes(s)) >> 10, s->dir, kind);
 	}
 	conn_reply(c, 0, buf_str(&t));
 	buf_free(&t);
@@ -195,6 +250,15 @@ void snapshot_images(struct coordinator *co, struct conn *c, uint64_t id)
 
 	if (!s) {
 		reply_unknown(c, id);
+		return;
+	}
+	if (s->template_pid) {
+		struct buf t = { 0 };
+
+		buf_printf(&t, "template %d %s", (int)s->template_pid,
+			   buf_str(&s->paths));
+		conn_reply(c, 0, buf_str(&t));
+		buf_free(&t);
 		return;
 	}
 	conn_reply(c, 0, buf_str(&s->paths));

@@ -91,7 +91,7 @@ static int drain_resources(char *err, size_t errlen)
  * (the caller resumes them once every process has written its image),
  * CKPT_RESTARTED in a restarted process, or -errno (threads resumed). */
 int checkpoint_write(uint64_t generation, int compress, int incremental,
-		     int forked, const char *dir,
+		     int forked, pid_t *template_pid, const char *dir,
 		     char *path, size_t pathlen, char *tmp, size_t tmplen,
 		     char *err, size_t errlen)
 {
@@ -107,7 +107,8 @@ int checkpoint_write(uint64_t generation, int compress, int incremental,
 	r = drain_resources(err, errlen);
 	if (r == 0 && forked)
 		r = image_write_forked(generation, compress, dir, path,
-				       pathlen, tmp, tmplen, err, errlen);
+				       pathlen, tmp, tmplen, template_pid, err,
+				       errlen);
 	else if (r == 0)
 		r = image_write(generation, compress, incremental, dir, path,
 				pathlen, tmp,

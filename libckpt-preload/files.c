@@ -994,6 +994,45 @@ static int restore_event_fd(const struct saved_fd *s)
 	return r;
 }
 
+static int renew_event_fd(const struct saved_fd *s)
+{
+	int r = s->dup_of >= 0 ?
+		(dup2(saved[s->dup_of].fd, s->fd) < 0 ? -errno : 0) :
+		event_fds_restore(s->fd);
+
+	if (r > 0)
+		r = place_fd(r, s->fd);
+	if (r == 0 && (fcntl(s->fd, F_SETFL, s->flags) < 0 ||
+		       fcntl(s->fd, F_SETFD, s->fd_flags & FD_CLOEXEC) < 0))
+		r = -errno;
+	if (r == 0 && s->kind == CKPT_FD_EPOLL && s->dup_of < 0)
+		event_fds_restore_interest(s->fd);
+	return r;
+}
+
+/* In a copy of a snapshot's template: the eventfd, timerfd and epoll
+ * descriptions it shares with the process it replaces are made again
+ * with the snapshot's state, as a restart makes them (epoll last, its
+ * interest list naming the new ones). */
+void files_renew_event_fds(void)
+{
+	for (int epoll = 0; epoll < 2; epoll++)
+		for (int i = 0; i < nsaved; i++) {
+			const struct saved_fd *s = &saved[i];
+			int r;
+
+			if ((s->kind == CKPT_FD_EPOLL) != epoll ||
+			    (s->kind != CKPT_FD_EVENTFD &&
+			     s->kind != CKPT_FD_TIMERFD && !epoll))
+				continue;
+			r = renew_event_fd(s);
+			if (r < 0)
+				ckpt_log("fd %d (%s): making it again with the "
+					 "snapshot's state: %s", s->fd,
+					 saved_path(s), strerror(-r));
+		}
+}
+
 /* 1 if the fd is a shared event fd whose state another process puts
  * back. */
 static int state_set_elsewhere(const struct saved_fd *s)
@@ -1107,6 +1146,27 @@ static int restore_one_fd(const struct saved_fd *s, int image_fd)
 	    lseek(fd, s->offset, SEEK_SET) < 0)
 		r = -errno;
 	return r;
+}
+
+/* A copy of a snapshot's template (snapshot_template.c) holds the
+ * descriptors of the snapshot, whose open file descriptions it shares
+ * with the process it replaces: the positions go back to the
+ * snapshot's. */
+void files_rewind_offsets(void)
+{
+	for (int i = 0; i < nsaved; i++) {
+		const struct saved_fd *s = &saved[i];
+
+		if (s->dup_of >= 0 || s->offset < 0)
+			continue;
+		if ((s->kind == CKPT_FD_FILE ||
+		     s->kind == CKPT_FD_FILE_DELETED ||
+		     s->kind == CKPT_FD_DIR) &&
+		    lseek(s->fd, s->offset, SEEK_SET) < 0)
+			ckpt_log("fd %d (%s): setting the offset back to "
+				 "%lld: %s", s->fd, saved_path(s),
+				 (long long)s->offset, strerror(errno));
+	}
 }
 
 #define SAVED_MAP_FDS 65536

@@ -237,6 +237,16 @@ static void close_program_fds(const struct image_writer *w)
 	close(dir);
 }
 
+/* In a frozen copy (this one, or a snapshot's template): its own copy of
+ * what the original may change once it resumes (shared memory, the
+ * content the image takes from descriptors). 0 or -errno (err says). */
+int forked_copy_hold_data(struct image_writer *w, char *err, size_t errlen)
+{
+	int r = privatize_shared_memory(w, err, errlen);
+
+	return r < 0 ? r : hold_blobs(w, err, errlen);
+}
+
 static void run_copy(struct image_writer *w, pid_t original,
 		     const struct forked_image *img)
 {
@@ -249,9 +259,7 @@ static void run_copy(struct image_writer *w, pid_t original,
 	if (syscall(SYS_getppid) != original)
 		syscall(SYS_exit_group, 1);
 	rep->message[0] = 0;
-	r = privatize_shared_memory(w, rep->message, sizeof(rep->message));
-	if (r == 0)
-		r = hold_blobs(w, rep->message, sizeof(rep->message));
+	r = forked_copy_hold_data(w, rep->message, sizeof(rep->message));
 	close_program_fds(w);
 	report_stage(rep, COPY_READY, r);
 	if (r == 0)
@@ -265,7 +273,7 @@ static void run_copy(struct image_writer *w, pid_t original,
 
 /* Whether the copy must take its own copy of something before the
  * original resumes: shared memory it saves, content from descriptors. */
-static int holds_changing_data(const struct image_writer *w)
+int forked_copy_holds_changing_data(const struct image_writer *w)
 {
 	const struct ckpt_region *r = (const struct ckpt_region *)
 				      w->regions.base;
@@ -370,7 +378,7 @@ int forked_copy_start(struct image_writer *w, const struct forked_image *img,
 	}
 	copy.pid = pid;
 	madvise(copy.report, sizeof(*copy.report), MADV_DONTFORK);
-	if (!holds_changing_data(w))
+	if (!forked_copy_holds_changing_data(w))
 		return 0;	/* nothing the original could change under it */
 	r = wait_stage(COPY_READY, COPY_READY_MAX_MS);
 	if (r < 0) {

@@ -595,7 +595,10 @@ static void writer_free(struct image_writer *w)
 	table_free(&w->links);
 }
 
-static int build_tables(struct image_writer *w, char *err, size_t errlen)
+/* scan_memory 0: every table but the memory's (a snapshot's template
+ * scans its own copy when an image is asked of it). */
+static int build_tables(struct image_writer *w, int scan_memory, char *err,
+			size_t errlen)
 {
 	int r;
 
@@ -621,7 +624,7 @@ static int build_tables(struct image_writer *w, char *err, size_t errlen)
 		return r;
 	}
 	/* Memory last: the tables above live in memory it scans. */
-	return memory_scan(w, err, errlen);
+	return scan_memory ? memory_scan(w, err, errlen) : 0;
 }
 
 /* The memory of a plain image: the metadata first, then the extents
@@ -728,7 +731,8 @@ static void writer_init(struct image_writer *w, int incremental)
 /* The image's paths and every table: all the image takes from the
  * kernel about the process. Only memory is read after this. */
 static int prepare_image(struct image_writer *w, uint64_t generation,
-			 int incremental, int forked, const char *dir,
+			 int incremental, int forked, int scan_memory,
+			 const char *dir,
 			 char *final_path, size_t pathlen, char *tmp_path,
 			 size_t tmplen, char *err, size_t errlen)
 {
@@ -746,7 +750,7 @@ static int prepare_image(struct image_writer *w, uint64_t generation,
 	}
 	image_paths(dir, incremental, generation, final_path, pathlen, tmp_path,
 		    tmplen);
-	return build_tables(w, err, errlen);
+	return build_tables(w, scan_memory, err, errlen);
 }
 
 int image_write(uint64_t generation, int compress, int incremental,
@@ -757,7 +761,7 @@ int image_write(uint64_t generation, int compress, int incremental,
 	struct image_writer w;
 	int r;
 
-	r = prepare_image(&w, generation, incremental, 0, dir, final_path,
+	r = prepare_image(&w, generation, incremental, 0, 1, dir, final_path,
 			  pathlen, tmp_path, tmplen, err, errlen);
 	if (r == 0)
 		r = write_image_file(&w, generation, compress, dir, tmp_path,
@@ -772,16 +776,31 @@ int image_write(uint64_t generation, int compress, int incremental,
  * (the threads may resume), or -errno. */
 int image_write_forked(uint64_t generation, int compress, const char *dir,
 		       char *final_path, size_t pathlen, char *tmp_path,
-		       size_t tmplen, char *err, size_t errlen)
+		       size_t tmplen, pid_t *template_pid, char *err,
+		       size_t errlen)
 {
 	struct image_writer w;
 	struct forked_image img = { generation, compress, dir, tmp_path };
 	int r;
 
-	r = prepare_image(&w, generation, 0, 1, dir, final_path, pathlen,
-			  tmp_path, tmplen, err, errlen);
+	/* a template (of memory not shared with anyone) scans its memory
+	 * only when an image is asked of it: not while the program waits */
+	int scanned = !template_pid || template_needs_memory_scan();
+
+	r = prepare_image(&w, generation, 0, 1, scanned, dir, final_path,
+			  pathlen, tmp_path, tmplen, err, errlen);
+	if (r == 0 && template_pid) {
+		*template_pid = 0;
+		r = template_start(&w, &img, final_path, scanned, template_pid,
+				   err, errlen);
+		if (r != -EOPNOTSUPP)
+			goto out;
+		*template_pid = 0;
+		r = scanned ? 0 : memory_scan(&w, err, errlen);
+	}
 	if (r == 0)
 		r = forked_copy_start(&w, &img, err, errlen);
+out:
 	memory_reprotect();
 	writer_free(&w);
 	return r;

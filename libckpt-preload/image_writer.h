@@ -64,5 +64,17 @@ int image_write_in_copy(struct image_writer *w, const struct forked_image *img,
 			char *err, size_t errlen);
 int forked_copy_start(struct image_writer *w, const struct forked_image *img,
 		      char *err, size_t errlen);
+int forked_copy_hold_data(struct image_writer *w, char *err, size_t errlen);
+int forked_copy_holds_changing_data(const struct image_writer *w);
+/* snapshot_template.c: keep the snapshot as a frozen template process;
+ * *pid its pid. -EOPNOTSUPP: no template here (the caller writes an
+ * image instead). */
+void template_note_coordinator(pid_t pid);
+int template_start(struct image_writer *w, const struct forked_image *img,
+		   const char *final_path, int memory_scanned, pid_t *pid,
+		   char *err, size_t errlen);
+/* Whether a template needs w's memory tables made before it is forked
+ * (MAP_SHARED anonymous memory, which it copies). */
+int template_needs_memory_scan(void);
 
 #endif /* CKPT_IMAGE_WRITER_H */

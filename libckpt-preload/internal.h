@@ -240,6 +240,8 @@ int timer_set_absolute(int kid);		/* wrappers/timer.c */
 /* files.c */
 int files_private_fd(int fd);
 int files_restored_a_terminal(void);
+void files_rewind_offsets(void);
+void files_renew_event_fds(void);
 
 /* log.c */
 extern int ckpt_log_fd;
@@ -434,9 +436,13 @@ int image_write(uint64_t generation, int compress, int incremental,
 		const char *dir,
 		char *final_path, size_t pathlen, char *tmp_path,
 		size_t tmplen, char *err, size_t errlen);
+/* template_pid: NULL, or where a snapshot kept as a template process
+ * (snapshot_template.c) gets its pid; 0 there when an image is written
+ * instead. */
 int image_write_forked(uint64_t generation, int compress, const char *dir,
 		       char *final_path, size_t pathlen, char *tmp_path,
-		       size_t tmplen, char *err, size_t errlen);
+		       size_t tmplen, pid_t *template_pid, char *err,
+		       size_t errlen);
 int image_sync(const char *tmp_path, char *err, size_t errlen);
 
 /* forked_copy.c: the copy of a forked checkpoint, after the resume */
@@ -474,6 +480,7 @@ struct round_key {
 	const char *kind;
 	uint64_t dev, ino;
 };
+int pipes_refill(int fd, int memfd, uint64_t size);
 int pipes_drain(int fd, const struct round_key *key, int *memfd,
 		uint64_t *size);
 int round_claim(const struct round_key *key);
@@ -562,7 +569,7 @@ void restart_barrier_wait(void);
 int checkpoint_suspend(uint64_t generation, const char *dir, char *err,
 		       size_t errlen);
 int checkpoint_write(uint64_t generation, int compress, int incremental,
-		     int forked, const char *dir,
+		     int forked, pid_t *template_pid, const char *dir,
 		     char *path, size_t pathlen, char *tmp, size_t tmplen,
 		     char *err, size_t errlen);
 #define CKPT_RESTARTED 1

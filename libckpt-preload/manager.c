@@ -23,6 +23,7 @@
 #include "ckpt/accel.h"
 #include "ckpt/coord_client.h"
 #include "image_chain.h"
+#include "image_writer.h"
 #include "internal.h"
 
 struct ckpt_state ckpt = { .coord_fd = -1 };
@@ -457,6 +458,11 @@ static void handle_write_image(const struct ckpt_msg_do_checkpoint *m)
 	 * copy could not hand it back, so it is written in place */
 	int forked = (ckpt.forked || (m->flags & CKPT_CHECKPOINT_F_FORKED)) &&
 		     !incremental;
+	/* a snapshot the coordinator lets be a template process */
+	pid_t template_pid = 0;
+	pid_t *template = forked && (m->flags & CKPT_CHECKPOINT_F_SNAPSHOT) &&
+			  (m->flags & CKPT_CHECKPOINT_F_TEMPLATE) ?
+			  &template_pid : NULL;
 	int r;
 
 	r = ordered_dir_check(m->ckpt_dir, err, sizeof(err));
@@ -465,8 +471,9 @@ static void handle_write_image(const struct ckpt_msg_do_checkpoint *m)
 		send_result(CKPT_MSG_FAILED, m->generation, -r, NULL, err);
 		return;
 	}
+	template_note_coordinator((pid_t)m->coordinator_pid);
 	r = checkpoint_write(m->generation, compress, incremental, forked,
-			     dir, path,
+			     template, dir, path,
 			     sizeof(path),
 			     tmp, sizeof(tmp), err, sizeof(err));
 	if (r == CKPT_RESTARTED) {
@@ -491,7 +498,9 @@ static void handle_write_image(const struct ckpt_msg_do_checkpoint *m)
 			 order_wait_ms(0, CKPT_SUSPENDED_IDLE_MS)))
 		return;
 	threads_resume_all();
-	if (forked)
+	if (template_pid)
+		r = 0;	/* nothing written: the template holds it */
+	else if (forked)
 		r = forked_copy_finish(order_wait_ms(0, CKPT_COMMIT_WAIT_MS),
 				       err, sizeof(err));
 	else
@@ -507,6 +516,12 @@ static void handle_write_image(const struct ckpt_msg_do_checkpoint *m)
 	if (!await_order(CKPT_MSG_DO_COMMIT, m->generation, tmp, 0,
 			 order_wait_ms(0, CKPT_COMMIT_WAIT_MS)))
 		return;
+	if (template_pid) {
+		ckpt_fmt(tmp, sizeof(tmp), "%s%d:%s",
+			 CKPT_TEMPLATE_PATH_PREFIX, (int)template_pid, path);
+		send_result(CKPT_MSG_DURABLE, m->generation, 0, tmp, NULL);
+		return;
+	}
 	r = image_commit(tmp, path, err, sizeof(err));
 	if (r < 0) {
 		send_result(CKPT_MSG_FAILED, m->generation, -r, NULL, err);

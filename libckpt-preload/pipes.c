@@ -346,3 +346,24 @@ out:
 	close(rfd);
 	return r;
 }
+
+/* A copy of a snapshot's template shares its pipes with the process it
+ * replaces: fd's pipe is emptied, then holds the size bytes of memfd (the
+ * bytes drained at the snapshot) again. 0 or -errno. */
+int pipes_refill(int fd, int memfd, uint64_t size)
+{
+	int rfd = open_end(fd, O_RDONLY), wfd, r;
+
+	if (rfd < 0)
+		return rfd;
+	while (read(rfd, drain_buf, sizeof(drain_buf)) > 0)
+		;
+	/* rfd stays open while writing: a pipe whose program ends are all
+	 * write ends still takes its bytes back (no EPIPE, no SIGPIPE) */
+	wfd = open_end(fd, O_WRONLY);
+	r = wfd < 0 ? wfd : write_back(wfd, memfd, size);
+	if (wfd >= 0)
+		close(wfd);
+	close(rfd);
+	return r;
+}

@@ -36,6 +36,13 @@ def snapshot_dirs(session):
     return {l.split()[0]: l.split()[3] for l in r.stdout.splitlines()}
 
 
+def snapshot_kinds(session):
+    """id -> "image" or "template:PID" (the 5th column of --snapshots)."""
+    r = session.command("--snapshots")
+    assert r.returncode == 0, r.stderr
+    return {l.split()[0]: l.split()[4] for l in r.stdout.splitlines()}
+
+
 def wait_joined(session, timeout=15):
     """A restored process runs a moment before it has joined the
     coordinator again; a restore kills only processes that joined."""
@@ -75,7 +82,8 @@ def test_restore_threads_exactly(session):
     sid = take_snapshot(session)
     returned = max(numbers(p.lines(), STEP))
     p.wait_line(STEP, minimum=returned + 40)
-    assert sid in snapshot_dirs(session)
+    assert snapshot_kinds(session)[sid].startswith("template:"), \
+        "a single process is snapshotted as a template process"
     r = restore(session, sid)
     assert r.wait_exit() == 0, "%r %s" % (r.lines()[-3:], r.stderr_text())
     assert not p.alive(), "the original computation still runs"
@@ -132,6 +140,8 @@ def test_restore_process_tree_with_pipes(session):
     p = session.launch(RING_ARGV)
     p.wait_line(RING, minimum=20)
     sid = take_snapshot(session)
+    assert snapshot_kinds(session)[sid] == "image", \
+        "a process tree is snapshotted as images"
     returned = max(numbers(p.lines(), RING))
     p.wait_line(RING, minimum=returned + 15)
     r = restore(session, sid)

@@ -75,18 +75,21 @@ int ckpt_control_quit(struct ckpt_control *c,
 		      struct ckpt_control_error *err);
 
 /* Snapshots (docs/embedding.md, "Snapshots"). Ids are > 0. */
-/* Take one: a forked checkpoint of every process into memory (tmpfs);
- * *id is its id. -ENOSPC: COORD_SNAPSHOTS_MAX (16) are kept already. */
+/* Take one: a frozen template process for a computation of one process,
+ * else a forked checkpoint of every process into memory (tmpfs); *id is
+ * its id. -ENOSPC: COORD_SNAPSHOTS_MAX (16) are kept already. */
 int ckpt_control_snapshot(struct ckpt_control *c, uint64_t *id,
 			  struct ckpt_control_reply *reply,
 			  struct ckpt_control_error *err);
-/* reply.text: one line per snapshot, "ID AGE_MS KIB DIR" (KIB: the
- * memory its images take). */
+/* reply.text: one line per snapshot, "ID AGE_MS KIB DIR KIND" (KIB: the
+ * memory its images or its template take; KIND "image" or
+ * "template:PID"). */
 int ckpt_control_snapshots(struct ckpt_control *c,
 			   struct ckpt_control_reply *reply,
 			   struct ckpt_control_error *err);
 /* reply.text: the snapshot's image paths, one per line (ordinary images:
- * ckpt_restart takes them). -ENOENT: no such snapshot. */
+ * ckpt_restart takes them; a template snapshot's template writes its
+ * image first). -ENOENT: no such snapshot. */
 int ckpt_control_snapshot_images(struct ckpt_control *c, uint64_t id,
 				 struct ckpt_control_reply *reply,
 				 struct ckpt_control_error *err);
@@ -96,6 +99,13 @@ int ckpt_control_snapshot_images(struct ckpt_control *c, uint64_t id,
 int ckpt_control_restore(struct ckpt_control *c, uint64_t id,
 			 struct ckpt_control_reply *reply,
 			 struct ckpt_control_error *err);
+/* The same, except that for a template snapshot reply.text is
+ * "template PID IMAGE" and no image is written: the caller orders the
+ * template to restore (CKPT_TEMPLATE_* in ckpt/protocol.h; a copy-on-write
+ * fork, docs/embedding.md "Template snapshots"), as ckpt_command does. */
+int ckpt_control_restore_template(struct ckpt_control *c, uint64_t id,
+				  struct ckpt_control_reply *reply,
+				  struct ckpt_control_error *err);
 /* Remove the snapshot and its images. */
 int ckpt_control_drop(struct ckpt_control *c, uint64_t id,
 		      struct ckpt_control_reply *reply,

@@ -164,6 +164,15 @@ struct ckpt_msg_unrestored {
 					   snapshot's ckpt_dir): the process
 					   keeps its generation and last image
 					   as they were */
+#define CKPT_CHECKPOINT_F_TEMPLATE 0x10	/* with SNAPSHOT, set by the
+					   coordinator when the computation is
+					   one process: keep the snapshot as a
+					   frozen template process rather than
+					   an image (docs/embedding.md,
+					   "Template snapshots"); the DURABLE
+					   path is then CKPT_TEMPLATE_PATH_
+					   PREFIX "PID:IMAGE" */
+#define CKPT_TEMPLATE_PATH_PREFIX "template:"
 
 struct ckpt_msg_do_checkpoint {
 	uint64_t generation;
@@ -173,7 +182,9 @@ struct ckpt_msg_do_checkpoint {
 					   (docs/security.md) */
 	/* appended (absent, read as 0, from an older coordinator) */
 	uint32_t flags;			/* CKPT_CHECKPOINT_F_* */
-	uint32_t reserved;
+	uint32_t coordinator_pid;	/* with F_TEMPLATE: the coordinator's
+					   pid, whose end ends the template
+					   (was reserved: 0) */
 };
 
 struct ckpt_msg_result {
@@ -238,6 +249,41 @@ struct ckpt_msg_auth_proof {
  * "ckpt-v2 client proof\0" || client nonce || coordinator nonce). */
 struct ckpt_msg_auth_response {
 	uint8_t proof[CKPT_AUTH_MAC_LEN];
+};
+
+/*
+ * Orders to a template process (libckpt-preload/snapshot_template.c),
+ * sent by ckpt_command with sigqueue(2): signal CKPT_TEMPLATE_SIGNAL,
+ * sival_ptr = CKPT_TEMPLATE_ORDER(what, requester pid, requester fd).
+ * The template takes the requester's fd (the write end of a pipe) with
+ * pidfd_getfd(2) and writes struct ckpt_template_report records to it;
+ * for RESTORE it takes the requester's fds 0-2 as the restored process's
+ * stdio too.
+ */
+#define CKPT_TEMPLATE_SIGNAL	62
+#define CKPT_TEMPLATE_RESTORE	1	/* fork a restored process */
+#define CKPT_TEMPLATE_WRITE	2	/* write the snapshot's image */
+#define CKPT_TEMPLATE_F_STOPPED	0x80	/* with RESTORE: the restored process
+					   stops itself (SIGSTOP) once every
+					   thread is back, as ckpt_restart
+					   --stopped */
+#define CKPT_TEMPLATE_ORDER(what, pid, fd) \
+	((uint64_t)(uint32_t)(pid) | (uint64_t)((fd) & 0xffff) << 32 | \
+	 (uint64_t)((what) & 0xff) << 48)
+#define CKPT_TEMPLATE_ORDER_PID(v)	((int)((v) & 0xffffffffu))
+#define CKPT_TEMPLATE_ORDER_FD(v)	((int)(((v) >> 32) & 0xffff))
+#define CKPT_TEMPLATE_ORDER_WHAT(v)	((int)(((v) >> 48) & 0xff))
+
+enum ckpt_template_event {
+	CKPT_TEMPLATE_STARTED = 1,	/* value: the restored process's pid */
+	CKPT_TEMPLATE_EXITED = 2,	/* value: its wait status */
+	CKPT_TEMPLATE_WRITTEN = 3,	/* value: 0, or -errno */
+	CKPT_TEMPLATE_FAILED = 4,	/* value: -errno; the order failed */
+};
+
+struct ckpt_template_report {
+	int32_t event;			/* enum ckpt_template_event */
+	int32_t value;
 };
 
 #endif /* CKPT_PROTOCOL_H */
