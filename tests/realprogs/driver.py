@@ -234,6 +234,7 @@ class FileProc(Proc):
         self.name = name
         self.run = run
         self.out = None
+        self.own_session = False
         with open(run.stdout, "wb") as out, open(run.stderr, "wb") as err:
             self.popen = subprocess.Popen(argv, env=env, cwd=run.work,
                                           stdin=subprocess.DEVNULL,
