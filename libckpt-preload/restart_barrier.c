@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include "ckpt/restart_plan.h"
 #include "internal.h"
+#include "../protocol/client_internal.h"
 
 #define BARRIER_WAIT_MS	30000
 #define CHUNK		64
@@ -33,15 +34,47 @@ static size_t entry_offset(uint32_t i)
 	       i * sizeof(struct ckpt_plan_proc);
 }
 
+/* The first entry from `from` on for which found() is true: its index,
+ * nprocs if none is, -1 if the plan cannot be read. */
+static int find_entry(int fd, uint32_t from,
+		      int (*found)(const struct ckpt_plan_proc *p, pid_t vpid),
+		      pid_t vpid)
+{
+	struct ckpt_plan_proc procs[CHUNK];
+	uint32_t n;
+
+	for (uint32_t done = from; done < nprocs; done += n) {
+		n = nprocs - done < CHUNK ? nprocs - done : CHUNK;
+		if (pread(fd, procs, n * sizeof(procs[0]),
+			  entry_offset(done)) != (ssize_t)(n * sizeof(procs[0])))
+			return -1;
+		for (uint32_t i = 0; i < n; i++)
+			if (found(&procs[i], vpid))
+				return (int)(done + i);
+	}
+	return (int)nprocs;
+}
+
+static int is_process(const struct ckpt_plan_proc *p, pid_t vpid)
+{
+	return p->vpid == vpid;
+}
+
+/* Marks are only ever added: a search for the first entry without one
+ * goes on from where the last one stopped. */
+static int is_unmarked(const struct ckpt_plan_proc *p, pid_t vpid)
+{
+	(void)vpid;
+	return !__atomic_load_n(&p->state, __ATOMIC_RELAXED);
+}
+
 /* Keep a descriptor of the plan past the restore of the fds and find
  * this process's entry. Without a plan (an older loader) there is no
  * barrier. */
 void restart_barrier_open(int fd, pid_t vpid)
 {
-	struct ckpt_plan_proc procs[CHUNK];
 	struct ckpt_restart_plan head;
 	size_t hsize = offsetof(struct ckpt_restart_plan, procs);
-	uint32_t n;
 
 	self = -1;
 	plan_fd = -1;
@@ -50,15 +83,9 @@ void restart_barrier_open(int fd, pid_t vpid)
 	    head.nprocs > CKPT_PLAN_MAX_PROCS)
 		return;
 	nprocs = head.nprocs;
-	for (uint32_t done = 0; done < nprocs && self < 0; done += n) {
-		n = nprocs - done < CHUNK ? nprocs - done : CHUNK;
-		if (pread(fd, procs, n * sizeof(procs[0]),
-			  entry_offset(done)) != (ssize_t)(n * sizeof(procs[0])))
-			return;
-		for (uint32_t i = 0; i < n && self < 0; i++)
-			if (procs[i].vpid == vpid)
-				self = (int)(done + i);
-	}
+	self = find_entry(fd, 0, is_process, vpid);
+	if (self >= (int)nprocs)
+		self = -1;
 	if (self >= 0)
 		plan_fd = files_private_fd(fcntl(fd, F_DUPFD_CLOEXEC, 3));
 }
@@ -88,35 +115,6 @@ void restart_barrier_fail(void)
 	close_plan();
 }
 
-/* The first entry from `from` on that has no mark yet; nprocs when all
- * have one, -1 if the plan cannot be read. Marks are only ever added, so
- * the next call starts where this one stopped. */
-static int first_unmarked(uint32_t from)
-{
-	struct ckpt_plan_proc procs[CHUNK];
-	uint32_t n;
-
-	for (uint32_t done = from; done < nprocs; done += n) {
-		n = nprocs - done < CHUNK ? nprocs - done : CHUNK;
-		if (pread(plan_fd, procs, n * sizeof(procs[0]),
-			  entry_offset(done)) != (ssize_t)(n * sizeof(procs[0])))
-			return -1;
-		for (uint32_t i = 0; i < n; i++)
-			if (!__atomic_load_n(&procs[i].state, __ATOMIC_RELAXED))
-				return (int)(done + i);
-	}
-	return (int)nprocs;
-}
-
-static long elapsed_ms(const struct timespec *start)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (now.tv_sec - start->tv_sec) * 1000 +
-	       (now.tv_nsec - start->tv_nsec) / 1000000;
-}
-
 static void note_late(int first)
 {
 	struct ckpt_plan_proc p;
@@ -134,16 +132,17 @@ static void note_late(int first)
  * milliseconds, and the plan is a plain memfd read with pread. */
 void restart_barrier_wait(void)
 {
-	struct timespec start, nap = { 0, 1000000 };
+	struct timespec nap = { 0, 1000000 };
+	int64_t deadline;
 	int first = 0;
 
 	if (plan_fd < 0)
 		return;
 	mark(CKPT_PLAN_PROC_RESTORED);
-	clock_gettime(CLOCK_MONOTONIC, &start);
-	while ((first = first_unmarked((uint32_t)first)) >= 0 &&
-	       first < (int)nprocs) {
-		if (elapsed_ms(&start) > BARRIER_WAIT_MS) {
+	deadline = ckpt_cc_now_ms() + BARRIER_WAIT_MS;
+	while ((first = find_entry(plan_fd, (uint32_t)first, is_unmarked,
+				   0)) >= 0 && first < (int)nprocs) {
+		if (ckpt_cc_now_ms() > deadline) {
 			note_late(first);
 			break;
 		}
