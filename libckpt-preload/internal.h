@@ -520,6 +520,10 @@ void signalfd_reads_note(int fd);
 struct ucred;
 int peer_creds_saved(int fd, struct ucred *uc);
 
+/* netlink.c */
+int netlink_save(int fd, struct ckpt_socket_info *si);
+void netlink_restore_options(int fd, const struct ckpt_socket_info *si);
+
 /* multicast.c */
 /* host_moves.c: the addresses of hosts the computation moved away from
  * (ckpt_restart --host-map). Take this restart's moves from the plan;

@@ -393,6 +393,15 @@ enum ckpt_fd_kind {
 					   a struct ckpt_socket_dgram and its
 					   bytes (this record's process saved
 					   them) */
+/* AF_NETLINK: the boolean SOL_NETLINK options the program had on
+ * (libckpt-preload/netlink.c) */
+#define CKPT_SOCK_F_NL_PKTINFO		0x100
+#define CKPT_SOCK_F_NL_BROADCAST_ERROR	0x200
+#define CKPT_SOCK_F_NL_NO_ENOBUFS	0x400
+#define CKPT_SOCK_F_NL_LISTEN_ALL_NSID	0x800
+#define CKPT_SOCK_F_NL_CAP_ACK		0x1000
+#define CKPT_SOCK_F_NL_EXT_ACK		0x2000
+#define CKPT_SOCK_F_NL_GET_STRICT_CHK	0x4000
 
 /* ckpt_socket_info.opt[]: socket options as getsockopt read them at
  * checkpoint, set back at restart (include/ckpt/socket_options.h);
@@ -431,7 +440,8 @@ enum ckpt_sock_opt {
  * image; 0 in images written before it grew (CKPT_SOCKET_INFO_SIZE_V1
  * bytes, no ndgrams or opt[]): read those as CKPT_SOCK_OPT_UNSET. */
 struct ckpt_socket_info {
-	uint32_t family;		/* AF_INET, AF_INET6, AF_UNIX */
+	uint32_t family;		/* AF_INET, AF_INET6, AF_UNIX,
+					   AF_NETLINK */
 	uint32_t type;			/* SOCK_STREAM, SOCK_DGRAM, ... */
 	uint32_t protocol;		/* SO_PROTOCOL */
 	uint32_t flags;			/* CKPT_SOCK_F_* */
