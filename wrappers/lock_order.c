@@ -431,6 +431,8 @@ const char *lock_event_name(int kind)
 		return "returns from a wait on";
 	case LOCK_EV_CREATE:
 		return "creates a thread at";
+	case LOCK_EV_BARRIER:
+		return "returns from a barrier at";
 	}
 	return "?";
 }
