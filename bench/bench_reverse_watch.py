@@ -57,6 +57,7 @@ python _clock("crash")
 ckpt reverse-watch shared.last
 python _clock("found")
 python for k, (n, s) in sorted(_phases.items()): print("PHASE %%s %%d %%.3f" %% (k, n, s))
+python print("FOUND ticket %%d of %%d, divergences %%d" %% (int(gdb.parse_and_eval("ticket")), int(gdb.parse_and_eval("bad_ticket")), int(gdb.parse_and_eval("ckpt_lock_order_divergences"))))
 """
 
 
@@ -74,8 +75,12 @@ def run_once(work, exe, rounds, mode):
     text = r.stdout + r.stderr
     clocks = dict((k, float(v)) for k, v in
                   re.findall(r"^CLOCK (\w+) ([\d.]+)$", text, re.M))
-    if "found" not in clocks or "last changed" not in text:
-        raise SystemExit("reverse-watch failed:\n" + text[-3000:])
+    found = re.search(r"^FOUND ticket (\d+) of (\d+), divergences 0$", text,
+                      re.M)
+    if "found" not in clocks or not found or found.group(1) != \
+            found.group(2):
+        raise SystemExit("reverse-watch failed (not at the bad ticket's "
+                         "write, or a divergence):\n" + text[-3000:])
     phases = re.findall(r"^PHASE (\w+) (\d+) ([\d.]+)$", text, re.M)
     return (clocks["crash"] - clocks["run"], clocks["found"] -
             clocks["crash"], phases)
