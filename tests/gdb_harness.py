@@ -40,7 +40,10 @@ def build(work, name):
 
 
 def line_of(name, marker):
-    with open(os.path.join(SOURCES, name + ".c")) as f:
+    """The line of marker in tests/gdb_apps/NAME (.c unless named)."""
+    if "." not in name:
+        name += ".c"
+    with open(os.path.join(SOURCES, name)) as f:
         for n, line in enumerate(f, 1):
             if marker in line:
                 return n

@@ -148,6 +148,26 @@ continue
     assert out.startswith(token), out
 
 
+@pytest.mark.time_limit(60)
+def test_an_exec_records_under_a_name_of_its_own(work):
+    """The image an exec starts keeps the vpid but numbers its events from
+    0: it records in <base>.exec.<vpid>, never replaying the first image's
+    entries as its own (each python3 takes the GIL's mutex)."""
+    record = os.path.join(work, "rec")
+    r = subprocess.run(
+        [tool("ckpt_launch"), "--coord", os.path.join(work, "c.sock"), "--",
+         "/usr/bin/python3", "-c", "import os; os.execv('/usr/bin/python3',"
+         " ['python3', '-c', 'print(\"after exec\")'])"],
+        env=dict(os.environ, CKPT_RECORD_INPUTS=record),
+        capture_output=True, text=True, timeout=40)
+    assert r.returncode == 0 and r.stdout == "after exec\n", r
+    assert "differs" not in r.stderr, r.stderr
+    names = sorted(os.listdir(work))
+    locks = [n for n in names if n.endswith(".locks")]
+    assert len(locks) == 2 and re.match(r"rec\.\d+\.locks$", locks[0]) and \
+        locks[1] == "rec.exec." + locks[0][4:], names
+
+
 @pytest.mark.time_limit(120)
 def test_a_failed_snapshot_says_why_and_leaves_the_stop(work):
     """The checkpoint fails (no coordinator at the address): the error
