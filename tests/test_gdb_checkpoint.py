@@ -112,7 +112,7 @@ def test_checkpoint_of_a_program_stopped_in_gdb_names_the_tracer(work):
     assert "kill -CONT" not in msg, msg
 
 
-@pytest.mark.time_limit(120)
+@pytest.mark.time_limit(200)	# above GDB_TIMEOUT: gdb's output is kept
 def test_reexecution_sees_the_recorded_inputs(work):
     """A line read from a FIFO fed once, clock_gettime, getrandom and
     time: after a restore, the re-execution sees the first run's values
