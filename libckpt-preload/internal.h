@@ -376,11 +376,18 @@ void ckpt_signal_inherit_blocked(int sig);
 int ckpt_signal_move(int (*install)(void *arg), void *arg,
 		     uint64_t *own_mask, char *err, size_t errlen);
 
+/* wrappers/signal.c: a kernel action (handler, flags) as the program
+ * set it: its handler, not the trampoline that calls it */
+void signal_program_view(int sig, uint64_t *handler, uint64_t *flags);
+
 /* pending_signals.c */
 void pending_capture_thread(struct pending_signals *ps);
 void pending_capture_process(void);
 void pending_requeue_thread(const struct pending_signals *ps);
 void pending_requeue_process(void);
+/* What was captured, as masks for the image (bit n-1: signal n). */
+uint64_t pending_signals_mask(const struct pending_signals *ps);
+uint64_t pending_process_mask(void);
 
 /* memory.c */
 struct image_writer;
