@@ -323,7 +323,7 @@ struct ckpt_signal_action {
 	uint64_t flags;			/* SA_* as the kernel holds them
 					   (SA_RESTORER included) */
 	uint64_t restorer;
-	uint64_t mask;			/* blocked while the handler runs */
+	uint64_t mask;			/* blocked while it runs */
 };
 
 struct ckpt_signal_state {

@@ -27,7 +27,7 @@ static volatile sig_atomic_t usr1_runs;
 struct blocker {
 	const char *name;
 	int sig;			/* blocked in this thread */
-	int expect_sig;			/* pending for it alone, 0: none */
+	int expect_sig;			/* pending for it alone, or 0 */
 	pid_t tid;
 	pthread_t thread;
 	int masks_ok, pending_ok;
@@ -138,7 +138,8 @@ static int actions_ok(void)
 int main(int argc, char **argv)
 {
 	struct blocker b[2] = {
-		{ .name = "usr2-blocker", .sig = SIGUSR2, .expect_sig = SIGUSR2 },
+		{ .name = "usr2-blocker", .sig = SIGUSR2,
+		  .expect_sig = SIGUSR2 },
 		{ .name = "int-blocker", .sig = SIGINT },
 	};
 	sigset_t winch = set_of(SIGWINCH, 0);
