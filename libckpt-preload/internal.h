@@ -132,6 +132,10 @@ struct ckpt_thread {
 	int rseq_registered;
 	uintptr_t pc, sp;		/* where the thread was interrupted */
 	void *uc;			/* its signal frame (NULL: manager) */
+	uint64_t program_mask;		/* the mask the frame restores, as the
+					   program sees it (the checkpoint
+					   signal as it wished): for the
+					   image's signal state */
 	uint64_t features_in_use;	/* xsave components live in the frame */
 	char name[16];			/* PR_GET_NAME (/proc/PID/task/TID/comm) */
 	int pid_arg;			/* the pending system call's argument

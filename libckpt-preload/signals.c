@@ -10,7 +10,6 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <ucontext.h>
 #include <unistd.h>
 #include "image_writer.h"
 #include "internal.h"
@@ -86,19 +85,19 @@ static void record_action(struct ckpt_signal_action *a, int sig)
 		a->mask |= sig_bit(ckpt.signal);
 }
 
-/* The mask a stopped thread's signal frame restores, without ckpt's
- * signal (the kernel's bit stays clear); for the manager, which stopped
- * by a call, libckpt's own mask when it is the caller. */
+/* The mask a stopped thread's signal frame restores, as the program
+ * sees it (its wish for the checkpoint signal, which the kernel's copy
+ * never holds: threads.c took it in the thread); for the manager, which
+ * stopped by a call, libckpt's own mask when it is the caller. */
 static uint64_t thread_blocked(const struct ckpt_thread *t)
 {
 	uint64_t mask = 0;
 
 	if (t->uc)
-		memcpy(&mask, &((const ucontext_t *)t->uc)->uc_sigmask,
-		       sizeof(mask));
-	else if (t->real_tid == ckpt_real_gettid())
+		return t->program_mask;
+	if (t->real_tid == ckpt_real_gettid())
 		syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &mask, 8);
-	return t->uc ? mask & ~sig_bit(ckpt.signal) : mask;
+	return mask;
 }
 
 static int signal_write(struct image_writer *w)

@@ -239,11 +239,13 @@ def test_several_images_show_their_process_tree(session):
 
 SIGNAL_TICKS = 25
 SIGNAL_RESULT = "result masks 1 pending 1 actions 1 handler 1"
-# signal_inspect's threads: what each blocks and has pending (SIGWINCH,
-# blocked by all, is pending for the process)
 GLIBC_SIGNALS = ("SIG32", "SIG33")
+# signal_inspect's threads: what each blocks and has pending (SIGWINCH,
+# blocked by all, is pending for the process; SIGRTMAX, ckpt's signal,
+# blocked as the program sees it)
 THREAD_SIGNALS = {"signal_inspect": (["SIGWINCH"], []),
-                  "usr2-blocker": (["SIGUSR2", "SIGWINCH"], ["SIGUSR2"]),
+                  "usr2-blocker": (["SIGUSR2", "SIGWINCH", "SIGRTMAX"],
+                                   ["SIGUSR2"]),
                   "int-blocker": (["SIGINT", "SIGWINCH"], [])}
 
 

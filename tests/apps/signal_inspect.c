@@ -6,7 +6,8 @@
  *   SIGPIPE  ignored
  *   every thread blocks SIGWINCH, which is pending for the process;
  *   thread "usr2-blocker" blocks SIGUSR2 too, sent to it (pending there),
- *   thread "int-blocker" blocks SIGINT too.
+ *   and SIGRTMAX (ckpt's signal unless taken: blocked in the program's
+ *   view only), thread "int-blocker" blocks SIGINT too.
  * Prints "tid NAME TID" for both threads, "ready", then "tick K" every
  * 100 ms, TICKS times; then each thread checks its mask and what is
  * pending, takes its pending signals, main checks the dispositions and
@@ -27,6 +28,7 @@ static volatile sig_atomic_t usr1_runs;
 struct blocker {
 	const char *name;
 	int sig;			/* blocked in this thread */
+	int rtmax;			/* and SIGRTMAX */
 	int expect_sig;			/* pending for it alone, or 0 */
 	pid_t tid;
 	pthread_t thread;
@@ -83,6 +85,8 @@ static void check_blocker(struct blocker *b)
 	struct timespec zero = { 0, 0 };
 	sigset_t own = set_of(b->expect_sig, 0);
 
+	if (b->rtmax)
+		sigaddset(&want_mask, SIGRTMAX);
 	pthread_sigmask(SIG_SETMASK, NULL, &mask);
 	sigpending(&pending);
 	b->masks_ok = same_set(&mask, &want_mask);
@@ -94,7 +98,7 @@ static void check_blocker(struct blocker *b)
 static void *blocker_main(void *arg)
 {
 	struct blocker *b = arg;
-	sigset_t block = set_of(b->sig, 0);
+	sigset_t block = set_of(b->sig, b->rtmax ? SIGRTMAX : 0);
 
 	pthread_setname_np(pthread_self(), b->name);
 	pthread_sigmask(SIG_BLOCK, &block, NULL);
@@ -138,7 +142,7 @@ static int actions_ok(void)
 int main(int argc, char **argv)
 {
 	struct blocker b[2] = {
-		{ .name = "usr2-blocker", .sig = SIGUSR2,
+		{ .name = "usr2-blocker", .sig = SIGUSR2, .rtmax = 1,
 		  .expect_sig = SIGUSR2 },
 		{ .name = "int-blocker", .sig = SIGINT },
 	};
