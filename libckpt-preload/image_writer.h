@@ -27,6 +27,10 @@ struct image_writer {
 	struct table regions, extents, threads, fds, files, strings, blobs;
 	struct table links;			/* incremental: struct
 					   ckpt_image_link */
+	struct table signal_state;		/* 0 or 1 struct
+					   ckpt_signal_state (signals.c) */
+	struct table thread_signals;		/* ckpt_thread_signals, in
+					   thread-record order */
 	uint64_t brk_start, brk_end;
 	int has_brk;
 	uint32_t cmdline, cmdline_size;		/* in the string table */

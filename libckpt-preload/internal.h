@@ -132,6 +132,10 @@ struct ckpt_thread {
 	int rseq_registered;
 	uintptr_t pc, sp;		/* where the thread was interrupted */
 	void *uc;			/* its signal frame (NULL: manager) */
+	uint64_t program_mask;		/* the mask the frame restores, as the
+					   program sees it (the checkpoint
+					   signal as it wished): for the
+					   image's signal state */
 	uint64_t features_in_use;	/* xsave components live in the frame */
 	char name[16];			/* PR_GET_NAME (/proc/PID/task/TID/comm) */
 	int pid_arg;			/* the pending system call's argument
@@ -376,11 +380,18 @@ void ckpt_signal_inherit_blocked(int sig);
 int ckpt_signal_move(int (*install)(void *arg), void *arg,
 		     uint64_t *own_mask, char *err, size_t errlen);
 
+/* wrappers/signal.c: a kernel action (handler, flags) as the program
+ * set it: its handler, not the trampoline that calls it */
+void signal_program_view(int sig, uint64_t *handler, uint64_t *flags);
+
 /* pending_signals.c */
 void pending_capture_thread(struct pending_signals *ps);
 void pending_capture_process(void);
 void pending_requeue_thread(const struct pending_signals *ps);
 void pending_requeue_process(void);
+/* What was captured, as masks for the image (bit n-1: signal n). */
+uint64_t pending_signals_mask(const struct pending_signals *ps);
+uint64_t pending_process_mask(void);
 
 /* memory.c */
 struct image_writer;
