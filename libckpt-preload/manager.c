@@ -25,6 +25,9 @@
 #include "image_chain.h"
 #include "image_writer.h"
 #include "internal.h"
+#include <time.h>
+extern long long snapt[16]; 
+static inline void SNAPT(int i) { struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); snapt[i] = ts.tv_sec * 1000000LL + ts.tv_nsec / 1000; }
 
 struct ckpt_state ckpt = { .coord_fd = -1 };
 
@@ -393,6 +396,7 @@ static void handle_write(const struct ckpt_msg_do_checkpoint *m, int early)
 {
 	__atomic_store_n(&image_in_flight, 1, __ATOMIC_RELEASE);
 	handle_write_image(m, early);
+	template_reap_helper();	/* after the answer, not in the stall */
 	image_settled();
 }
 
@@ -516,8 +520,11 @@ static void handle_write_image(const struct ckpt_msg_do_checkpoint *m,
 		return;
 	}
 	if (template_pid && (m->flags & CKPT_CHECKPOINT_F_TEMPLATE_NOW)) {
+		SNAPT(6);
 		threads_resume_all();
+		SNAPT(7);
 		send_template_durable(m->generation, template_pid, path);
+		SNAPT(8);
 		return;
 	}
 	/* Resume barrier: the threads stay stopped until every process of
@@ -589,6 +596,7 @@ static void handle_suspend(const struct ckpt_msg_do_checkpoint *first)
 	int r;
 
 	for (;;) {
+		SNAPT(1);
 		err[0] = 0;
 		r = ordered_dir_check(m.ckpt_dir, err, sizeof(err));
 		if (r == 0) /* the program's sections and hooks */
@@ -601,8 +609,10 @@ static void handle_suspend(const struct ckpt_msg_do_checkpoint *first)
 			send_result(CKPT_MSG_FAILED, m.generation, -r, NULL, err);
 			return;
 		}
+		SNAPT(2);
 		send_unrestored(m.generation);
 		if (template_right_away(&m)) {
+			SNAPT(3);
 			handle_write(&m, 1);
 			return;
 		}
