@@ -243,6 +243,11 @@ static void reply_unknown(struct conn *c, uint64_t id)
 	conn_reply(c, ENOENT, text);
 }
 
+bool snapshot_known(struct coordinator *co, uint64_t id)
+{
+	return find(co, id) != NULL;
+}
+
 /* SNAPSHOT_IMAGES: the image paths of snapshot id, one per line. */
 void snapshot_images(struct coordinator *co, struct conn *c, uint64_t id)
 {

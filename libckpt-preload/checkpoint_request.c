@@ -19,9 +19,6 @@
 #include "ckpt/coord_client.h"
 #include "../protocol/client_internal.h"
 #include "internal.h"
-#include <time.h>
-long long snapt[16]; 
-static inline void SNAPT(int i) { struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); snapt[i] = ts.tv_sec * 1000000LL + ts.tv_nsec / 1000; }
 
 #define CONNECT_TIMEOUT_MS	5000
 #define REPLY_TIMEOUT_MS	600000	/* the coordinator gives up sooner */
@@ -130,12 +127,10 @@ static int request_round(uint32_t cmd, uint64_t *id)
 	if (hooks_running_here() || sections_open_here() ||
 	    checkpoint_signal_blocked())
 		return -EDEADLK;
-	SNAPT(0);
 	fd = send_request(cmd);
 	if (fd < 0)
 		return fd;
 	r = wait_reply(fd, epoch);
-	SNAPT(9);
 	if (r == CKPT_RESTARTED) {
 		/* the connection died with the old process: not ours */
 		gate_wait_open(HOOKS_WAIT_MS);
@@ -146,10 +141,6 @@ static int request_round(uint32_t cmd, uint64_t *id)
 	close_request(fd);
 	if (r == 0)
 		gate_wait_open(HOOKS_WAIT_MS);
-	SNAPT(10);
-	ckpt_log("snapt2: prepared %lld watch %lld helper-runs %lld forked %lld helper-reaped %lld", snapt[5]-snapt[0], snapt[11]-snapt[0], snapt[12]-snapt[0], snapt[13]-snapt[0], snapt[14]-snapt[0]);
-	ckpt_log("snapt: suspend-start %lld suspended %lld childcheck %lld drain %lld prepared %lld templ %lld resumed %lld durable-sent %lld reply %lld gate %lld",
-		snapt[1]-snapt[0], snapt[2]-snapt[0], snapt[3]-snapt[0], snapt[4]-snapt[0], snapt[5]-snapt[0], snapt[6]-snapt[0], snapt[7]-snapt[0], snapt[8]-snapt[0], snapt[9]-snapt[0], snapt[10]-snapt[0]);
 	return r < 0 ? r : CKPT_CONTINUING;
 }
 

@@ -26,9 +26,6 @@
 #include "ckpt/image_names.h"
 #include "image_chain.h"
 #include "image_writer.h"
-#include <time.h>
-extern long long snapt[16]; 
-static inline void SNAPT(int i) { struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); snapt[i] = ts.tv_sec * 1000000LL + ts.tv_nsec / 1000; }
 #include "internal.h"
 
 #define PAGE 4096UL
@@ -790,10 +787,8 @@ int image_write_forked(uint64_t generation, int compress, const char *dir,
 	 * only when an image is asked of it: not while the program waits */
 	int scanned = !template_pid || template_needs_memory_scan();
 
-	SNAPT(4);
 	r = prepare_image(&w, generation, 0, 1, scanned, dir, final_path,
 			  pathlen, tmp_path, tmplen, err, errlen);
-	SNAPT(5);
 	if (r == 0 && template_pid) {
 		*template_pid = 0;
 		r = template_start(&w, &img, final_path, scanned, template_pid,

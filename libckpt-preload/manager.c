@@ -25,9 +25,6 @@
 #include "image_chain.h"
 #include "image_writer.h"
 #include "internal.h"
-#include <time.h>
-extern long long snapt[16]; 
-static inline void SNAPT(int i) { struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); snapt[i] = ts.tv_sec * 1000000LL + ts.tv_nsec / 1000; }
 
 struct ckpt_state ckpt = { .coord_fd = -1 };
 
@@ -477,11 +474,13 @@ static void handle_write_image(const struct ckpt_msg_do_checkpoint *m,
 	 * copy could not hand it back, so it is written in place */
 	int forked = (ckpt.forked || (m->flags & CKPT_CHECKPOINT_F_FORKED)) &&
 		     !incremental;
-	/* a snapshot the coordinator lets be a template process */
+	/* a snapshot the coordinator lets be a template process; not of
+	 * a process with children (zombies): a template's children are not
+	 * the program's, an image's restart makes them again */
 	pid_t template_pid = 0;
 	pid_t *template = forked && (m->flags & CKPT_CHECKPOINT_F_SNAPSHOT) &&
-			  (m->flags & CKPT_CHECKPOINT_F_TEMPLATE) ?
-			  &template_pid : NULL;
+			  (m->flags & CKPT_CHECKPOINT_F_TEMPLATE) &&
+			  process_has_children() == 0 ? &template_pid : NULL;
 	int r;
 
 	r = ordered_dir_check(m->ckpt_dir, err, sizeof(err));
@@ -520,11 +519,8 @@ static void handle_write_image(const struct ckpt_msg_do_checkpoint *m,
 		return;
 	}
 	if (template_pid && (m->flags & CKPT_CHECKPOINT_F_TEMPLATE_NOW)) {
-		SNAPT(6);
 		threads_resume_all();
-		SNAPT(7);
 		send_template_durable(m->generation, template_pid, path);
-		SNAPT(8);
 		return;
 	}
 	/* Resume barrier: the threads stay stopped until every process of
@@ -596,7 +592,6 @@ static void handle_suspend(const struct ckpt_msg_do_checkpoint *first)
 	int r;
 
 	for (;;) {
-		SNAPT(1);
 		err[0] = 0;
 		r = ordered_dir_check(m.ckpt_dir, err, sizeof(err));
 		if (r == 0) /* the program's sections and hooks */
@@ -609,10 +604,8 @@ static void handle_suspend(const struct ckpt_msg_do_checkpoint *first)
 			send_result(CKPT_MSG_FAILED, m.generation, -r, NULL, err);
 			return;
 		}
-		SNAPT(2);
 		send_unrestored(m.generation);
 		if (template_right_away(&m)) {
-			SNAPT(3);
 			handle_write(&m, 1);
 			return;
 		}

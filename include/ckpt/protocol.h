@@ -222,6 +222,11 @@ enum ckpt_cmd {
 	CKPT_CMD_SNAPSHOTS = 8,		/* reply: "ID AGE_MS KIB DIR" lines */
 	CKPT_CMD_SNAPSHOT_IMAGES = 9,	/* arg = id; reply: image paths */
 	CKPT_CMD_DROP = 10,		/* arg = id */
+	CKPT_CMD_RESTORE_PREPARE = 11,	/* arg = id: KILL, then the reply of
+					   SNAPSHOT_IMAGES, on one connection
+					   (an unknown id kills nothing); an
+					   older coordinator answers EINVAL
+					   "unknown command" */
 };
 
 /* ckpt_msg_cmd.arg of STATUS, LIST and CHECKPOINT: the reply text is one
