@@ -265,6 +265,20 @@ static void fail_without_members(struct coordinator *co)
 
 /* A snapshot's round is no checkpoint: no restart script, not the last
  * checkpoint; its requester gets the id. */
+/* The id, and with the warnings why it is no template if it is not. */
+static void reply_snapshot_taken(struct coordinator *co, const char *text)
+{
+	struct buf notes = { 0 };
+	int members = 0;
+
+	for (size_t i = 0; i < co->nconns; i++)
+		members += round_in(co, co->conns[i]);
+	buf_printf(&notes, "%s", buf_str(&co->round.unrestored));
+	snapshot_note_kind(co, members, &notes);
+	reply_requesters(co, 0, text, buf_str(&notes));
+	buf_free(&notes);
+}
+
 static void finish_snapshot(struct coordinator *co)
 {
 	struct round *r = &co->round;
@@ -276,8 +290,7 @@ static void finish_snapshot(struct coordinator *co)
 		reply_requesters(co, r->first_error, buf_str(&r->failures),
 				 "");
 	else
-		reply_requesters(co, 0, buf_str(&reply),
-				 buf_str(&r->unrestored));
+		reply_snapshot_taken(co, buf_str(&reply));
 	buf_free(&reply);
 }
 

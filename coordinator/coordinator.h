@@ -314,6 +314,8 @@ void snapshot_round_done(struct coordinator *co, uint64_t id, bool ok,
 			 const char *paths, const char *dir, struct buf *reply);
 void snapshot_list(struct coordinator *co, struct conn *c);
 bool snapshot_known(struct coordinator *co, uint64_t id);
+void snapshot_note_kind(struct coordinator *co, int members,
+			struct buf *notes);
 void snapshot_images(struct coordinator *co, struct conn *c, uint64_t id);
 void snapshot_drop(struct coordinator *co, struct conn *c, uint64_t id);
 void snapshots_remove_all(struct coordinator *co);

@@ -237,10 +237,14 @@ def test_unreaped_children_survive_restore(session):
     restore it reaps each by its stored pid and finds how it ended."""
     p = session.launch([app("zombie_wait"), "300", "10"])
     p.wait_line(r"^iter (\d+)", minimum=5)
-    sid = take_snapshot(session)
+    taken = session.command("--snapshot")
+    assert taken.returncode == 0, taken.stderr
+    sid = taken.stdout.strip()
     kinds = {l.split()[0]: l.split()[4] for l in
              session.command("--snapshots").stdout.splitlines()}
     assert kinds[sid] == "image", kinds
+    assert "its process made none: it has children not reaped yet" in \
+        taken.stderr, taken.stderr
     r = session.start([session.tool("ckpt_command"), "--restore", sid],
                       "restore")
     assert r.wait_exit() == 0, "%r %s" % (r.lines()[-3:], r.stderr_text())
