@@ -74,6 +74,7 @@ int forked_copy_holds_changing_data(const struct image_writer *w);
  * *pid its pid. -EOPNOTSUPP: no template here (the caller writes an
  * image instead). */
 void template_note_coordinator(pid_t pid);
+void template_reap_helper(void);
 int template_start(struct image_writer *w, const struct forked_image *img,
 		   const char *final_path, int memory_scanned, pid_t *pid,
 		   char *err, size_t errlen);

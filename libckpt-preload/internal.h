@@ -165,6 +165,7 @@ extern const struct ckpt_resource_ops process_resource_ops;
 extern const struct ckpt_resource_ops signal_resource_ops;
 extern const struct ckpt_resource_ops file_resource_ops;
 extern const struct ckpt_resource_ops zombie_resource_ops;
+int process_has_children(void);
 extern const struct ckpt_resource_ops session_resource_ops;
 extern const struct ckpt_resource_ops process_group_resource_ops;
 extern const struct ckpt_resource_ops saved_files_resource_ops;
