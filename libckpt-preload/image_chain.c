@@ -747,12 +747,17 @@ void chain_image_committed(const char *path, uint64_t generation)
 		return;
 	}
 	ckpt_fmt(base_path, sizeof(base_path), "%s", path);
-	dirty_pages_committed(generation);
 	if (written.chain_length != 1)
 		return;
 	ckpt_fmt(dir, sizeof(dir), "%.*s", name > path ?
 		 (int)(name - path - 1) : 1, name > path ? path : ".");
 	remove_older_images(dir[0] ? dir : "/", generation);
+}
+
+void chain_image_answered(uint64_t generation)
+{
+	if (written.chain)
+		dirty_pages_rearm(generation);
 }
 
 /* A restarted process continues the chain of the image it came from. */

@@ -21,5 +21,8 @@ void chain_write_plain(void);
 /* The image written last is durable at path: the base of the next one;
  * a full one removes this process's older images. */
 void chain_image_committed(const char *path, uint64_t generation);
+/* Once its checkpoint has answered, the program running: the written
+ * pages' protection for the next image (dirty_pages.c). */
+void chain_image_answered(uint64_t generation);
 
 #endif /* CKPT_IMAGE_CHAIN_H */
