@@ -56,10 +56,16 @@ static struct {
 	uint32_t chain_length;
 } written;
 
+struct file_view {			/* part of the base file, mapped */
+	void *map;
+	size_t len;
+};
+
 struct base {
 	struct ckpt_image_header h;
-	char *meta;			/* mmap'd metadata block */
-	uint64_t *hashes;		/* mmap'd page hashes */
+	char *meta;			/* its metadata block */
+	uint64_t *hashes;		/* its page hashes */
+	struct file_view meta_view, hashes_view;
 	const struct ckpt_extent *extents;
 	const struct ckpt_image_link *links;
 	const char *strings;
@@ -201,25 +207,47 @@ static int base_tables(struct base *b, const char **why)
 	return 0;
 }
 
+/* len bytes of the file at off, mapped from the page cache (the base
+ * was written by this process: its pages are there), populated at once:
+ * a copy into fresh memory would take a page fault per page. */
+static void *map_file_part(int fd, uint64_t off, uint64_t len,
+			   struct file_view *v)
+{
+	uint64_t start = off & ~(PAGE - 1);
+	void *p;
+
+	v->len = (size_t)(off - start + len);
+	p = mmap(NULL, v->len ? v->len : 1, PROT_READ,
+		 MAP_PRIVATE | MAP_POPULATE, fd, (off_t)start);
+	if (p == MAP_FAILED)
+		return NULL;
+	v->map = p;
+	return (char *)p + (off - start);
+}
+
+static int within(uint64_t off, uint64_t len, uint64_t size)
+{
+	return off <= size && len <= size - off;
+}
+
 /* Metadata and page hashes of the base, each checked against its hash. */
 static int base_read(struct base *b, int fd, const char **why)
 {
 	const struct ckpt_image_header *h = &b->h;
 
-	if (h->meta_size > (1ULL << 30) || h->page_hashes_size > (1ULL << 32)) {
+	if (h->meta_size > (1ULL << 30) || h->page_hashes_size > (1ULL << 32) ||
+	    !within(h->meta_offset, h->meta_size, h->image_size) ||
+	    !within(h->page_hashes_offset, h->page_hashes_size,
+		    h->image_size)) {
 		*why = "implausible sizes in its header";
 		return -EINVAL;
 	}
-	b->meta = map_anon(h->meta_size);
-	b->hashes = map_anon(h->page_hashes_size);
+	b->meta = map_file_part(fd, h->meta_offset, h->meta_size,
+				&b->meta_view);
+	b->hashes = map_file_part(fd, h->page_hashes_offset,
+				  h->page_hashes_size, &b->hashes_view);
 	if (!b->meta || !b->hashes) {
-		*why = "no memory to read it";
-		return -ENOMEM;
-	}
-	if (read_at(fd, b->meta, h->meta_size, h->meta_offset) < 0 ||
-	    read_at(fd, b->hashes, h->page_hashes_size,
-		    h->page_hashes_offset) < 0) {
-		*why = "reading it failed";
+		*why = "mapping it failed";
 		return -EIO;
 	}
 	if (ckpt_hash64(b->meta, h->meta_size, 0) != h->meta_hash ||
@@ -233,11 +261,12 @@ static int base_read(struct base *b, int fd, const char **why)
 
 static void base_free(struct base *b)
 {
-	if (b->meta)
-		munmap(b->meta, b->h.meta_size ? b->h.meta_size : 1);
-	if (b->hashes)
-		munmap(b->hashes, b->h.page_hashes_size ?
-		       b->h.page_hashes_size : 1);
+	if (b->meta_view.map)
+		munmap(b->meta_view.map, b->meta_view.len ?
+		       b->meta_view.len : 1);
+	if (b->hashes_view.map)
+		munmap(b->hashes_view.map, b->hashes_view.len ?
+		       b->hashes_view.len : 1);
 	memset(b, 0, sizeof(*b));
 }
 
@@ -352,31 +381,12 @@ static uint64_t extent_hash(struct chain_writer *c)
 /* The new data queued by close_extent() into the file, before off. */
 static int write_pending(struct chain_writer *c)
 {
-	struct iovec *iov = c->pending;
-	int n = c->npending;
-	uint64_t at = c->off - c->pending_bytes;
-	ssize_t done;
+	int r = pwritev_all(c->fd, c->pending, c->npending,
+			    c->off - c->pending_bytes);
 
-	while (n > 0) {
-		done = pwritev(c->fd, iov, n, (off_t)at);
-		if (done < 0 && errno == EINTR)
-			continue;
-		if (done <= 0)
-			return done < 0 ? -errno : -EIO;
-		at += (uint64_t)done;
-		while (n > 0 && (size_t)done >= iov->iov_len) {
-			done -= (ssize_t)iov->iov_len;
-			iov++;
-			n--;
-		}
-		if (n > 0) {	/* a short write: the rest of this one */
-			iov->iov_base = (char *)iov->iov_base + done;
-			iov->iov_len -= (size_t)done;
-		}
-	}
 	c->npending = 0;
 	c->pending_bytes = 0;
-	return 0;
+	return r;
 }
 
 /* len bytes of new data at off, written with the next batch: the

@@ -63,4 +63,69 @@ static inline uint64_t ckpt_hash64(const void *data, size_t len, uint64_t seed)
 	return h;
 }
 
+/* ckpt_hash64 of data given in parts: init, update with each part in
+ * order, final gives ckpt_hash64 of their concatenation (the metadata
+ * block is hashed from its tables without assembling it). */
+struct ckpt_hash_stream {
+	uint64_t a, b, c, d, len;
+	unsigned char tail[32];
+	size_t ntail;
+};
+
+static inline void ckpt_hash_stream_init(struct ckpt_hash_stream *s,
+					 uint64_t seed)
+{
+	s->a = seed + CKPT_HASH_P1 + CKPT_HASH_P2;
+	s->b = seed + CKPT_HASH_P2;
+	s->c = seed;
+	s->d = seed - CKPT_HASH_P1;
+	s->len = 0;
+	s->ntail = 0;
+}
+
+static inline void ckpt_hash_stream_block(struct ckpt_hash_stream *s,
+					  const unsigned char *p)
+{
+	s->a = ckpt_hash_lane(s->a, ckpt_load64(p));
+	s->b = ckpt_hash_lane(s->b, ckpt_load64(p + 8));
+	s->c = ckpt_hash_lane(s->c, ckpt_load64(p + 16));
+	s->d = ckpt_hash_lane(s->d, ckpt_load64(p + 24));
+}
+
+static inline void ckpt_hash_stream_update(struct ckpt_hash_stream *s,
+					   const void *data, size_t len)
+{
+	const unsigned char *p = data;
+
+	s->len += len;
+	while (s->ntail && len) {
+		s->tail[s->ntail++] = *p++;
+		len--;
+		if (s->ntail == 32) {
+			ckpt_hash_stream_block(s, s->tail);
+			s->ntail = 0;
+		}
+	}
+	for (; len >= 32; p += 32, len -= 32)
+		ckpt_hash_stream_block(s, p);
+	for (; len; len--)
+		s->tail[s->ntail++] = *p++;
+}
+
+static inline uint64_t ckpt_hash_stream_final(const struct ckpt_hash_stream *s)
+{
+	uint64_t h = ckpt_rotl64(s->a, 1) + ckpt_rotl64(s->b, 7) +
+		     ckpt_rotl64(s->c, 12) + ckpt_rotl64(s->d, 18) + s->len;
+
+	for (size_t i = 0; i < s->ntail; i++)
+		h = ckpt_rotl64(h ^ (s->tail[i] * CKPT_HASH_P3), 11) *
+		    CKPT_HASH_P1;
+	h ^= h >> 33;
+	h *= CKPT_HASH_P2;
+	h ^= h >> 29;
+	h *= CKPT_HASH_P3;
+	h ^= h >> 32;
+	return h;
+}
+
 #endif /* CKPT_HASH_H */
