@@ -710,9 +710,7 @@ void chain_write_plain(void)
 	written.chain = 0;
 }
 
-/* The images of this process older than generation: a full image of it
- * is durable now. */
-static void remove_older_images(const char *dir, uint64_t generation)
+void chain_remove_older_images(const char *dir, uint64_t generation)
 {
 	char prefix[512], buf[4096];
 	struct ckpt_refusal ref;
@@ -761,13 +759,16 @@ void chain_image_committed(const char *path, uint64_t generation)
 		return;
 	ckpt_fmt(dir, sizeof(dir), "%.*s", name > path ?
 		 (int)(name - path - 1) : 1, name > path ? path : ".");
-	remove_older_images(dir[0] ? dir : "/", generation);
+	chain_remove_older_images(dir[0] ? dir : "/", generation);
 }
 
 void chain_image_answered(uint64_t generation)
 {
-	if (written.chain)
-		dirty_pages_rearm(generation);
+	if (!written.chain)
+		return;
+	dirty_pages_rearm(generation);
+	compaction_poll();
+	compaction_start(base_path, generation, written.chain_length);
 }
 
 /* A restarted process continues the chain of the image it came from. */
@@ -775,6 +776,7 @@ static int chain_restore(const struct ckpt_restart_args *args)
 {
 	ckpt_fmt(base_path, sizeof(base_path), "%s", args->image_path);
 	dirty_pages_after_restart();
+	compaction_forget();
 	return 0;
 }
 
