@@ -45,6 +45,8 @@
 /* New data written with one pwritev per this many extents (IOV_MAX):
  * a delta's changed pages are scattered, one extent each. */
 #define WRITE_BATCH		1024
+/* Linux 5.14; older kernels refuse it and the pages fault in as used */
+#define MADV_POPULATE_WRITE_CKPT	23
 
 /* The image the next one is compared with: the last one committed, or
  * the one this process was restarted from; "" for none. */
@@ -619,6 +621,32 @@ static void log_full_image(const char *why)
 			 base_path, why);
 }
 
+/* Room for n more entries of t, its pages populated in one call: a
+ * page fault each costs more (docs/performance.md, "Protection
+ * re-armed while the program runs"). */
+static int reserve_populated(struct table *t, size_t n)
+{
+	if (table_reserve(t, n) < 0)
+		return -ENOMEM;
+	madvise(t->base, n * t->elem, MADV_POPULATE_WRITE_CKPT);
+	return 0;
+}
+
+/* The new tables: a page hash per scanned page; an extent per scanned
+ * extent and per base extent, about (more grow the table). */
+static int reserve_tables(struct chain_writer *c)
+{
+	const struct ckpt_extent *e = (const void *)c->w->extents.base;
+	size_t pages = 0;
+
+	for (size_t i = 0; i < c->w->extents.n; i++)
+		pages += e[i].len / PAGE;
+	if (reserve_populated(&c->hashes, pages) < 0)
+		return -ENOMEM;
+	return reserve_populated(&c->out, c->w->extents.n + 1024 +
+				 (c->b ? c->b->h.nextents : 0));
+}
+
 static int chain_setup(struct chain_writer *c, struct image_writer *w,
 		       int fd, const char *dir, struct base *b)
 {
@@ -632,15 +660,15 @@ static int chain_setup(struct chain_writer *c, struct image_writer *w,
 	c->hashes.elem = sizeof(uint64_t);
 	c->snapshot = map_anon(CKPT_EXTENT_MAX);
 	c->pending = map_anon(WRITE_BATCH * sizeof(struct iovec));
-	if (!c->snapshot || !c->pending ||
-	    table_reserve(&c->out, w->extents.n + 1024) < 0)
+	if (!c->snapshot || !c->pending)
 		return -ENOMEM;
-	if (base_load(b, dir, &why) == 0) {
+	if (base_load(b, dir, &why) == 0)
 		c->b = b;
-		return add_links(c);
-	}
-	log_full_image(why);
-	return 0;
+	else
+		log_full_image(why);
+	if (reserve_tables(c) < 0)
+		return -ENOMEM;
+	return c->b ? add_links(c) : 0;
 }
 
 static void chain_teardown(struct chain_writer *c)
