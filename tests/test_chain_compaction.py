@@ -75,7 +75,8 @@ def test_chain_compacted_in_the_background(session):
 
 
 # 64 MiB: the helper copies the links for a while
-BIG = [app("dirty_pages"), "64", "150", "2", "10", "20"]
+BIG_STEPS = 60
+BIG = [app("dirty_pages"), "64", str(BIG_STEPS), "2", "10", "10"]
 
 
 @pytest.mark.time_limit(120)
@@ -104,4 +105,4 @@ def test_compaction_killed_leaves_a_usable_chain(session):
     leftovers = [f for f in os.listdir(session.ckptdir)
                  if any(f.endswith(".img.tmp.%d" % h) for h in killed)]
     assert not leftovers, leftovers
-    restart_exact(session, more, seen, before, ref, 150)
+    restart_exact(session, more, seen, before, ref, BIG_STEPS)
