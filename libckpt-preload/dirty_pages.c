@@ -5,7 +5,8 @@
  * pages"): every saved private mapping is registered with a userfaultfd in
  * asynchronous write-protect mode (UFFD_FEATURE_WP_ASYNC, Linux >= 6.7),
  * and one PAGEMAP_SCAN ioctl per mapping returns the pages written since
- * the last scan and write-protects them again (PM_SCAN_WP_MATCHING). A
+ * they were last write-protected (PM_SCAN_WP_MATCHING, after the image:
+ * below). A
  * write to a protected page, by the program or by the kernel on its
  * behalf (read() into a buffer), takes a minor fault that the kernel
  * resolves by clearing the page's protection: the page then reads as
