@@ -26,6 +26,7 @@
  */
 #include <errno.h>
 #include <string.h>
+#include "image_chain.h"
 #include "internal.h"
 
 /* Every kind of process resource, in save and restore order. */
@@ -103,6 +104,8 @@ int checkpoint_write(uint64_t generation, int compress, int incremental,
 	self->uc = NULL;
 	if (ckpt_save_context(&self->ctx) != 0)
 		return CKPT_RESTARTED;
+	/* the next image must link the file its base stays */
+	compaction_stop();
 	pipes_begin_round(generation, dir && dir[0] ? dir : ckpt.ckpt_dir);
 	r = drain_resources(err, errlen);
 	if (r == 0 && forked)

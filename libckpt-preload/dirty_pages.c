@@ -5,13 +5,23 @@
  * pages"): every saved private mapping is registered with a userfaultfd in
  * asynchronous write-protect mode (UFFD_FEATURE_WP_ASYNC, Linux >= 6.7),
  * and one PAGEMAP_SCAN ioctl per mapping returns the pages written since
- * the last scan and write-protects them again (PM_SCAN_WP_MATCHING). A
+ * they were last write-protected (PM_SCAN_WP_MATCHING, after the image:
+ * below). A
  * write to a protected page, by the program or by the kernel on its
  * behalf (read() into a buffer), takes a minor fault that the kernel
  * resolves by clearing the page's protection: the page then reads as
  * written. Only present (or swapped) pages are protected, so a huge
  * reservation costs no page tables; a page that is not present has no
  * data or is new.
+ *
+ * Protecting a page is the costly part (a TLB flush and, in this VM, a
+ * trap per page: 20-30 us), so it is not done while the program is
+ * stopped: the scan there only reads which pages are written, and once
+ * the image is durable and the program runs again (dirty_pages_rearm) a
+ * second scan protects the written pages. A page written between the
+ * resume and that scan is among the ones it protects, which are kept
+ * ("carried") and count as written in the next image too: the next
+ * image's written pages are those of its own scan and the carried ones.
  *
  * A page may be taken from the previous image only if its mapping was
  * scanned when that image was read and is scanned again now without a
@@ -76,7 +86,7 @@ static int uffd = -1;
 static pid_t uffd_owner;
 static int unavailable;		/* said once why not; hashes from then on */
 static uint64_t armed_generation;	/* the image read after the last scan */
-static uint64_t tracked_generation;	/* ... once committed */
+static uint64_t tracked_generation;	/* ... once durable and rearmed */
 
 /* Fixed reservations, never grown: an mremap while the image is written
  * could move memory a listed region covers. */
@@ -85,6 +95,11 @@ static size_t nmappings;
 static int mappings_overflow;
 static struct range *written;
 static size_t nwritten;
+/* The pages dirty_pages_rearm() protected: written since the image of
+ * tracked_generation was read, perhaps after it; and the room to merge
+ * them with the next scan's. */
+static struct range *carried, *merged;
+static size_t ncarried;
 static struct dirty_region vec[VEC_LEN];
 
 static int wanted(void)
@@ -173,7 +188,11 @@ static int ready(void)
 		mappings = reserve(MAPPINGS_MAX * sizeof(*mappings));
 	if (!written)
 		written = reserve(WRITTEN_MAX * sizeof(*written));
-	if (!mappings || !written) {
+	if (!carried)
+		carried = reserve(WRITTEN_MAX * sizeof(*carried));
+	if (!merged)
+		merged = reserve(WRITTEN_MAX * sizeof(*merged));
+	if (!mappings || !written || !carried || !merged) {
 		give_up("no memory for its tables", ENOMEM);
 		return 0;
 	}
@@ -202,25 +221,32 @@ void dirty_pages_note_mapping(uint64_t start, uint64_t end, int kind)
 						  .end = end };
 }
 
-static int add_written(uint64_t start, uint64_t end)
+/* [start, end) onto a sorted list of ranges, joined to the last one
+ * where they touch or overlap. */
+static int push_range(struct range *list, size_t *n, uint64_t start,
+		      uint64_t end)
 {
-	if (nwritten && written[nwritten - 1].end == start) {
-		written[nwritten - 1].end = end;
+	if (*n && list[*n - 1].end >= start) {
+		if (end > list[*n - 1].end)
+			list[*n - 1].end = end;
 		return 0;
 	}
-	if (nwritten == WRITTEN_MAX)
+	if (*n == WRITTEN_MAX)
 		return -ENOSPC;
-	written[nwritten++] = (struct range){ start, end };
+	list[(*n)++] = (struct range){ start, end };
 	return 0;
 }
 
-/* The written pages of [start, end) into the list (if keep), all of them
- * protected again; -EPERM if part of it is not registered. */
-static int scan_range(int pagemap, uint64_t start, uint64_t end, int keep)
+/* The written pages of [start, end) onto list (unless NULL); with
+ * protect, all of them protected again. -EPERM if part of it is not
+ * registered. */
+static int scan_range(int pagemap, uint64_t start, uint64_t end,
+		      struct range *list, size_t *n, int protect)
 {
 	struct dirty_scan_arg a = {
 		.size = sizeof(a), .vec = (uintptr_t)vec, .vec_len = VEC_LEN,
-		.flags = DIRTY_SCAN_WP_MATCHING | DIRTY_SCAN_CHECK_WPASYNC,
+		.flags = (protect ? DIRTY_SCAN_WP_MATCHING : 0) |
+			 DIRTY_SCAN_CHECK_WPASYNC,
 		.category_mask = DIRTY_PAGE_IS_WRITTEN,
 		.category_anyof_mask = DIRTY_PAGE_IS_PRESENT |
 				       DIRTY_PAGE_IS_SWAPPED,
@@ -228,16 +254,16 @@ static int scan_range(int pagemap, uint64_t start, uint64_t end, int keep)
 	};
 
 	while (start < end) {
-		long n;
+		long got;
 
 		a.start = start;
 		a.end = end;
 		a.walk_end = 0;
-		n = ioctl(pagemap, DIRTY_PAGEMAP_SCAN, &a);
-		if (n < 0)
+		got = ioctl(pagemap, DIRTY_PAGEMAP_SCAN, &a);
+		if (got < 0)
 			return -errno;
-		for (long i = 0; i < n && keep; i++)
-			if (add_written(vec[i].start, vec[i].end) < 0)
+		for (long i = 0; i < got && list; i++)
+			if (push_range(list, n, vec[i].start, vec[i].end) < 0)
 				return -ENOSPC;
 		if (a.walk_end <= start)
 			return -EIO;
@@ -266,16 +292,16 @@ static int register_range(uint64_t start, uint64_t end)
 }
 
 /*
- * One mapping: its written pages, protection re-armed. A mapping not
- * (wholly) registered counts as written and is registered and protected
- * for the next image; one the kernel refuses (another userfaultfd owns
- * it) stays compared by hashes.
+ * One mapping, the program stopped: its written pages (protected again
+ * by dirty_pages_rearm). A mapping not (wholly) registered counts as
+ * written and is registered for the next image; one the kernel refuses
+ * (another userfaultfd owns it) stays compared by hashes.
  */
 static int track_mapping(int pagemap, struct mapping *m)
 {
 	size_t mark = nwritten;
 	uint64_t mark_end = nwritten ? written[nwritten - 1].end : 0;
-	int r = scan_range(pagemap, m->start, m->end, 1);
+	int r = scan_range(pagemap, m->start, m->end, written, &nwritten, 0);
 
 	if (r == 0) {
 		m->tracked = 1;
@@ -288,10 +314,30 @@ static int track_mapping(int pagemap, struct mapping *m)
 		written[nwritten - 1].end = mark_end;
 	m->tracked = 0;
 	r = register_range(m->start, m->end);
-	if (r == 0)
-		scan_range(pagemap, m->start, m->end, 0);
 	if (r == -EBADF || r == -ENOTTY)
 		lose_uffd();
+	return 0;
+}
+
+/* The carried pages into the written ones (both sorted). */
+static int merge_carried(void)
+{
+	size_t i = 0, k = 0, n = 0;
+	struct range *swap;
+
+	while (i < nwritten || k < ncarried) {
+		const struct range *next =
+			k == ncarried || (i < nwritten &&
+					  written[i].start <= carried[k].start) ?
+			&written[i++] : &carried[k++];
+
+		if (push_range(merged, &n, next->start, next->end) < 0)
+			return -ENOSPC;
+	}
+	swap = written;
+	written = merged;
+	merged = swap;
+	nwritten = n;
 	return 0;
 }
 
@@ -311,6 +357,8 @@ int dirty_pages_collect(uint64_t base_generation, uint64_t generation)
 	}
 	for (size_t i = 0; i < nmappings && r == 0; i++)
 		r = track_mapping(pagemap, &mappings[i]);
+	if (r == 0 && valid)
+		r = merge_carried();
 	close(pagemap);
 	if (r == -ENOSPC || mappings_overflow) {
 		ckpt_log("incremental checkpoint: too many written ranges or "
@@ -376,10 +424,36 @@ uint64_t dirty_unwritten_until(uint64_t addr)
 	return end;
 }
 
-void dirty_pages_committed(uint64_t generation)
+/* A mapping's written pages protected again, kept as carried; a part
+ * no longer registered (unmapped, moved since) is left as it is: the
+ * next image's scan finds it so (-EPERM). */
+static int rearm_mapping(int pagemap, const struct mapping *m)
 {
-	if (generation && generation == armed_generation)
+	int r = scan_range(pagemap, m->start, m->end, carried, &ncarried, 1);
+
+	/* what was protected before the unregistered part stays carried */
+	return r == -EPERM ? 0 : r;
+}
+
+void dirty_pages_rearm(uint64_t generation)
+{
+	int pagemap, r = 0;
+
+	if (!generation || generation != armed_generation || uffd < 0)
+		return;
+	ncarried = 0;
+	pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	if (pagemap < 0)
+		return;
+	for (size_t i = 0; i < nmappings && r == 0; i++)
+		r = rearm_mapping(pagemap, &mappings[i]);
+	close(pagemap);
+	if (r == 0)
 		tracked_generation = generation;
+	else
+		ckpt_log("incremental checkpoint: protecting the written pages "
+			 "again failed (%s); the next image compares page "
+			 "hashes", strerror(-r));
 }
 
 void dirty_pages_after_restart(void)
@@ -387,5 +461,5 @@ void dirty_pages_after_restart(void)
 	/* the descriptor number is the old process's: never ours here */
 	uffd = -1;
 	armed_generation = tracked_generation = 0;
-	nmappings = nwritten = 0;
+	nmappings = nwritten = ncarried = 0;
 }

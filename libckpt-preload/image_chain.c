@@ -45,6 +45,8 @@
 /* New data written with one pwritev per this many extents (IOV_MAX):
  * a delta's changed pages are scattered, one extent each. */
 #define WRITE_BATCH		1024
+/* Linux 5.14; older kernels refuse it and the pages fault in as used */
+#define MADV_POPULATE_WRITE_CKPT	23
 
 /* The image the next one is compared with: the last one committed, or
  * the one this process was restarted from; "" for none. */
@@ -56,10 +58,16 @@ static struct {
 	uint32_t chain_length;
 } written;
 
+struct file_view {			/* part of the base file, mapped */
+	void *map;
+	size_t len;
+};
+
 struct base {
 	struct ckpt_image_header h;
-	char *meta;			/* mmap'd metadata block */
-	uint64_t *hashes;		/* mmap'd page hashes */
+	char *meta;			/* its metadata block */
+	uint64_t *hashes;		/* its page hashes */
+	struct file_view meta_view, hashes_view;
 	const struct ckpt_extent *extents;
 	const struct ckpt_image_link *links;
 	const char *strings;
@@ -201,25 +209,47 @@ static int base_tables(struct base *b, const char **why)
 	return 0;
 }
 
+/* len bytes of the file at off, mapped from the page cache (the base
+ * was written by this process: its pages are there), populated at once:
+ * a copy into fresh memory would take a page fault per page. */
+static void *map_file_part(int fd, uint64_t off, uint64_t len,
+			   struct file_view *v)
+{
+	uint64_t start = off & ~(PAGE - 1);
+	void *p;
+
+	v->len = (size_t)(off - start + len);
+	p = mmap(NULL, v->len ? v->len : 1, PROT_READ,
+		 MAP_PRIVATE | MAP_POPULATE, fd, (off_t)start);
+	if (p == MAP_FAILED)
+		return NULL;
+	v->map = p;
+	return (char *)p + (off - start);
+}
+
+static int within(uint64_t off, uint64_t len, uint64_t size)
+{
+	return off <= size && len <= size - off;
+}
+
 /* Metadata and page hashes of the base, each checked against its hash. */
 static int base_read(struct base *b, int fd, const char **why)
 {
 	const struct ckpt_image_header *h = &b->h;
 
-	if (h->meta_size > (1ULL << 30) || h->page_hashes_size > (1ULL << 32)) {
+	if (h->meta_size > (1ULL << 30) || h->page_hashes_size > (1ULL << 32) ||
+	    !within(h->meta_offset, h->meta_size, h->image_size) ||
+	    !within(h->page_hashes_offset, h->page_hashes_size,
+		    h->image_size)) {
 		*why = "implausible sizes in its header";
 		return -EINVAL;
 	}
-	b->meta = map_anon(h->meta_size);
-	b->hashes = map_anon(h->page_hashes_size);
+	b->meta = map_file_part(fd, h->meta_offset, h->meta_size,
+				&b->meta_view);
+	b->hashes = map_file_part(fd, h->page_hashes_offset,
+				  h->page_hashes_size, &b->hashes_view);
 	if (!b->meta || !b->hashes) {
-		*why = "no memory to read it";
-		return -ENOMEM;
-	}
-	if (read_at(fd, b->meta, h->meta_size, h->meta_offset) < 0 ||
-	    read_at(fd, b->hashes, h->page_hashes_size,
-		    h->page_hashes_offset) < 0) {
-		*why = "reading it failed";
+		*why = "mapping it failed";
 		return -EIO;
 	}
 	if (ckpt_hash64(b->meta, h->meta_size, 0) != h->meta_hash ||
@@ -233,11 +263,12 @@ static int base_read(struct base *b, int fd, const char **why)
 
 static void base_free(struct base *b)
 {
-	if (b->meta)
-		munmap(b->meta, b->h.meta_size ? b->h.meta_size : 1);
-	if (b->hashes)
-		munmap(b->hashes, b->h.page_hashes_size ?
-		       b->h.page_hashes_size : 1);
+	if (b->meta_view.map)
+		munmap(b->meta_view.map, b->meta_view.len ?
+		       b->meta_view.len : 1);
+	if (b->hashes_view.map)
+		munmap(b->hashes_view.map, b->hashes_view.len ?
+		       b->hashes_view.len : 1);
 	memset(b, 0, sizeof(*b));
 }
 
@@ -352,31 +383,12 @@ static uint64_t extent_hash(struct chain_writer *c)
 /* The new data queued by close_extent() into the file, before off. */
 static int write_pending(struct chain_writer *c)
 {
-	struct iovec *iov = c->pending;
-	int n = c->npending;
-	uint64_t at = c->off - c->pending_bytes;
-	ssize_t done;
+	int r = pwritev_all(c->fd, c->pending, c->npending,
+			    c->off - c->pending_bytes);
 
-	while (n > 0) {
-		done = pwritev(c->fd, iov, n, (off_t)at);
-		if (done < 0 && errno == EINTR)
-			continue;
-		if (done <= 0)
-			return done < 0 ? -errno : -EIO;
-		at += (uint64_t)done;
-		while (n > 0 && (size_t)done >= iov->iov_len) {
-			done -= (ssize_t)iov->iov_len;
-			iov++;
-			n--;
-		}
-		if (n > 0) {	/* a short write: the rest of this one */
-			iov->iov_base = (char *)iov->iov_base + done;
-			iov->iov_len -= (size_t)done;
-		}
-	}
 	c->npending = 0;
 	c->pending_bytes = 0;
-	return 0;
+	return r;
 }
 
 /* len bytes of new data at off, written with the next batch: the
@@ -609,6 +621,32 @@ static void log_full_image(const char *why)
 			 base_path, why);
 }
 
+/* Room for n more entries of t, its pages populated in one call: a
+ * page fault each costs more (docs/performance.md, "Protection
+ * re-armed while the program runs"). */
+static int reserve_populated(struct table *t, size_t n)
+{
+	if (table_reserve(t, n) < 0)
+		return -ENOMEM;
+	madvise(t->base, n * t->elem, MADV_POPULATE_WRITE_CKPT);
+	return 0;
+}
+
+/* The new tables: a page hash per scanned page; an extent per scanned
+ * extent and per base extent, about (more grow the table). */
+static int reserve_tables(struct chain_writer *c)
+{
+	const struct ckpt_extent *e = (const void *)c->w->extents.base;
+	size_t pages = 0;
+
+	for (size_t i = 0; i < c->w->extents.n; i++)
+		pages += e[i].len / PAGE;
+	if (reserve_populated(&c->hashes, pages) < 0)
+		return -ENOMEM;
+	return reserve_populated(&c->out, c->w->extents.n + 1024 +
+				 (c->b ? c->b->h.nextents : 0));
+}
+
 static int chain_setup(struct chain_writer *c, struct image_writer *w,
 		       int fd, const char *dir, struct base *b)
 {
@@ -622,15 +660,15 @@ static int chain_setup(struct chain_writer *c, struct image_writer *w,
 	c->hashes.elem = sizeof(uint64_t);
 	c->snapshot = map_anon(CKPT_EXTENT_MAX);
 	c->pending = map_anon(WRITE_BATCH * sizeof(struct iovec));
-	if (!c->snapshot || !c->pending ||
-	    table_reserve(&c->out, w->extents.n + 1024) < 0)
+	if (!c->snapshot || !c->pending)
 		return -ENOMEM;
-	if (base_load(b, dir, &why) == 0) {
+	if (base_load(b, dir, &why) == 0)
 		c->b = b;
-		return add_links(c);
-	}
-	log_full_image(why);
-	return 0;
+	else
+		log_full_image(why);
+	if (reserve_tables(c) < 0)
+		return -ENOMEM;
+	return c->b ? add_links(c) : 0;
 }
 
 static void chain_teardown(struct chain_writer *c)
@@ -700,9 +738,7 @@ void chain_write_plain(void)
 	written.chain = 0;
 }
 
-/* The images of this process older than generation: a full image of it
- * is durable now. */
-static void remove_older_images(const char *dir, uint64_t generation)
+void chain_remove_older_images(const char *dir, uint64_t generation)
 {
 	char prefix[512], buf[4096];
 	struct ckpt_refusal ref;
@@ -747,12 +783,20 @@ void chain_image_committed(const char *path, uint64_t generation)
 		return;
 	}
 	ckpt_fmt(base_path, sizeof(base_path), "%s", path);
-	dirty_pages_committed(generation);
 	if (written.chain_length != 1)
 		return;
 	ckpt_fmt(dir, sizeof(dir), "%.*s", name > path ?
 		 (int)(name - path - 1) : 1, name > path ? path : ".");
-	remove_older_images(dir[0] ? dir : "/", generation);
+	chain_remove_older_images(dir[0] ? dir : "/", generation);
+}
+
+void chain_image_answered(uint64_t generation)
+{
+	if (!written.chain)
+		return;
+	dirty_pages_rearm(generation);
+	compaction_poll();
+	compaction_start(base_path, generation, written.chain_length);
 }
 
 /* A restarted process continues the chain of the image it came from. */
@@ -760,6 +804,7 @@ static int chain_restore(const struct ckpt_restart_args *args)
 {
 	ckpt_fmt(base_path, sizeof(base_path), "%s", args->image_path);
 	dirty_pages_after_restart();
+	compaction_forget();
 	return 0;
 }
 

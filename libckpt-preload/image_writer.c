@@ -20,6 +20,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 #include "ckpt/hash.h"
@@ -317,6 +318,29 @@ int write_all(int fd, const void *buf, size_t len, off_t off)
 	return 0;
 }
 
+int pwritev_all(int fd, struct iovec *iov, int n, uint64_t off)
+{
+	while (n > 0) {
+		ssize_t done = pwritev(fd, iov, n, (off_t)off);
+
+		if (done < 0 && errno == EINTR)
+			continue;
+		if (done <= 0)
+			return done < 0 ? -errno : -EIO;
+		off += (uint64_t)done;
+		while (n > 0 && (size_t)done >= iov->iov_len) {
+			done -= (ssize_t)iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n > 0) {	/* a short write: the rest of this one */
+			iov->iov_base = (char *)iov->iov_base + done;
+			iov->iov_len -= (size_t)done;
+		}
+	}
+	return 0;
+}
+
 static uint64_t page_align(uint64_t x)
 {
 	return (x + PAGE - 1) & ~(PAGE - 1);
@@ -507,8 +531,9 @@ static int write_blobs(struct image_writer *w, int fd, char *err,
 	return r;
 }
 
-/* The metadata block is assembled contiguously so it is hashed exactly as
- * the reader sees it. */
+/* The metadata block, its tables one after the other, hashed as the
+ * reader sees it; written from the tables themselves (no copy: fresh
+ * memory for one costs a page fault per page). */
 static int write_meta(struct image_writer *w, int fd,
 		      struct ckpt_image_header *h)
 {
@@ -516,22 +541,22 @@ static int write_meta(struct image_writer *w, int fd,
 					&w->fds, &w->files, &w->links,
 					&w->signal_state, &w->thread_signals,
 					&w->strings };
-	size_t len = h->meta_size ? h->meta_size : 1, off = 0;
-	char *blk;
-	int r;
+	struct iovec iov[sizeof(parts) / sizeof(parts[0])];
+	struct ckpt_hash_stream hs;
+	int n = 0;
 
-	blk = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (blk == MAP_FAILED)
-		return -ENOMEM;
+	ckpt_hash_stream_init(&hs, 0);
 	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
-		memcpy(blk + off, parts[i]->base, parts[i]->n * parts[i]->elem);
-		off += parts[i]->n * parts[i]->elem;
+		size_t len = parts[i]->n * parts[i]->elem;
+
+		if (!len)
+			continue;
+		ckpt_hash_stream_update(&hs, parts[i]->base, len);
+		iov[n++] = (struct iovec){ .iov_base = parts[i]->base,
+					   .iov_len = len };
 	}
-	h->meta_hash = ckpt_hash64(blk, h->meta_size, 0);
-	r = write_all(fd, blk, h->meta_size, h->meta_offset);
-	munmap(blk, len);
-	return r;
+	h->meta_hash = ckpt_hash_stream_final(&hs);
+	return pwritev_all(fd, iov, n, h->meta_offset);
 }
 
 static void fill_header(struct ckpt_image_header *h, struct image_writer *w,

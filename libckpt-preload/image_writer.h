@@ -47,6 +47,9 @@ struct image_writer {
 
 /* len bytes at off, whatever short writes and EINTR: 0 or -errno. */
 int write_all(int fd, const void *buf, size_t len, off_t off);
+struct iovec;
+/* All n buffers at off, in order (iov is used up). */
+int pwritev_all(int fd, struct iovec *iov, int n, uint64_t off);
 int table_reserve(struct table *t, size_t more);
 void *table_push(struct table *t);
 void table_free(struct table *t);

@@ -566,6 +566,8 @@ static void handle_write_image(const struct ckpt_msg_do_checkpoint *m,
 		chain_image_committed(path, m->generation);
 	}
 	send_result(CKPT_MSG_DURABLE, m->generation, 0, path, NULL);
+	if (!(m->flags & CKPT_CHECKPOINT_F_SNAPSHOT))
+		chain_image_answered(m->generation);
 }
 
 /* A snapshot of this process alone, which the coordinator lets make its

@@ -87,3 +87,22 @@ def test_hash_fallback_by_environment(session):
     err = run_chain(session, DIRTY, 3, reference_output(DIRTY), 150)
     assert BY_HASHES in err and "CKPT_DIRTY_TRACKING=hash" in err, err
     assert BY_KERNEL not in err, err
+
+
+# No pause between steps: the threads write while the image is synced and
+# while the written pages are protected again after the checkpoint
+BUSY_STEPS = 200
+BUSY = [app("dirty_pages"), "32", str(BUSY_STEPS), "2", "50", "0"]
+
+
+@needs_kernel
+@pytest.mark.time_limit(120)
+def test_pages_written_while_protection_is_rearmed(session):
+    """The written pages are protected again only once the checkpoint has
+    answered, the program running (dirty_pages.c): pages the threads
+    write between the resume and that protection count as written in the
+    next delta, so a chain of a program that never pauses restarts
+    exactly."""
+    err = run_chain(session, BUSY, 4, reference_output(BUSY), BUSY_STEPS)
+    assert BY_KERNEL in err, err
+    assert UNKNOWN not in err and BY_HASHES not in err, err

@@ -36,6 +36,20 @@ static inline uint64_t ckpt_hash_lane(uint64_t acc, uint64_t v)
 	return acc * CKPT_HASH_P1;
 }
 
+/* The bytes after the last 32-byte block, then the final mix. */
+static inline uint64_t ckpt_hash_finish(uint64_t h, const unsigned char *p,
+					size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		h = ckpt_rotl64(h ^ (p[i] * CKPT_HASH_P3), 11) * CKPT_HASH_P1;
+	h ^= h >> 33;
+	h *= CKPT_HASH_P2;
+	h ^= h >> 29;
+	h *= CKPT_HASH_P3;
+	h ^= h >> 32;
+	return h;
+}
+
 /* Hash len bytes; chain calls by passing the previous result as seed. */
 static inline uint64_t ckpt_hash64(const void *data, size_t len, uint64_t seed)
 {
@@ -53,14 +67,64 @@ static inline uint64_t ckpt_hash64(const void *data, size_t len, uint64_t seed)
 	}
 	h = ckpt_rotl64(a, 1) + ckpt_rotl64(b, 7) + ckpt_rotl64(c, 12) +
 	    ckpt_rotl64(d, 18) + (uint64_t)len;
-	for (; i < len; i++)
-		h = ckpt_rotl64(h ^ (p[i] * CKPT_HASH_P3), 11) * CKPT_HASH_P1;
-	h ^= h >> 33;
-	h *= CKPT_HASH_P2;
-	h ^= h >> 29;
-	h *= CKPT_HASH_P3;
-	h ^= h >> 32;
-	return h;
+	return ckpt_hash_finish(h, p + i, len - i);
+}
+
+/* ckpt_hash64 of data given in parts: init, update with each part in
+ * order, final gives ckpt_hash64 of their concatenation (the metadata
+ * block is hashed from its tables without assembling it). */
+struct ckpt_hash_stream {
+	uint64_t a, b, c, d, len;
+	unsigned char tail[32];
+	size_t ntail;
+};
+
+static inline void ckpt_hash_stream_init(struct ckpt_hash_stream *s,
+					 uint64_t seed)
+{
+	s->a = seed + CKPT_HASH_P1 + CKPT_HASH_P2;
+	s->b = seed + CKPT_HASH_P2;
+	s->c = seed;
+	s->d = seed - CKPT_HASH_P1;
+	s->len = 0;
+	s->ntail = 0;
+}
+
+static inline void ckpt_hash_stream_block(struct ckpt_hash_stream *s,
+					  const unsigned char *p)
+{
+	s->a = ckpt_hash_lane(s->a, ckpt_load64(p));
+	s->b = ckpt_hash_lane(s->b, ckpt_load64(p + 8));
+	s->c = ckpt_hash_lane(s->c, ckpt_load64(p + 16));
+	s->d = ckpt_hash_lane(s->d, ckpt_load64(p + 24));
+}
+
+static inline void ckpt_hash_stream_update(struct ckpt_hash_stream *s,
+					   const void *data, size_t len)
+{
+	const unsigned char *p = data;
+
+	s->len += len;
+	while (s->ntail && len) {
+		s->tail[s->ntail++] = *p++;
+		len--;
+		if (s->ntail == 32) {
+			ckpt_hash_stream_block(s, s->tail);
+			s->ntail = 0;
+		}
+	}
+	for (; len >= 32; p += 32, len -= 32)
+		ckpt_hash_stream_block(s, p);
+	for (; len; len--)
+		s->tail[s->ntail++] = *p++;
+}
+
+static inline uint64_t ckpt_hash_stream_final(const struct ckpt_hash_stream *s)
+{
+	uint64_t h = ckpt_rotl64(s->a, 1) + ckpt_rotl64(s->b, 7) +
+		     ckpt_rotl64(s->c, 12) + ckpt_rotl64(s->d, 18) + s->len;
+
+	return ckpt_hash_finish(h, s->tail, s->ntail);
 }
 
 #endif /* CKPT_HASH_H */
