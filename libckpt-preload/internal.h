@@ -239,6 +239,7 @@ int timer_set_absolute(int kid);		/* wrappers/timer.c */
 
 /* files.c */
 int files_private_fd(int fd);
+int files_saved_inet_socket(int fd);
 int files_restored_a_terminal(void);
 void files_rewind_offsets(void);
 void files_renew_event_fds(void);
@@ -453,6 +454,8 @@ int writer_add_region(struct image_writer *w, const struct ckpt_region *r,
 int writer_add_extent(struct image_writer *w, uint64_t addr, uint64_t len);
 int writer_add_fd(struct image_writer *w, const struct ckpt_fd_info *fi,
 		  const char *path, int content_fd, uint64_t content_size);
+int writer_add_fd_bytes(struct image_writer *w, const struct ckpt_fd_info *fi,
+			const char *path, const void *mem, uint64_t size);
 int writer_add_file(struct image_writer *w, const struct ckpt_file_record *f,
 		    const char *path, int content_fd);
 int writer_reserve_memory_tables(struct image_writer *w);
@@ -504,9 +507,24 @@ int unix_dgram_save_queue(int fd, uint64_t ino, int (*note_fd)(int fd),
 			  int *memfd, uint64_t *size);
 int unix_stream_needs_messages(int fd);
 
+/* tcp_diag.c: every TCP socket of the network namespace, asked at once */
+struct tcp_diag_entry {
+	uint64_t ino;
+	int family, state;
+	uint32_t rqueue, wqueue;	/* listener: wqueue is its backlog */
+	uint32_t rcvbuf, sndbuf;
+	int has_buffers;
+	struct sockaddr_storage addr, peer;
+};
+void tcp_diag_load(void);
+const struct tcp_diag_entry *tcp_diag_find(uint64_t ino);
+void tcp_diag_release(void);
+
 /* socket_state.c */
 struct ckpt_socket_info;
 int socket_state_save(int fd, uint64_t ino, struct ckpt_socket_info *si);
+int socket_state_save_tcp(int fd, const struct tcp_diag_entry *e,
+			  struct ckpt_socket_info *si);
 int socket_state_restore_closed(int fd, const struct ckpt_socket_info *si,
 				int status_flags);
 int socket_state_settle(int fd, int *budget_ms);

@@ -159,6 +159,22 @@ static void absolute_unix_path(struct ckpt_socket_info *si)
 	si->addr_len = off + c + n + 2;
 }
 
+/* What every kind keeps, once family, type and protocol are known: the
+ * options that change how a bind behaves, the other options, the
+ * multicast groups joined. */
+static void save_options(int fd, uint64_t ino, struct ckpt_socket_info *si)
+{
+	if (opt(fd, SOL_SOCKET, SO_REUSEADDR) > 0)
+		si->flags |= CKPT_SOCK_F_REUSEADDR;
+	if (opt(fd, SOL_SOCKET, SO_REUSEPORT) > 0)
+		si->flags |= CKPT_SOCK_F_REUSEPORT;
+	if (si->family == AF_INET6 && opt(fd, IPPROTO_IPV6, IPV6_V6ONLY) > 0)
+		si->flags |= CKPT_SOCK_F_V6ONLY;
+	si->info_size = sizeof(*si);
+	ckpt_socket_options_read(fd, si);
+	si->ngroups = multicast_count(fd, ino);
+}
+
 /* The kind files.c records for socket fd (inode ino) and *si, or 0 when
  * it is none of those restored here. */
 int socket_state_save(int fd, uint64_t ino, struct ckpt_socket_info *si)
@@ -175,17 +191,9 @@ int socket_state_save(int fd, uint64_t ino, struct ckpt_socket_info *si)
 	if (si->family != AF_UNIX && si->type != SOCK_STREAM &&
 	    si->type != SOCK_DGRAM)
 		return 0;
-	if (opt(fd, SOL_SOCKET, SO_REUSEADDR) > 0)
-		si->flags |= CKPT_SOCK_F_REUSEADDR;
-	if (opt(fd, SOL_SOCKET, SO_REUSEPORT) > 0)
-		si->flags |= CKPT_SOCK_F_REUSEPORT;
-	if (si->family == AF_INET6 && opt(fd, IPPROTO_IPV6, IPV6_V6ONLY) > 0)
-		si->flags |= CKPT_SOCK_F_V6ONLY;
 	si->rcvbuf = opt(fd, SOL_SOCKET, SO_RCVBUF);
 	si->sndbuf = opt(fd, SOL_SOCKET, SO_SNDBUF);
-	si->info_size = sizeof(*si);
-	ckpt_socket_options_read(fd, si);
-	si->ngroups = multicast_count(fd, ino);
+	save_options(fd, ino, si);
 	len = sizeof(si->addr);
 	if (getsockname(fd, (struct sockaddr *)si->addr, &len) == 0)
 		si->addr_len = len;
@@ -208,6 +216,40 @@ int socket_state_save(int fd, uint64_t ino, struct ckpt_socket_info *si)
 	    ckpt_sockaddr_is_bound(si->addr, si->addr_len))
 		return CKPT_FD_SOCKET_BOUND;
 	return 0;
+}
+
+/*
+ * socket_state_save for a TCP socket the process's sock_diag dump lists
+ * (tcp_diag.c): family, addresses, listen state, backlog and buffer sizes
+ * from the dump, only the options asked. A socket in a state the dump
+ * does not describe as getsockname/getpeername would (not connected, or
+ * connecting) returns -1: ask it on its own.
+ */
+int socket_state_save_tcp(int fd, const struct tcp_diag_entry *e,
+			  struct ckpt_socket_info *si)
+{
+	socklen_t len = e->family == AF_INET ? sizeof(struct sockaddr_in) :
+					       sizeof(struct sockaddr_in6);
+
+	if (e->state == TCP_CLOSE || e->state == TCP_SYN_SENT ||
+	    !e->has_buffers || (e->family != AF_INET && e->family != AF_INET6))
+		return -1;
+	memset(si, 0, sizeof(*si));
+	si->family = e->family;
+	si->type = SOCK_STREAM;
+	si->protocol = IPPROTO_TCP;
+	si->rcvbuf = e->rcvbuf;
+	si->sndbuf = e->sndbuf;
+	save_options(fd, e->ino, si);
+	memcpy(si->addr, &e->addr, len);
+	si->addr_len = len;
+	if (e->state == TCP_LISTEN) {
+		si->backlog = e->wqueue > 0 ? e->wqueue : SOMAXCONN;
+		return CKPT_FD_SOCKET_LISTEN;
+	}
+	memcpy(si->peer, &e->peer, len);
+	si->peer_len = len;
+	return CKPT_FD_SOCKET_OUTSIDE;
 }
 
 /* The options saved with *si set back on fd (the socket restored in its
