@@ -406,6 +406,7 @@ static int files_save(void)
 			r = save_one_fd(fd, pid);
 	}
 	ckpt_dir_close(&it);
+	socket_state_read_deferred();
 	tcp_diag_release();
 	if (r == 0)
 		event_fds_check_interest(pid, saved_kind);

@@ -520,11 +520,21 @@ void tcp_diag_load(void);
 const struct tcp_diag_entry *tcp_diag_find(uint64_t ino);
 void tcp_diag_release(void);
 
+/* sockopt_batch.c: SOL_SOCKET options of many sockets at once */
+struct sockopt_read {
+	int fd, name;
+	void *val;
+	socklen_t len;
+	int res;		/* the option's length, or -errno */
+};
+int sockopt_batch_read(struct sockopt_read *(*at)(size_t i), size_t n);
+
 /* socket_state.c */
 struct ckpt_socket_info;
 int socket_state_save(int fd, uint64_t ino, struct ckpt_socket_info *si);
 int socket_state_save_tcp(int fd, const struct tcp_diag_entry *e,
 			  struct ckpt_socket_info *si);
+void socket_state_read_deferred(void);
 int socket_state_restore_closed(int fd, const struct ckpt_socket_info *si,
 				int status_flags);
 int socket_state_settle(int fd, int *budget_ms);
