@@ -72,7 +72,9 @@ def checkpoint_and_kill(h, progs, at=30):
 
 
 def start_script(h, args):
-    """ckpt_restart_script.sh ARGS with CKPT_HOST_CMD, started."""
+    """ckpt_restart_script.sh ARGS with CKPT_HOST_CMD, started (a
+    coordinator started again first: the computation was killed)."""
+    h.fresh_coordinator()
     script = os.path.join(h.dir_of(h.names[0]), "ckpt_restart_script.sh")
     env = dict(h.env, CKPT_HOST_CMD=h.host_cmd())
     del env["CKPT_COORD"]
