@@ -558,6 +558,7 @@ const struct sockaddr *host_moves_apply(const struct sockaddr *sa,
 					socklen_t len,
 					struct sockaddr_storage *moved);
 int host_moves_any(void);
+void host_moves_unapply(struct sockaddr *sa, socklen_t len);
 
 int multicast_is_membership(int level, int name);
 void multicast_note(int fd, int level, int name, const void *val,

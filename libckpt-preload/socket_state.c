@@ -195,11 +195,13 @@ int socket_state_save(int fd, uint64_t ino, struct ckpt_socket_info *si)
 	si->rcvbuf = opt(fd, SOL_SOCKET, SO_RCVBUF);
 	si->sndbuf = opt(fd, SOL_SOCKET, SO_SNDBUF);
 	save_options(fd, ino, si);
+	/* the system calls: the wrappers give a moved host's old address,
+	 * and a restart binds and connects the real ones */
 	len = sizeof(si->addr);
-	if (getsockname(fd, (struct sockaddr *)si->addr, &len) == 0)
+	if (syscall(SYS_getsockname, fd, si->addr, &len) == 0)
 		si->addr_len = len;
 	len = sizeof(si->peer);
-	if (getpeername(fd, (struct sockaddr *)si->peer, &len) == 0)
+	if (syscall(SYS_getpeername, fd, si->peer, &len) == 0)
 		si->peer_len = len;
 	if (si->family == AF_UNIX)
 		absolute_unix_path(si);
