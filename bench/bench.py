@@ -65,6 +65,11 @@ next to the fork (goals <= 2x, <= 3x); best of --repeat each. A process
 of its own is snapshotted as a template (docs/embedding.md, "Template
 snapshots"). The fixed part of both, `ckpt_command --status` (starting
 the tool and one round trip to the coordinator), is shown beside them.
+The same without a tool to start: `ckpt_snapshot()` from inside
+fill_idle ("snapshot" command), and build/bench/snapshot_api (a tool
+linking libckpt-control: ckpt_control_snapshot, and the restore with
+ckpt_control_restore_template and the template's RESTORE order, until
+the restored program answers).
 --only inspect (docs/performance.md, "Reading an image"): ckpt_inspect
 of a --inspect-mib (1024) MiB image against cat of it (bench_inspect.py).
 Every wait is bounded; a failure prints the tool's stderr and exits 1.
@@ -94,6 +99,7 @@ TCP_CONNS = os.path.join(ROOT, "build", "bench", "tcp_conns")
 ZERO_SCAN = os.path.join(ROOT, "build", "bench", "zero_scan")
 PY_HEAP = os.path.join(ROOT, "bench", "py_heap.py")
 WRAPPED_CALLS = os.path.join(ROOT, "build", "bench", "wrapped_calls")
+SNAPSHOT_API = os.path.join(ROOT, "build", "bench", "snapshot_api")
 REDIS_SERVER = "/usr/bin/redis-server"
 REDIS_CLI = "/usr/bin/redis-cli"
 # A redis value fills jemalloc's 4 KiB size class exactly (sds header and
@@ -1007,6 +1013,41 @@ def measure_snapshot_cycle(bench, app, repeat, best):
     return app
 
 
+def measure_inprocess_snapshots(bench, app, repeat, best):
+    """ckpt_snapshot() from inside the app ("snapshot N us ID"), best of
+    repeat; each snapshot dropped."""
+    for _ in range(repeat):
+        n = len(app.lines)
+        app.popen.stdin.write(b"snapshot\n")
+        app.popen.stdin.flush()
+        app.wait_line(("snapshot ",), after=n, timeout=60)
+        with app.cond:
+            line = [l for _, l in app.lines[n:]
+                    if l and l.startswith("snapshot ")][0]
+        words = line.split()
+        if len(words) != 4 or words[2] != "us":
+            raise BenchError("fill_idle's ckpt_snapshot(): %r" % line)
+        best["inproc_s"] = min(best.get("inproc_s", 1e9),
+                               int(words[1]) / 1e6)
+        run([tool("ckpt_command"), "--drop", words[3]], bench.env)
+
+
+def measure_api_snapshots(bench, repeat, best):
+    """build/bench/snapshot_api: snapshots and restores through
+    libckpt-control, best of repeat; it kills the computation at the
+    end."""
+    r = run([SNAPSHOT_API, str(repeat)], bench.env)
+    for line in r.stdout.decode().splitlines():
+        words = line.split()
+        if len(words) == 3 and words[0] == "round":
+            best["api_snapshot_s"] = min(best.get("api_snapshot_s", 1e9),
+                                         int(words[1]) / 1e6)
+            best["api_restore_s"] = min(best.get("api_restore_s", 1e9),
+                                        int(words[2]) / 1e6)
+    if "api_snapshot_s" not in best:
+        raise BenchError("snapshot_api printed no round: %r" % r.stdout)
+
+
 def measure_snapshots(bench, sizes, repeat):
     """Per size: a plain fork() of fill_idle (the floor), the stall of a
     normal checkpoint and of a forked one, a snapshot and a restore;
@@ -1027,6 +1068,9 @@ def measure_snapshots(bench, sizes, repeat):
                     bench.clear_images()
                     best[kind] = min(best.get(kind, us), us)
             app = measure_snapshot_cycle(bench, app, repeat, best)
+            bench.wait_rejoined(1)
+            measure_inprocess_snapshots(bench, app, repeat, best)
+            measure_api_snapshots(bench, repeat, best)
         finally:
             bench.kill_computation(app)
         out.append({"mib": mib, "repeat": repeat, "fork_us": fork_us,
@@ -1035,6 +1079,9 @@ def measure_snapshots(bench, sizes, repeat):
                     "snapshot_s": best["snapshot_s"],
                     "snapshot_stall_us": best["snapshot_stall_us"],
                     "restore_s": best["restore_s"],
+                    "inproc_snapshot_s": best["inproc_s"],
+                    "api_snapshot_s": best["api_snapshot_s"],
+                    "api_restore_s": best["api_restore_s"],
                     "status_s": status_s})
     return out
 
@@ -1055,21 +1102,50 @@ def report_snapshots(rows):
                   r["mib"], r["fork_us"] / 1000, r["normal_stall_us"] / 1000,
                   r["forked_stall_us"] / 1000, forked / fork,
                   r["normal_stall_us"] / forked))
+    print_fork_table(
+        "template snapshots and restores (ckpt_command --restore until the "
+        "program answers), best of %d; --status: the tool's fixed cost" %
+        rows[0]["repeat"],
+        ("--status", "snapshot", "its stall", "snapshot/fork", "restore",
+         "restore/fork"), rows,
+        lambda r, fork: (msec(r["status_s"]), msec(r["snapshot_s"]),
+                         msec(r["snapshot_stall_us"] / 1e6),
+                         times(r["snapshot_s"] / fork, "<=2x"),
+                         msec(r["restore_s"]),
+                         times(r["restore_s"] / fork, "<=3x")))
+    print_fork_table(
+        "the same through the API (no tool to start): ckpt_snapshot() from "
+        "inside; libckpt-control's snapshot, and its restore until the "
+        "program answers (bench/snapshot_api.c)",
+        ("ckpt_snapshot", "snapshot/fork", "control", "snapshot/fork",
+         "restore", "restore/fork"), rows,
+        lambda r, fork: (msec(r["inproc_snapshot_s"]),
+                         times(r["inproc_snapshot_s"] / fork, "<=2x"),
+                         msec(r["api_snapshot_s"]),
+                         times(r["api_snapshot_s"] / fork, "<=2x"),
+                         msec(r["api_restore_s"]),
+                         times(r["api_restore_s"] / fork, "<=3x")))
+
+
+def msec(seconds):
+    return "%.1f ms" % (seconds * 1000)
+
+
+def times(ratio, goal):
+    return "%.1fx (%s)" % (ratio, goal)
+
+
+def print_fork_table(title, columns, rows, cells):
+    """One line per size: the fork() floor, then cells(row, fork seconds)
+    under columns."""
     print()
-    print("template snapshots and restores (ckpt_command --restore until "
-          "the program answers), best of %d; --status: the tool's fixed "
-          "cost" % rows[0]["repeat"])
-    print("%-8s %10s %11s %12s %14s %16s %12s %16s" % (
-        "MiB", "fork()", "--status", "snapshot", "its stall",
-        "snapshot/fork", "restore", "restore/fork"))
+    print(title)
+    print("%-8s %10s" % ("MiB", "fork()") +
+          "".join(" %15s" % c for c in columns))
     for r in rows:
         fork = max(r["fork_us"], 1) / 1e6
-        print("%-8d %8.1f ms %8.1f ms %9.1f ms %11.1f ms %9.1fx (<=2x) "
-              "%9.1f ms %9.1fx (<=3x)" % (
-                  r["mib"], fork * 1000, r["status_s"] * 1000,
-                  r["snapshot_s"] * 1000, r["snapshot_stall_us"] / 1000,
-                  r["snapshot_s"] / fork, r["restore_s"] * 1000,
-                  r["restore_s"] / fork))
+        print("%-8d %7.1f ms" % (r["mib"], fork * 1000) +
+              "".join(" %15s" % c for c in cells(r, fork)))
 
 
 def report_cycles(label, r):

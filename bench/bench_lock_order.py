@@ -7,6 +7,10 @@ CKPT_RECORD_INPUTS set and without, alternating, best of --repeat each,
 for several amounts of work between two locks. Prints the ratios
 (docs/performance.md, "Recording the lock order").
 
+Also a pure-Python computation (python3, one thread: no lock events of
+its own; the interpreter's clock and random calls recorded), recording vs
+not.
+
 Usage: bench/bench_lock_order.py [--repeat N] [--threads N]"""
 
 import argparse
@@ -21,9 +25,18 @@ LAUNCH = os.path.join(ROOT, "build", "bin", "ckpt_launch")
 # (iterations per thread, additions between two locks)
 CASES = ((20000, 0), (20000, 1000), (2000, 100000))
 TIMEOUT = 300
+# a mostly-computing Python program: prints its own time in ns
+PYTHON_WORK = """
+import time
+t = time.perf_counter_ns()
+total = 0
+for i in range(3000000):
+    total += (i * i) % 7
+print(total, time.perf_counter_ns() - t)
+"""
 
 
-def run_once(workdir, threads, iterations, work, recording):
+def run_once(workdir, threads, iterations, work, recording, argv=None):
     env = dict(os.environ)
     env.pop("CKPT_RECORD_INPUTS", None)
     if recording:
@@ -32,8 +45,8 @@ def run_once(workdir, threads, iterations, work, recording):
             os.unlink(os.path.join(workdir, f))
         env["CKPT_RECORD_INPUTS"] = record
     coord = os.path.join(workdir, "..", "coord.sock")
-    r = subprocess.run([LAUNCH, "--coord", coord, "--", PROGRAM,
-                        str(threads), str(iterations), str(work)],
+    argv = argv or [PROGRAM, str(threads), str(iterations), str(work)]
+    r = subprocess.run([LAUNCH, "--coord", coord, "--"] + argv,
                        env=env, capture_output=True, text=True,
                        timeout=TIMEOUT)
     if r.returncode != 0:
@@ -64,6 +77,16 @@ def main():
                 "%d, %d additions" % (iterations, work),
                 best[False] * 1e3, best[True] * 1e3,
                 best[True] / best[False]))
+        best = {False: None, True: None}
+        for _ in range(args.repeat):
+            for recording in (False, True):
+                t = run_once(workdir, 0, 0, 0, recording,
+                             ["/usr/bin/python3", "-c", PYTHON_WORK])
+                if best[recording] is None or t < best[recording]:
+                    best[recording] = t
+        print("%-28s %8.1f ms %8.1f ms %7.2fx" % (
+            "python3, 3M loop iterations", best[False] * 1e3,
+            best[True] * 1e3, best[True] / best[False]))
     finally:
         shutil.rmtree(top, ignore_errors=True)
 

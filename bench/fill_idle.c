@@ -12,7 +12,8 @@
  * incremental checkpoint benchmark). "fork" answers "fork N us", the
  * time of one plain fork() (the snapshot benchmark's floor); "gap"
  * answers "gap N us", the longest the idle loop was held since the last
- * "gap" (a checkpoint's stall, however short).
+ * "gap" (a checkpoint's stall, however short). "snapshot" answers
+ * "snapshot N us ID": one ckpt_snapshot() from inside.
  * The benchmark times a restart until the first "pong" or "resumed" line,
  * and reads how long a checkpoint kept the process stopped.
  */
@@ -26,6 +27,7 @@
 #include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "ckpt.h"
 #include "idle_loop.h"
 
 static void say(const char *line)
@@ -114,8 +116,30 @@ static void timed_fork(void)
 	fflush(stdout);
 }
 
+/* ckpt_snapshot() from inside (no tool, no connection of a tool's):
+ * "snapshot N us ID", or "snapshot restored" in a process restored from
+ * it, or "snapshot failed -ERRNO". */
+static void timed_snapshot(void)
+{
+	uint64_t t0 = now_us(), id = 0;
+	int r = ckpt_snapshot(&id);
+	uint64_t t = now_us() - t0;
+
+	if (r == CKPT_CONTINUING)
+		printf("snapshot %" PRIu64 " us %" PRIu64 "\n", t, id);
+	else if (r == CKPT_RESTARTED)
+		printf("snapshot restored\n");
+	else
+		printf("snapshot failed %d\n", r);
+	fflush(stdout);
+}
+
 static void answer_line(struct memory *m, unsigned long *pongs)
 {
+	if (!strcmp(m->line, "snapshot")) {
+		timed_snapshot();
+		return;
+	}
 	if (!strcmp(m->line, "fork")) {
 		timed_fork();
 		return;

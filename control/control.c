@@ -247,14 +247,31 @@ int ckpt_control_restore(struct ckpt_control *c, uint64_t id,
 	return r < 0 ? r : kill_all(c, err);
 }
 
-/* As ckpt_control_restore, a template snapshot's answer left as it is. */
+/* As ckpt_control_restore, a template snapshot's answer left as it is:
+ * one request (RESTORE_PREPARE), or the two an older coordinator takes. */
 int ckpt_control_restore_template(struct ckpt_control *c, uint64_t id,
 				  struct ckpt_control_reply *reply,
 				  struct ckpt_control_error *err)
 {
-	int r = snapshot_command(c, CKPT_CMD_SNAPSHOT_IMAGES, id, reply, err);
+	struct ckpt_control_reply own = { 0 };
+	struct ckpt_control_reply *rep = reply ? reply : &own;
+	int r = snapshot_id_arg(id, err), older;
 
-	return r < 0 ? r : kill_all(c, err);
+	if (r < 0)
+		return r;
+	r = command(c, CKPT_CMD_RESTORE_PREPARE, (uint32_t)id,
+		    KILL_TIMEOUT_MS, rep, err);
+	older = r == -EINVAL && rep->text &&
+		strstr(rep->text, "unknown command");
+	if (older) {
+		ckpt_control_reply_free(rep);
+		r = snapshot_command(c, CKPT_CMD_SNAPSHOT_IMAGES, id, rep, err);
+		if (r == 0)
+			r = kill_all(c, err);
+	}
+	if (rep == &own)
+		ckpt_control_reply_free(&own);
+	return r;
 }
 
 void ckpt_control_reply_free(struct ckpt_control_reply *reply)

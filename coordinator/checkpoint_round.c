@@ -265,6 +265,20 @@ static void fail_without_members(struct coordinator *co)
 
 /* A snapshot's round is no checkpoint: no restart script, not the last
  * checkpoint; its requester gets the id. */
+/* The id, and with the warnings why it is no template if it is not. */
+static void reply_snapshot_taken(struct coordinator *co, const char *text)
+{
+	struct buf notes = { 0 };
+	int members = 0;
+
+	for (size_t i = 0; i < co->nconns; i++)
+		members += round_in(co, co->conns[i]);
+	buf_printf(&notes, "%s", buf_str(&co->round.unrestored));
+	snapshot_note_kind(co, members, &notes);
+	reply_requesters(co, 0, text, buf_str(&notes));
+	buf_free(&notes);
+}
+
 static void finish_snapshot(struct coordinator *co)
 {
 	struct round *r = &co->round;
@@ -276,8 +290,7 @@ static void finish_snapshot(struct coordinator *co)
 		reply_requesters(co, r->first_error, buf_str(&r->failures),
 				 "");
 	else
-		reply_requesters(co, 0, buf_str(&reply),
-				 buf_str(&r->unrestored));
+		reply_snapshot_taken(co, buf_str(&reply));
 	buf_free(&reply);
 }
 
@@ -342,11 +355,28 @@ static void round_finish(struct coordinator *co)
 	co->queued_flags = 0;
 }
 
+/* A template is for a round of one member (checked again here: a child
+ * may have joined while it suspended), which can end at once. */
+static void settle_template_flags(struct coordinator *co)
+{
+	struct round *r = &co->round;
+	int members = 0;
+
+	for (size_t i = 0; i < co->nconns; i++)
+		members += round_in(co, co->conns[i]);
+	if (members != 1)
+		r->flags &= ~(uint32_t)(CKPT_CHECKPOINT_F_TEMPLATE |
+					CKPT_CHECKPOINT_F_TEMPLATE_NOW);
+	else if (r->flags & CKPT_CHECKPOINT_F_TEMPLATE)
+		r->flags |= CKPT_CHECKPOINT_F_TEMPLATE_NOW;
+}
+
 static void start_writing(struct coordinator *co)
 {
 	struct round *r = &co->round;
 
 	r->writing = true;
+	settle_template_flags(co);
 	r->suspended_ms = now_ms();
 	for (size_t i = 0; i < co->nconns; i++) {
 		struct conn *c = co->conns[i];
@@ -416,6 +446,21 @@ void round_advance(struct coordinator *co)
 		round_finish(co);
 }
 
+/* A snapshot of one process: a template; made at once after the suspend
+ * when the process is on this host (its coordinator on a Unix socket). */
+static uint32_t template_flags(struct coordinator *co)
+{
+	for (size_t i = 0; i < co->nconns; i++) {
+		struct conn *c = co->conns[i];
+
+		if (c->kind == CONN_PROCESS && !c->eof &&
+		    proc_on_this_host(c))
+			return CKPT_CHECKPOINT_F_TEMPLATE |
+			       CKPT_CHECKPOINT_F_TEMPLATE_NOW;
+	}
+	return CKPT_CHECKPOINT_F_TEMPLATE;
+}
+
 static void round_start_into(struct coordinator *co, uint32_t flags,
 			     const char *dir, uint64_t snapshot_id)
 {
@@ -452,7 +497,7 @@ static void round_start_into(struct coordinator *co, uint32_t flags,
 	};
 	snprintf(r->dir, sizeof(r->dir), "%s", dir);
 	if (snapshot_id && n == 1 && !snapshot_images_forced())
-		r->flags |= CKPT_CHECKPOINT_F_TEMPLATE;
+		r->flags |= template_flags(co);
 	for (size_t i = 0; i < co->nconns; i++) {
 		struct conn *c = co->conns[i];
 
@@ -644,9 +689,12 @@ void round_on_result(struct coordinator *co, struct conn *c, uint16_t type,
 		remember_image_tmp(co, c, res);
 		break;
 	case CKPT_MSG_DURABLE:
-		/* DISCARDING: an older libckpt renames without waiting */
+		/* DISCARDING: an older libckpt renames without waiting;
+		 * SUSPENDING: a template made right after the suspend */
 		if (*st == PROC_WRITING || *st == PROC_WRITTEN ||
-		    *st == PROC_COMMITTING || *st == PROC_DISCARDING) {
+		    *st == PROC_COMMITTING || *st == PROC_DISCARDING ||
+		    (*st == PROC_SUSPENDING && (co->round.flags &
+		     CKPT_CHECKPOINT_F_TEMPLATE_NOW))) {
 			*st = PROC_DURABLE;
 			record_durable(co, c, res);
 		}

@@ -254,6 +254,13 @@ void kill_check(struct coordinator *co)
 			continue;
 		if (c->pending == PENDING_QUIT)
 			co->quit = true;
+		if (c->restore_snapshot && !status) {
+			c->pending = PENDING_NONE;
+			snapshot_images(co, c, c->restore_snapshot);
+			c->restore_snapshot = 0;
+			continue;
+		}
+		c->restore_snapshot = 0;
 		conn_reply(c, status, status ? buf_str(&t) :
 			   c->pending == PENDING_QUIT ?
 			   "all processes gone; coordinator exiting\n" :
@@ -261,6 +268,20 @@ void kill_check(struct coordinator *co)
 		c->pending = PENDING_NONE;
 	}
 	buf_free(&t);
+}
+
+/* RESTORE_PREPARE: the computation killed, then the snapshot's images
+ * (a template's "template PID IMAGE"), one request for what KILL and
+ * SNAPSHOT_IMAGES take two for. */
+static void restore_prepare(struct coordinator *co, struct conn *c,
+			    uint64_t id)
+{
+	if (!snapshot_known(co, id)) {
+		snapshot_images(co, c, id);	/* its "no snapshot" */
+		return;
+	}
+	c->restore_snapshot = id;
+	start_kill(co, c, PENDING_KILL);
 }
 
 void command_handle(struct coordinator *co, struct conn *c,
@@ -312,6 +333,9 @@ void command_handle(struct coordinator *co, struct conn *c,
 		break;
 	case CKPT_CMD_DROP:
 		snapshot_drop(co, c, cmd->arg);
+		break;
+	case CKPT_CMD_RESTORE_PREPARE:
+		restore_prepare(co, c, cmd->arg);
 		break;
 	default:
 		snprintf(text, sizeof(text), "unknown command %u (this "

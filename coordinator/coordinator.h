@@ -176,6 +176,8 @@ struct conn {
 	bool reply_json;		/* its command asked for JSON
 					   (CKPT_CMD_F_JSON, json_replies.c) */
 	bool watching_out;		/* registered for writable events */
+	uint64_t restore_snapshot;	/* PENDING_KILL of RESTORE_PREPARE:
+					   the snapshot to answer with */
 };
 
 /* A process the round waits for before writing (round_members.c). */
@@ -311,6 +313,9 @@ void snapshot_request(struct coordinator *co, struct conn *c);
 void snapshot_round_done(struct coordinator *co, uint64_t id, bool ok,
 			 const char *paths, const char *dir, struct buf *reply);
 void snapshot_list(struct coordinator *co, struct conn *c);
+bool snapshot_known(struct coordinator *co, uint64_t id);
+void snapshot_note_kind(struct coordinator *co, int members,
+			struct buf *notes);
 void snapshot_images(struct coordinator *co, struct conn *c, uint64_t id);
 void snapshot_drop(struct coordinator *co, struct conn *c, uint64_t id);
 void snapshots_remove_all(struct coordinator *co);

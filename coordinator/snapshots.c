@@ -173,6 +173,32 @@ void snapshot_round_done(struct coordinator *co, uint64_t id, bool ok,
 	coord_log("snapshot %llu taken in %s", (unsigned long long)id, dir);
 }
 
+/* The round's snapshot is kept as images: why not as a template, one
+ * line for the requester's warnings. */
+void snapshot_note_kind(struct coordinator *co, int members,
+			struct buf *notes)
+{
+	const struct round *r = &co->round;
+	const struct snapshot *s = find(co, r->snapshot_id);
+	char why[200];
+
+	if (!s || s->template_pid)
+		return;
+	if (snapshot_images_forced())
+		snprintf(why, sizeof(why), "CKPT_SNAPSHOT_KIND=image is set "
+			 "in the coordinator's environment");
+	else if (members != 1)
+		snprintf(why, sizeof(why), "the computation has %d "
+			 "processes (templates are made of one process "
+			 "only)", members);
+	else
+		snprintf(why, sizeof(why), "its process made none: it has "
+			 "children not reaped yet, or it is not on the "
+			 "coordinator's host");
+	buf_printf(notes, "snapshot %llu is kept as images, not as a "
+		   "template process: %s\n", (unsigned long long)s->id, why);
+}
+
 /* Bytes the snapshot's images take (tmpfs: memory). */
 static unsigned long long snapshot_bytes(const struct snapshot *s)
 {
@@ -241,6 +267,11 @@ static void reply_unknown(struct conn *c, uint64_t id)
 	snprintf(text, sizeof(text), "no snapshot %llu (ckpt_command "
 		 "--snapshots lists them)\n", (unsigned long long)id);
 	conn_reply(c, ENOENT, text);
+}
+
+bool snapshot_known(struct coordinator *co, uint64_t id)
+{
+	return find(co, id) != NULL;
 }
 
 /* SNAPSHOT_IMAGES: the image paths of snapshot id, one per line. */

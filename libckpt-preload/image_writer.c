@@ -367,6 +367,10 @@ static void lay_out_meta(struct image_writer *w, struct ckpt_image_header *h,
 	off += w->files.n * sizeof(struct ckpt_file_record);
 	h->links_offset = w->links.n ? off : 0;
 	off += w->links.n * sizeof(struct ckpt_image_link);
+	h->signals_offset = w->signal_state.n ? off : 0;
+	h->nthread_signals = w->thread_signals.n;
+	off += w->signal_state.n * sizeof(struct ckpt_signal_state);
+	off += w->thread_signals.n * sizeof(struct ckpt_thread_signals);
 	h->strings_offset = off;
 	h->strings_size = w->strings.n;
 	off += w->strings.n;
@@ -583,6 +587,7 @@ static int write_meta(struct image_writer *w, int fd,
 {
 	const struct table *parts[] = { &w->regions, &w->extents, &w->threads,
 					&w->fds, &w->files, &w->links,
+					&w->signal_state, &w->thread_signals,
 					&w->strings };
 	size_t len = h->meta_size ? h->meta_size : 1, off = 0;
 	char *blk;
@@ -643,6 +648,7 @@ static void fill_header(struct ckpt_image_header *h, struct image_writer *w,
 	h->thread_names = w->thread_names;
 	h->thread_names_size = w->thread_names_size;
 	h->manager_vtid = w->manager_vtid;
+	h->ckpt_signal = ckpt.signal;
 }
 
 static int write_header(int fd, struct ckpt_image_header *h)
@@ -666,6 +672,8 @@ static void writer_free(struct image_writer *w)
 	table_free(&w->strings);
 	table_free(&w->blobs);
 	table_free(&w->links);
+	table_free(&w->signal_state);
+	table_free(&w->thread_signals);
 }
 
 /* scan_memory 0: every table but the memory's (a snapshot's template
@@ -798,6 +806,8 @@ static void writer_init(struct image_writer *w, int incremental)
 	w->strings.elem = 1;
 	w->blobs.elem = sizeof(struct blob);
 	w->links.elem = sizeof(struct ckpt_image_link);
+	w->signal_state.elem = sizeof(struct ckpt_signal_state);
+	w->thread_signals.elem = sizeof(struct ckpt_thread_signals);
 	w->chain = incremental;
 }
 

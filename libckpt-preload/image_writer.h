@@ -28,6 +28,10 @@ struct image_writer {
 	struct table regions, extents, threads, fds, files, strings, blobs;
 	struct table links;			/* incremental: struct
 					   ckpt_image_link */
+	struct table signal_state;		/* 0 or 1 struct
+					   ckpt_signal_state (signals.c) */
+	struct table thread_signals;		/* ckpt_thread_signals, in
+					   thread-record order */
 	uint64_t brk_start, brk_end;
 	int has_brk;
 	uint32_t cmdline, cmdline_size;		/* in the string table */
@@ -71,6 +75,7 @@ int forked_copy_holds_changing_data(const struct image_writer *w);
  * *pid its pid. -EOPNOTSUPP: no template here (the caller writes an
  * image instead). */
 void template_note_coordinator(pid_t pid);
+void template_reap_helper(void);
 int template_start(struct image_writer *w, const struct forked_image *img,
 		   const char *final_path, int memory_scanned, pid_t *pid,
 		   char *err, size_t errlen);

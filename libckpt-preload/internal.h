@@ -132,6 +132,10 @@ struct ckpt_thread {
 	int rseq_registered;
 	uintptr_t pc, sp;		/* where the thread was interrupted */
 	void *uc;			/* its signal frame (NULL: manager) */
+	uint64_t program_mask;		/* the mask the frame restores, as the
+					   program sees it (the checkpoint
+					   signal as it wished): for the
+					   image's signal state */
 	uint64_t features_in_use;	/* xsave components live in the frame */
 	char name[16];			/* PR_GET_NAME (/proc/PID/task/TID/comm) */
 	int pid_arg;			/* the pending system call's argument
@@ -161,6 +165,7 @@ extern const struct ckpt_resource_ops process_resource_ops;
 extern const struct ckpt_resource_ops signal_resource_ops;
 extern const struct ckpt_resource_ops file_resource_ops;
 extern const struct ckpt_resource_ops zombie_resource_ops;
+int process_has_children(void);
 extern const struct ckpt_resource_ops session_resource_ops;
 extern const struct ckpt_resource_ops process_group_resource_ops;
 extern const struct ckpt_resource_ops saved_files_resource_ops;
@@ -377,11 +382,18 @@ void ckpt_signal_inherit_blocked(int sig);
 int ckpt_signal_move(int (*install)(void *arg), void *arg,
 		     uint64_t *own_mask, char *err, size_t errlen);
 
+/* wrappers/signal.c: a kernel action (handler, flags) as the program
+ * set it: its handler, not the trampoline that calls it */
+void signal_program_view(int sig, uint64_t *handler, uint64_t *flags);
+
 /* pending_signals.c */
 void pending_capture_thread(struct pending_signals *ps);
 void pending_capture_process(void);
 void pending_requeue_thread(const struct pending_signals *ps);
 void pending_requeue_process(void);
+/* What was captured, as masks for the image (bit n-1: signal n). */
+uint64_t pending_signals_mask(const struct pending_signals *ps);
+uint64_t pending_process_mask(void);
 
 /* memory.c */
 struct image_writer;
@@ -547,6 +559,10 @@ void signalfd_reads_note(int fd);
 /* peer_creds.c: SO_PEERCRED as saved at the checkpoint */
 struct ucred;
 int peer_creds_saved(int fd, struct ucred *uc);
+
+/* netlink.c */
+int netlink_save(int fd, struct ckpt_socket_info *si);
+void netlink_restore_options(int fd, const struct ckpt_socket_info *si);
 
 /* multicast.c */
 /* host_moves.c: the addresses of hosts the computation moved away from

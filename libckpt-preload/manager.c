@@ -172,7 +172,8 @@ static int send_result(uint16_t type, uint64_t gen, int error,
 	return ckpt_msg_send(ckpt.coord_fd, type, &res, sizeof(res));
 }
 
-static void handle_write_image(const struct ckpt_msg_do_checkpoint *m);
+static void handle_write_image(const struct ckpt_msg_do_checkpoint *m,
+			       int early);
 
 /* What a restart of this checkpoint will not restore, for ckpt_command
  * (a coordinator that does not take it gets nothing). */
@@ -388,10 +389,11 @@ __attribute__((destructor)) static void settle_before_exit(void)
 	manager_wait_image_settled();
 }
 
-static void handle_write(const struct ckpt_msg_do_checkpoint *m)
+static void handle_write(const struct ckpt_msg_do_checkpoint *m, int early)
 {
 	__atomic_store_n(&image_in_flight, 1, __ATOMIC_RELEASE);
-	handle_write_image(m);
+	handle_write_image(m, early);
+	template_reap_helper();	/* after the answer, not in the stall */
 	image_settled();
 }
 
@@ -444,7 +446,21 @@ static int await_order(int want, uint64_t generation, const char *tmp,
 	return 0;
 }
 
-static void handle_write_image(const struct ckpt_msg_do_checkpoint *m)
+/* A template snapshot is done: "template:PID:IMAGE". */
+static void send_template_durable(uint64_t generation, pid_t template_pid,
+				  const char *path)
+{
+	char text[4096];
+
+	ckpt_fmt(text, sizeof(text), "%s%d:%s", CKPT_TEMPLATE_PATH_PREFIX,
+		 (int)template_pid, path);
+	send_result(CKPT_MSG_DURABLE, generation, 0, text, NULL);
+}
+
+/* early: the template is made right after the suspend (TEMPLATE_NOW in
+ * DO_SUSPEND), the coordinator waiting for DURABLE or FAILED alone. */
+static void handle_write_image(const struct ckpt_msg_do_checkpoint *m,
+			       int early)
 {
 	char err[512] = "", path[4096], tmp[4096];
 	const char *dir = m->ckpt_dir[0] ? m->ckpt_dir : ckpt.ckpt_dir;
@@ -458,11 +474,13 @@ static void handle_write_image(const struct ckpt_msg_do_checkpoint *m)
 	 * copy could not hand it back, so it is written in place */
 	int forked = (ckpt.forked || (m->flags & CKPT_CHECKPOINT_F_FORKED)) &&
 		     !incremental;
-	/* a snapshot the coordinator lets be a template process */
+	/* a snapshot the coordinator lets be a template process; not of
+	 * a process with children (zombies): a template's children are not
+	 * the program's, an image's restart makes them again */
 	pid_t template_pid = 0;
 	pid_t *template = forked && (m->flags & CKPT_CHECKPOINT_F_SNAPSHOT) &&
-			  (m->flags & CKPT_CHECKPOINT_F_TEMPLATE) ?
-			  &template_pid : NULL;
+			  (m->flags & CKPT_CHECKPOINT_F_TEMPLATE) &&
+			  process_has_children() == 0 ? &template_pid : NULL;
 	int r;
 
 	r = ordered_dir_check(m->ckpt_dir, err, sizeof(err));
@@ -487,6 +505,22 @@ static void handle_write_image(const struct ckpt_msg_do_checkpoint *m)
 	}
 	if (r < 0) {
 		send_result(CKPT_MSG_FAILED, m->generation, -r, NULL, err);
+		return;
+	}
+	if (early && !template_pid) {
+		/* no template after all (no coordinator pid to watch): an
+		 * image the coordinator does not expect now */
+		forked_copy_cancel();
+		unlink(tmp);
+		threads_resume_all();
+		send_result(CKPT_MSG_FAILED, m->generation, EOPNOTSUPP, NULL,
+			    "the snapshot's template could not be made (is "
+			    "the coordinator gone?); nothing was kept");
+		return;
+	}
+	if (template_pid && (m->flags & CKPT_CHECKPOINT_F_TEMPLATE_NOW)) {
+		threads_resume_all();
+		send_template_durable(m->generation, template_pid, path);
 		return;
 	}
 	/* Resume barrier: the threads stay stopped until every process of
@@ -517,9 +551,7 @@ static void handle_write_image(const struct ckpt_msg_do_checkpoint *m)
 			 order_wait_ms(0, CKPT_COMMIT_WAIT_MS)))
 		return;
 	if (template_pid) {
-		ckpt_fmt(tmp, sizeof(tmp), "%s%d:%s",
-			 CKPT_TEMPLATE_PATH_PREFIX, (int)template_pid, path);
-		send_result(CKPT_MSG_DURABLE, m->generation, 0, tmp, NULL);
+		send_template_durable(m->generation, template_pid, path);
 		return;
 	}
 	r = image_commit(tmp, path, err, sizeof(err));
@@ -534,6 +566,17 @@ static void handle_write_image(const struct ckpt_msg_do_checkpoint *m)
 		chain_image_committed(path, m->generation);
 	}
 	send_result(CKPT_MSG_DURABLE, m->generation, 0, path, NULL);
+}
+
+/* A snapshot of this process alone, which the coordinator lets make its
+ * template at once: nothing else can join the round (no children). */
+static int template_right_away(const struct ckpt_msg_do_checkpoint *m)
+{
+	uint32_t all = CKPT_CHECKPOINT_F_SNAPSHOT | CKPT_CHECKPOINT_F_FORKED |
+		       CKPT_CHECKPOINT_F_TEMPLATE |
+		       CKPT_CHECKPOINT_F_TEMPLATE_NOW;
+
+	return (m->flags & all) == all && process_has_children() == 0;
 }
 
 /* While the threads are stopped, wait (bounded) for DO_WRITE or ABORT. A
@@ -562,13 +605,17 @@ static void handle_suspend(const struct ckpt_msg_do_checkpoint *first)
 			return;
 		}
 		send_unrestored(m.generation);
+		if (template_right_away(&m)) {
+			handle_write(&m, 1);
+			return;
+		}
 		send_result(CKPT_MSG_SUSPENDED, m.generation, 0, NULL, NULL);
 		/* an older coordinator's DO_WRITE lacks the flags */
 		memset(&msg.do_ckpt, 0, sizeof(msg.do_ckpt));
 		r = ckpt_msg_recv(ckpt.coord_fd, &msg, sizeof(msg), &len,
 				  wait_ms);
 		if (r == CKPT_MSG_DO_WRITE) {
-			handle_write(&msg.do_ckpt);
+			handle_write(&msg.do_ckpt, 0);
 			return;
 		}
 		threads_resume_all();

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Multicast group memberships of UDP sockets. The kernel has no call
+ * Multicast group memberships of UDP and netlink sockets. The kernel has no call
  * that lists the groups a socket joined, so the setsockopt wrapper
  * (wrappers/socket.c) notes each join and leave here, by fd and socket
  * inode; the table is part of libckpt's memory, saved with the process.
@@ -10,6 +10,7 @@
  * next checkpoint. docs/resources.md tells the limits.
  */
 #include <errno.h>
+#include <linux/netlink.h>
 #include <netinet/in.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -49,6 +50,12 @@ static void unlock(void)
 static int membership_change(int level, int name, int *join)
 {
 	*join = name;
+	if (level == SOL_NETLINK) {	/* netlink.c's sockets */
+		if (name == NETLINK_ADD_MEMBERSHIP)
+			return 1;
+		*join = NETLINK_ADD_MEMBERSHIP;
+		return name == NETLINK_DROP_MEMBERSHIP ? -1 : 0;
+	}
 	if (level == IPPROTO_IP && name == IP_ADD_MEMBERSHIP)
 		return 1;
 	if (level == IPPROTO_IPV6 && name == IPV6_ADD_MEMBERSHIP)

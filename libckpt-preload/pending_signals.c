@@ -109,3 +109,19 @@ void pending_requeue_process(void)
 	for (int i = 0; i < process_pending.count; i++)
 		queue_one(&process_pending.info[i], 0);
 }
+
+/* The signals a capture holds, as a mask (bit n-1: signal n). */
+uint64_t pending_signals_mask(const struct pending_signals *ps)
+{
+	uint64_t mask = 0;
+
+	for (int i = 0; i < ps->count; i++)
+		if (ps->info[i].si_signo > 0 && ps->info[i].si_signo <= 64)
+			mask |= 1ULL << (ps->info[i].si_signo - 1);
+	return mask;
+}
+
+uint64_t pending_process_mask(void)
+{
+	return pending_signals_mask(&process_pending);
+}

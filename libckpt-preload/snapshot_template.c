@@ -20,7 +20,8 @@
  *
  * Lifetime: the template is no child of the program (the manager makes it
  * through a short-lived CLONE_VM helper that exits at once, so it is
- * reparented to the nearest subreaper) and ends when the snapshot's
+ * reparented to the nearest subreaper; the manager goes on once the
+ * helper has forked and reaps it after the snapshot's answer) and ends when the snapshot's
  * directory goes (--drop, the coordinator's exit: inotify) or when the
  * coordinator dies (its pidfd). It never stops: it sleeps in poll(2).
  */
@@ -55,6 +56,7 @@ enum { TEMPLATE_STARTED, TEMPLATE_READY };
 
 /* The page the original and the template share until it is ready. */
 struct template_report {
+	int forked;			/* futex word: the helper forked */
 	int stage;			/* futex word */
 	int error;
 	pid_t pid;			/* the template */
@@ -84,6 +86,7 @@ static struct {
 	int memory_scanned;		/* w's memory tables are made */
 	uint32_t restart_flags;		/* CKPT_RESTART_F_STOPPED or 0 */
 	char *helper_stack;		/* the template runs on it */
+	pid_t helper;			/* to reap (template_reap_helper) */
 } tpl;
 
 /* ----- in the template's children ----- */
@@ -94,6 +97,7 @@ static void unmap_template_areas(void)
 {
 	munmap(tpl.helper_stack, HELPER_STACK);
 	munmap(tpl.report, sizeof(*tpl.report));
+	tpl.helper = 0;
 }
 
 
@@ -441,6 +445,9 @@ static void fork_template(void *hold_data)
 		run_template(hold_data != NULL);
 	tpl.report->pid = pid > 0 ? (pid_t)pid : 0;
 	tpl.report->error = pid > 0 ? 0 : -errno;
+	__atomic_store_n(&tpl.report->forked, 1, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &tpl.report->forked, FUTEX_WAKE, INT_MAX, NULL,
+		NULL, 0);
 	syscall(SYS_exit, 0);
 }
 
@@ -474,6 +481,41 @@ static int coordinator_pidfd(void)
 	    sa.sun_family != AF_UNIX)
 		return -EOPNOTSUPP;
 	return (int)syscall(SYS_pidfd_open, coordinator_pid, 0);
+}
+
+/* Until the helper has forked the template (its exit is not waited
+ * for: template_reap_helper). */
+static int wait_forked(void)
+{
+	struct timespec slice = { 0, 100 * 1000000L };
+
+	for (int waited = 0; waited <= READY_MAX_MS; waited += 100) {
+		if (__atomic_load_n(&tpl.report->forked, __ATOMIC_ACQUIRE))
+			return 0;
+		syscall(SYS_futex, &tpl.report->forked, FUTEX_WAIT, 0, &slice,
+			NULL, 0);
+	}
+	return -ETIMEDOUT;
+}
+
+/* The helper's end, then its stack and the report page go: after the
+ * snapshot's answer (the manager's), or on the next snapshot. */
+void template_reap_helper(void)
+{
+	long r;
+
+	if (!tpl.helper)
+		return;
+	while ((r = syscall(SYS_wait4, tpl.helper, NULL, __WCLONE, NULL)) < 0
+	       && errno == EINTR)
+		;
+	/* only our own helper's areas: in a process restored or restarted
+	 * from a template the number is a stale copy, its areas gone */
+	if (r == tpl.helper) {
+		munmap(tpl.helper_stack, HELPER_STACK);
+		munmap(tpl.report, sizeof(*tpl.report));
+	}
+	tpl.helper = 0;
 }
 
 static int wait_ready(void)
@@ -524,11 +566,13 @@ static int make_template(char *err, size_t errlen)
 	helper = r < 0 ? r : ckpt_clone_thread(CLONE_VM, stack + HELPER_STACK,
 					       NULL, NULL, 0, fork_template,
 					       hold ? &hold : NULL);
-	if (helper > 0)
-		while (syscall(SYS_wait4, helper, NULL, __WCLONE, NULL) < 0 &&
-		       errno == EINTR)
-			;
-	munmap(stack, HELPER_STACK);
+	if (helper > 0) {
+		tpl.helper = (pid_t)helper;
+		if (wait_forked() < 0)
+			tpl.report->error = -ETIMEDOUT;
+	} else {
+		munmap(stack, HELPER_STACK);
+	}
 	close_watch_fds();
 	if (r < 0)
 		return r;
@@ -555,6 +599,7 @@ int template_start(struct image_writer *w, const struct forked_image *img,
 {
 	int r;
 
+	template_reap_helper();
 	tpl.memory_scanned = memory_scanned;
 	tpl.coord_pidfd = coordinator_pidfd();
 	if (tpl.coord_pidfd < 0)
@@ -579,7 +624,10 @@ int template_start(struct image_writer *w, const struct forked_image *img,
 	memset(tpl.report, 0, sizeof(*tpl.report));
 	r = make_template(err, errlen);
 	*pid = tpl.report->pid;
-	munmap(tpl.report, sizeof(*tpl.report));
 	close(tpl.coord_pidfd);
+	if (!tpl.helper)
+		munmap(tpl.report, sizeof(*tpl.report));
+	else if (r < 0)
+		template_reap_helper();
 	return r;
 }

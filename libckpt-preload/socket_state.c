@@ -186,6 +186,8 @@ int socket_state_save(int fd, uint64_t ino, struct ckpt_socket_info *si)
 	si->family = opt(fd, SOL_SOCKET, SO_DOMAIN);
 	si->type = opt(fd, SOL_SOCKET, SO_TYPE);
 	si->protocol = opt(fd, SOL_SOCKET, SO_PROTOCOL);
+	if (si->family == AF_NETLINK)
+		return netlink_save(fd, si);
 	if (si->family != AF_INET && si->family != AF_INET6 &&
 	    si->family != AF_UNIX)
 		return 0;
@@ -471,6 +473,8 @@ void socket_state_restore_options(int fd, const struct ckpt_socket_info *saved)
 
 	only_changed_options(&si);
 	r = ckpt_socket_options_apply(fd, &si, &what);
+	if (si.family == AF_NETLINK)
+		netlink_restore_options(fd, &si);
 
 	if (r < 0)
 		ckpt_log("%s: fd %d: setting the socket option %s back "

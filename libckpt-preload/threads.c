@@ -242,6 +242,7 @@ static void suspend_handler(int sig, siginfo_t *si, void *uc)
 	t->pc = arch_ucontext_pc(uc);
 	t->sp = arch_ucontext_sp(uc);
 	t->uc = uc;
+	t->program_mask = ckpt_signal_frame_program_mask(uc);
 	t->features_in_use = arch_frame_features_in_use(uc);
 	note_pid_in_pending_syscall(t);
 	pending_capture_thread(&t->pending);

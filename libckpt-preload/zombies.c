@@ -97,6 +97,25 @@ static int for_each_child(void (*fn)(pid_t real))
 	return 0;
 }
 
+static int nchildren;
+
+static void count_child(pid_t real)
+{
+	(void)real;
+	nchildren++;
+}
+
+/* 1 when some thread of the process has a child (alive or a zombie), 0
+ * when none has, -errno when /proc cannot tell. */
+int process_has_children(void)
+{
+	int r;
+
+	nchildren = 0;
+	r = for_each_child(count_child);
+	return r < 0 ? r : nchildren > 0;
+}
+
 static int zombies_save(void)
 {
 	nzombies = 0;

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * ckpt_inspect IMAGE...: decode checkpoint images (header, regions,
- * extents, threads and where each was, fds, files) and verify every
- * checksum; --json for scripts (inspect_json.c, docs/ckpt_inspect.md).
- * Exit 1 if an image is corrupt; whether this machine could restart it is
- * only reported.
+ * extents, threads and where each was, signal state, fds, files) and
+ * verify every checksum; --json for scripts (inspect_json.c,
+ * docs/ckpt_inspect.md). Exit 1 if an image is corrupt; whether this
+ * machine could restart it is only reported.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +21,7 @@
 #include "image_trust.h"
 #include "inspect_backtrace.h"
 #include "inspect_json.h"
+#include "inspect_signals.h"
 #include "inspect_tree.h"
 
 /* The saved command line, its strings joined by spaces (validated:
@@ -220,10 +221,11 @@ static void print_threads(struct ckpt_image *img, int backtraces)
 		printf("  vtid %-7d %-4s tls %#llx sp %#llx pc %#llx\n", t->vtid,
 		       t->is_main ? "main" : "", (unsigned long long)t->tls,
 		       (unsigned long long)t->sp, (unsigned long long)t->pc);
-		if (!u)
-			continue;
-		inspect_backtrace(u, i, &bt);
-		print_backtrace(img, i, &bt);
+		if (u) {
+			inspect_backtrace(u, i, &bt);
+			print_backtrace(img, i, &bt);
+		}
+		print_thread_signals(img, i);
 	}
 	inspect_unwinder_free(u);
 }
@@ -489,6 +491,7 @@ static void print_text(struct ckpt_image *img)
 	print_regions(img);
 	print_chain(img);
 	print_threads(img, options.backtraces);
+	print_signal_state(img);
 	print_fds(img);
 	print_files(img);
 	print_unrestored(img);
@@ -527,8 +530,9 @@ static void usage(FILE *f)
 	fprintf(f,
 "Usage: ckpt_inspect [OPTIONS] IMAGE...\n"
 "Decode checkpoint images: header, memory regions, threads with a\n"
-"backtrace of each (where it was at the checkpoint), file descriptors,\n"
-"files, what a restart will not restore; verify every checksum.\n"
+"backtrace of each (where it was at the checkpoint), signal state,\n"
+"file descriptors, files, what a restart will not restore; verify\n"
+"every checksum.\n"
 "\n"
 "  --json              one JSON object per image on stdout, one per line\n"
 "                      (docs/ckpt_inspect.md)\n"

@@ -182,15 +182,17 @@ static int check_header(struct ckpt_image *img)
 				  "bytes, less than the %d-byte header", have,
 				  CKPT_HEADER_SIZE);
 	memcpy(&h, buf, sizeof(h));
-	if (h.version < CKPT_IMAGE_VERSION)
+	if (h.version < CKPT_IMAGE_VERSION_MIN)
 		return image_fail(img, EINVAL, "image format version %u, this "
-				  "ckpt reads %d: made by an older ckpt, "
+				  "ckpt reads %d to %d: made by an older ckpt, "
 				  "restart it with the ckpt that made it",
-				  h.version, CKPT_IMAGE_VERSION);
-	if (h.version != CKPT_IMAGE_VERSION)
+				  h.version, CKPT_IMAGE_VERSION_MIN,
+				  CKPT_IMAGE_VERSION);
+	if (h.version > CKPT_IMAGE_VERSION)
 		return image_fail(img, EINVAL, "image format version %u, this "
-				  "ckpt reads %d: made by a newer ckpt",
-				  h.version, CKPT_IMAGE_VERSION);
+				  "ckpt reads %d to %d: made by a newer ckpt",
+				  h.version, CKPT_IMAGE_VERSION_MIN,
+				  CKPT_IMAGE_VERSION);
 	/* older images have a shorter header, newer ones may have more */
 	if (h.header_size < CKPT_HEADER_SIZE_MIN ||
 	    h.header_size > CKPT_HEADER_SIZE)
@@ -303,6 +305,29 @@ static int meta_table(struct ckpt_image *img, uint64_t off, uint64_t count,
 	return 0;
 }
 
+/* The signal state (version 7): absent, or whole inside the metadata. */
+static int find_signal_tables(struct ckpt_image *img)
+{
+	const struct ckpt_image_header *h = &img->hdr;
+	const void *p;
+	int err;
+
+	img->signals = NULL;
+	img->thread_signals = NULL;
+	if (!h->signals_offset && !h->nthread_signals)
+		return 0;
+	err = meta_table(img, h->signals_offset, 1, sizeof(*img->signals),
+			 "signal state", &p);
+	if (err)
+		return err;
+	img->signals = p;
+	err = meta_table(img, h->signals_offset + sizeof(*img->signals),
+			 h->nthread_signals, sizeof(*img->thread_signals),
+			 "thread signal", &p);
+	img->thread_signals = p;
+	return err;
+}
+
 static int find_tables(struct ckpt_image *img)
 {
 	const struct ckpt_image_header *h = &img->hdr;
@@ -339,6 +364,9 @@ static int find_tables(struct ckpt_image *img)
 	if (err)
 		return err;
 	img->links = p;
+	err = find_signal_tables(img);
+	if (err)
+		return err;
 	err = meta_table(img, h->strings_offset, h->strings_size, 1, "string",
 			 &p);
 	if (err)

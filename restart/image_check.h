@@ -34,6 +34,10 @@ struct ckpt_image {
 	const struct ckpt_fd_info *fds;
 	const struct ckpt_file_record *files;
 	const struct ckpt_image_link *links;	/* nlinks: a delta's chain */
+	/* version 7: NULL when not recorded */
+	const struct ckpt_signal_state *signals;
+	const struct ckpt_thread_signals *thread_signals;	/* [nthread_
+							   signals] */
 	int link_fds[CKPT_LINKS_MAX];		/* open, checked; -1 */
 	const char *strings;
 	uint64_t strings_size;

@@ -224,10 +224,9 @@ static int find_signal_frame(struct inspect_unwinder *u,
 	return -1;
 }
 
-static void add_frame(struct inspect_unwinder *u, struct backtrace *bt,
-		      uint64_t pc, int return_address)
+static void describe_pc(struct inspect_unwinder *u, struct frame *fr,
+			uint64_t pc, int return_address)
 {
-	struct frame *fr = &bt->frames[bt->nframes++];
 	uint64_t at = pc - (return_address ? 1 : 0), bias;
 	const struct ckpt_region *r = inspect_region_at(u->img, at);
 	struct elf_file *f = object_at(u, at, &bias);
@@ -247,6 +246,18 @@ static void add_frame(struct inspect_unwinder *u, struct backtrace *bt,
 	if (f && elf_source_line(f, at - bias, &fr->source_file,
 				 &fr->source_line))
 		fr->source_file = NULL;
+}
+
+static void add_frame(struct inspect_unwinder *u, struct backtrace *bt,
+		      uint64_t pc, int return_address)
+{
+	describe_pc(u, &bt->frames[bt->nframes++], pc, return_address);
+}
+
+void inspect_describe_code(struct inspect_unwinder *u, uint64_t addr,
+			   struct frame *fr)
+{
+	describe_pc(u, fr, addr, 0);
 }
 
 void inspect_backtrace(struct inspect_unwinder *u, uint32_t i,

@@ -47,6 +47,10 @@ void inspect_unwinder_free(struct inspect_unwinder *u);
 void frame_text(const struct frame *fr, char *out, size_t len);
 /* The whole backtrace on one line: "f <- g <- h". */
 void backtrace_text(const struct backtrace *bt, char *out, size_t len);
+/* What code address addr is (a signal handler): its function, file and
+ * source line as a backtrace frame says them. */
+void inspect_describe_code(struct inspect_unwinder *u, uint64_t addr,
+			   struct frame *fr);
 /* Unwind thread record i. */
 void inspect_backtrace(struct inspect_unwinder *u, uint32_t i,
 		       struct backtrace *bt);

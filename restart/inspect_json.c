@@ -13,6 +13,7 @@
 #include "image_trust.h"
 #include "inspect_backtrace.h"
 #include "inspect_json.h"
+#include "inspect_signals.h"
 
 #define INSPECT_JSON_SCHEMA	1
 
@@ -150,6 +151,7 @@ static void json_threads(struct json_out *j, struct ckpt_image *img,
 			inspect_backtrace(u, i, &bt);
 			json_backtrace(j, &bt);
 		}
+		json_thread_signals(j, img, i);
 		json_close(j, '}');
 	}
 	json_close(j, ']');
@@ -264,6 +266,7 @@ void inspect_print_json(struct ckpt_image *img,
 		json_region(&j, img, &img->regions[i]);
 	json_close(&j, ']');
 	json_threads(&j, img, opts->backtraces);
+	json_signal_state(&j, img);
 	json_open(&j, "fds", '[');
 	for (uint32_t i = 0; i < img->hdr.nfds; i++)
 		json_fd(&j, img, &img->fds[i]);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * Listening sockets (TCP over IPv4/IPv6, Unix path and abstract), UDP
- * sockets and bound unconnected Unix datagram sockets, recorded by
+ * sockets, bound unconnected Unix datagram sockets and netlink sockets
+ * (bound to their port id and groups again), recorded by
  * libckpt-preload/socket_state.c with a struct ckpt_socket_info: made
  * again once per socket, before any process is restarted, with the
  * options that change a bind (SO_REUSEADDR, SO_REUSEPORT, IPV6_V6ONLY)
@@ -175,6 +176,31 @@ static int clear_unix_path(const struct own_socket *o)
 	return r;
 }
 
+/* A netlink socket to its port id and groups again: the kernel's
+ * replies carry the port id, and programs check it (libmnl). When a
+ * socket outside took the port meanwhile, the kernel picks another, and
+ * that is said. 0 or -errno. */
+static int bind_netlink(const struct own_socket *o, int s)
+{
+	struct sockaddr_nl a;
+
+	if (o->si.addr_len < sizeof(a))
+		return -EINVAL;
+	memcpy(&a, o->si.addr, sizeof(a));
+	if (bind(s, (const void *)&a, sizeof(a)) == 0)
+		return 0;
+	if (errno != EADDRINUSE || !a.nl_pid)
+		return -errno;
+	fprintf(stderr, "ckpt_restart: warning: %s: %s (vpid %d), fd %d: "
+		"netlink port %u is taken by another socket; the socket gets "
+		"a new port, and a program that checks the port of the "
+		"kernel's replies (as libmnl does) refuses them\n",
+		o->img->path, o->img->hdr.program, o->img->hdr.vpid, o->f->fd,
+		a.nl_pid);
+	a.nl_pid = 0;
+	return bind(s, (const void *)&a, sizeof(a)) < 0 ? -errno : 0;
+}
+
 static int make_socket(const struct own_socket *o)
 {
 	const struct ckpt_socket_info *si = &o->si;
@@ -192,6 +218,10 @@ static int make_socket(const struct own_socket *o)
 		    -r);
 	} else if (si->family == AF_UNIX && (r = clear_unix_path(o)) < 0) {
 		/* said */
+	} else if (si->family == AF_NETLINK) {
+		if (ckpt_sockaddr_is_bound(si->addr, si->addr_len) &&
+		    (r = bind_netlink(o, s)) < 0)
+			say(o, NULL, -r);
 	} else if (ckpt_sockaddr_is_bound(si->addr, si->addr_len) &&
 		   bind(s, (const void *)si->addr, si->addr_len) < 0) {
 		r = -errno;

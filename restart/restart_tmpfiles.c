@@ -392,8 +392,11 @@ int restart_put_back_files(struct ckpt_image *imgs, int n)
 
 			r = check_unsaved(&imgs[i], f);
 			if (r == 0 && (f->flags & CKPT_FILE_F_WRITTEN) &&
-			    !set_has(&done, f))
+			    !set_has(&done, f)) {
 				warn_if_changed(&imgs[i], f);
+				/* once per file, not per fd or process */
+				r = set_add(&done, f);
+			}
 		}
 	free(done.keys);
 	return r;

@@ -9,9 +9,10 @@ import subprocess
 
 import pytest
 
-# struct ckpt_image_header (include/ckpt/image.h), 448 bytes; the first
-# 352 (up to header_hash) are all an older image has.
-HEADER_FMT = "<8sIIIIQQQQQQQIIIIQQQQQQQQQQQiiQQ64s64sQQQQIIIIIIIIiIQIIQQQ"
+# struct ckpt_image_header (include/ckpt/image.h), 464 bytes; the first
+# 352 (up to header_hash) are all an older image has, a version 6 image's
+# are 448 (up to page_hashes_hash).
+HEADER_FMT = "<8sIIIIQQQQQQQIIIIQQQQQQQQQQQiiQQ64s64sQQQQIIIIIIIIiIQIIQQQQIi"
 HEADER_FIELDS = (
     "magic version header_size arch page_size cpu_features flags "
     "image_size meta_offset meta_size meta_hash data_offset nregions "
@@ -23,10 +24,11 @@ HEADER_FIELDS = (
     "cmdline_size environment environment_size thread_names "
     "thread_names_size manager_vtid reserved_tail links_offset nlinks "
     "chain_length page_hashes_offset page_hashes_size "
-    "page_hashes_hash").split()
+    "page_hashes_hash signals_offset nthread_signals ckpt_signal").split()
 HEADER_SIZE = struct.calcsize(HEADER_FMT)
-assert HEADER_SIZE == 448
+assert HEADER_SIZE == 464
 OLD_HEADER_SIZE = 352
+V6_HEADER_SIZE = 448
 REGION_FMT = "<QQIIIIQQQQQII"     # struct ckpt_region, 80 bytes
 EXTENT_FMT = "<QQQQIIII"          # struct ckpt_extent, 48 bytes (version 6):
 #                                   addr len file_offset hash encoding
@@ -36,6 +38,7 @@ EXTENT_RAW, EXTENT_ZSTD = 0, 1    # ckpt_extent.encoding
 THREAD_FMT = "<iiQQQ"             # struct ckpt_thread_info, 32 bytes
 FD_FMT = "<iIIIqIIQQQ"            # struct ckpt_fd_info, 56 bytes (version 3)
 FILE_FMT = "<IIIIQQQQQQ"          # struct ckpt_file_record, 64 bytes
+SIGNAL_STATE_SIZE = 64 * 32 + 16  # struct ckpt_signal_state (version 7)
 assert struct.calcsize(REGION_FMT) == 80
 assert struct.calcsize(EXTENT_FMT) == 48
 assert struct.calcsize(LINK_FMT) == 32

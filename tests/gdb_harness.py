@@ -40,7 +40,10 @@ def build(work, name):
 
 
 def line_of(name, marker):
-    with open(os.path.join(SOURCES, name + ".c")) as f:
+    """The line of marker in tests/gdb_apps/NAME (.c unless named)."""
+    if "." not in name:
+        name += ".c"
+    with open(os.path.join(SOURCES, name)) as f:
         for n, line in enumerate(f, 1):
             if marker in line:
                 return n
@@ -58,12 +61,24 @@ def gdb(work, exe, script, args=(), env=None):
         f.write(script)
     e = dict(os.environ, CKPT_BIN=BIN, CKPT_GDB_TIMEOUT="40")
     e.update(env or {})
-    r = subprocess.run(["gdb", "-nx", "-q", "-batch", "-x", path, exe],
-                       capture_output=True, text=True, timeout=GDB_TIMEOUT,
-                       cwd=work, env=e)
+    try:
+        r = subprocess.run(["gdb", "-nx", "-q", "-batch", "-x", path, exe],
+                           capture_output=True, text=True,
+                           timeout=GDB_TIMEOUT, cwd=work, env=e)
+    except subprocess.TimeoutExpired as t:
+        # what gdb said until then: where it waited
+        raise AssertionError("gdb did not finish within %d s; its output:"
+                             "\n%s\n%s" % (GDB_TIMEOUT, partial(t.stdout),
+                                            partial(t.stderr))) from None
     text = r.stdout + r.stderr
     program = open(out).read() if os.path.exists(out) else ""
     return text, program
+
+
+def partial(output):
+    if isinstance(output, bytes):
+        return output.decode(errors="replace")
+    return output or ""
 
 
 def printed(text):

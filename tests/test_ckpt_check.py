@@ -13,6 +13,7 @@ import os
 import re
 import stat
 import struct
+import sys
 
 import pytest
 
@@ -242,3 +243,109 @@ def test_kernel_features_match_what_this_test_probes(check_env):
     assert checks["uffd_wp"]["detail"].endswith(
         "(UFFD_FEATURE_WP_ASYNC): %s" % ("yes" if wp_async else "no"))
     assert checks["rseq"]["available"] == rseq_present()
+
+
+# PAGEMAP_SCAN over a range userfaultfd write-protects asynchronously, as
+# libckpt's dirty_pages.c uses it (include/uapi/linux/fs.h, userfaultfd.h)
+UFFD_USER_MODE_ONLY = 1
+UFFDIO_REGISTER = 0xc020aa00    # _IOWR(0xAA, 0x00, struct uffdio_register)
+UFFDIO_REGISTER_MODE_WP = 1 << 1
+PAGEMAP_SCAN = 0xc0606610       # _IOWR('f', 16, struct pm_scan_arg)
+PM_SCAN_WP_MATCHING, PM_SCAN_CHECK_WPASYNC = 1 << 0, 1 << 1
+PAGE_IS_WRITTEN, PAGE_IS_PRESENT = 1 << 1, 1 << 3
+SCAN_PAGES = 4
+
+
+def scan_written(pagemap, start, end):
+    """[(start, end)] of the written pages, protected again."""
+    vec = ctypes.create_string_buffer(24 * SCAN_PAGES)
+    arg = bytearray(struct.pack(
+        "12Q", 96, PM_SCAN_WP_MATCHING | PM_SCAN_CHECK_WPASYNC, start, end,
+        0, ctypes.addressof(vec), SCAN_PAGES, 0, 0, PAGE_IS_WRITTEN,
+        PAGE_IS_PRESENT, PAGE_IS_WRITTEN))
+    n = fcntl.ioctl(pagemap, PAGEMAP_SCAN, arg, True)
+    return [struct.unpack_from("QQ", vec.raw, 24 * i) for i in range(n)]
+
+
+def pagemap_scan_tracks_writes():
+    """Four pages registered with an asynchronous write-protecting
+    userfaultfd; a scan protects them; the third is written; the next
+    scan must return exactly that page. False when any step is refused."""
+    size = SCAN_PAGES * mmap.PAGESIZE
+    pages = mmap.mmap(-1, size)
+    cell = ctypes.c_char.from_buffer(pages)
+    start = ctypes.addressof(cell)
+    pages.write(b"\1" * size)
+    uffd, _ = raw_syscall("userfaultfd", os.O_CLOEXEC | os.O_NONBLOCK |
+                          UFFD_USER_MODE_ONLY)
+    pagemap = os.open("/proc/self/pagemap", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        if uffd < 0:
+            return False
+        fcntl.ioctl(uffd, UFFDIO_API, bytearray(struct.pack(
+            "QQQ", UFFD_API, UFFD_FEATURE_WP_ASYNC, 0)), True)
+        fcntl.ioctl(uffd, UFFDIO_REGISTER, bytearray(struct.pack(
+            "QQQQ", start, size, UFFDIO_REGISTER_MODE_WP, 0)), True)
+        scan_written(pagemap, start, start + size)
+        pages[2 * mmap.PAGESIZE] = 2
+        third = start + 2 * mmap.PAGESIZE
+        return scan_written(pagemap, start, start + size) == [
+            (third, third + mmap.PAGESIZE)]
+    except OSError:
+        return False
+    finally:
+        os.close(pagemap)
+        if uffd >= 0:
+            os.close(uffd)
+        del cell
+        pages.close()
+
+
+# In a fresh interpreter (a raw clone3 forks it): ask for a free pid of
+# the upper half, print "yes" when the child got it, else why not.
+CLONE3_SET_TID_PROBE = r"""
+import ctypes, errno, os, random, struct
+libc = ctypes.CDLL(None, use_errno=True)
+nr = {"x86_64": 435, "aarch64": 435}[os.uname().machine]
+pid_max = int(open("/proc/sys/kernel/pid_max").read())
+for _ in range(50):
+    want = ctypes.c_int(random.randrange(pid_max // 2, pid_max))
+    if os.path.exists("/proc/%d" % want.value):
+        continue
+    args = ctypes.create_string_buffer(struct.pack(
+        "11Q", 0, 0, 0, 0, 17, 0, 0, 0, ctypes.addressof(want), 1, 0))
+    r = libc.syscall(nr, args, 88)
+    if r == 0:
+        os._exit(0)
+    if r > 0:
+        os.waitpid(r, 0)
+        print("yes" if r == want.value else "got pid %d" % r)
+        break
+    err = ctypes.get_errno()
+    if err != errno.EEXIST:
+        print("no: " + errno.errorcode.get(err, str(err)))
+        break
+"""
+
+
+def clone3_set_tid_works():
+    r = run([sys.executable, "-c", CLONE3_SET_TID_PROBE], 30)
+    assert r.returncode == 0 and r.stdout.strip(), r.stderr
+    return r.stdout.strip() == "yes"
+
+
+def test_clone3_and_pagemap_scan_match_what_this_test_probes(check_env):
+    """clone3 with set_tid (a child made with a pid of the test's choice)
+    and PAGEMAP_SCAN tracking a write under asynchronous userfaultfd
+    write-protection (as libckpt's dirty_pages.c uses it): ckpt_check
+    says what this test finds. Here (root, Linux 6.18) both work."""
+    r, _, checks = as_json(check_env)
+    assert checks["clone3_set_tid"]["available"] == clone3_set_tid_works()
+    scan = pagemap_scan_tracks_writes()
+    assert checks["pagemap_scan"]["available"] == scan
+    if scan:
+        assert "finds the pages written" in checks["pagemap_scan"]["detail"]
+    text = text_lines(ckpt_check(check_env).stdout)
+    for name in ("clone3_set_tid", "pagemap_scan"):
+        assert text[name][0] == ("yes" if checks[name]["available"]
+                                 else "no")

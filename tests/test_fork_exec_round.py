@@ -12,7 +12,7 @@ import pytest
 
 from ckpt_harness import app, numbers
 
-N = 4000
+N = 2000
 ROUND = r"^round (\d+) ok$"
 
 

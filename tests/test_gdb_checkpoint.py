@@ -112,7 +112,7 @@ def test_checkpoint_of_a_program_stopped_in_gdb_names_the_tracer(work):
     assert "kill -CONT" not in msg, msg
 
 
-@pytest.mark.time_limit(120)
+@pytest.mark.time_limit(200)	# above GDB_TIMEOUT: gdb's output is kept
 def test_reexecution_sees_the_recorded_inputs(work):
     """A line read from a FIFO fed once, clock_gettime, getrandom and
     time: after a restore, the re-execution sees the first run's values
@@ -146,6 +146,26 @@ continue
     assert token in values[0], text
     assert values[:4] == values[4:], text
     assert out.startswith(token), out
+
+
+@pytest.mark.time_limit(60)
+def test_an_exec_records_under_a_name_of_its_own(work):
+    """The image an exec starts keeps the vpid but numbers its events from
+    0: it records in <base>.exec.<vpid>, never replaying the first image's
+    entries as its own (each python3 takes the GIL's mutex)."""
+    record = os.path.join(work, "rec")
+    r = subprocess.run(
+        [tool("ckpt_launch"), "--coord", os.path.join(work, "c.sock"), "--",
+         "/usr/bin/python3", "-c", "import os; os.execv('/usr/bin/python3',"
+         " ['python3', '-c', 'print(\"after exec\")'])"],
+        env=dict(os.environ, CKPT_RECORD_INPUTS=record),
+        capture_output=True, text=True, timeout=40)
+    assert r.returncode == 0 and r.stdout == "after exec\n", r
+    assert "differs" not in r.stderr, r.stderr
+    names = sorted(os.listdir(work))
+    locks = [n for n in names if n.endswith(".locks")]
+    assert len(locks) == 2 and re.match(r"rec\.\d+\.locks$", locks[0]) and \
+        locks[1] == "rec.exec." + locks[0][4:], names
 
 
 @pytest.mark.time_limit(120)

@@ -4,7 +4,9 @@
 threads take mutexes is recorded and enforced on re-execution
 (wrappers/lock_order.c), so `ckpt restore` + `continue` crashes the same
 way and `ckpt reverse-watch` names the same writing thread and line every
-time; a program with an unsynchronized race is reported as a divergence.
+time (with pthread mutexes, rwlocks, semaphores, C11 mutexes, spin locks
+and barriers); a program with an unsynchronized race is reported as a
+divergence.
 The heavy variant (10 repetitions) runs with CKPT_HEAVY_TESTS=1."""
 
 import os
@@ -67,6 +69,13 @@ def test_reverse_watch_names_the_writing_thread_every_time(work):
 def test_semaphores_and_rwlocks_are_ordered_too(work):
     # the tickets behind a semaphore, the link behind a rwlock
     watch_the_bad_link(work, 2, "1000 sem")
+
+
+@pytest.mark.time_limit(240)
+def test_c11_mutexes_spin_locks_and_barriers_are_ordered_too(work):
+    # the tickets behind a C11 mtx_t, the link behind a spin lock, the go
+    # behind a cnd_t, and a barrier whose serial thread draws a ticket
+    watch_the_bad_link(work, 2, "1000 c11")
 
 
 @pytest.mark.skipif(not os.environ.get("CKPT_HEAVY_TESTS"),

@@ -11,6 +11,7 @@ import re
 import time
 
 from ckpt_harness import ROOT, app, run
+from ckpt_image import V6_HEADER_SIZE, Image
 from test_command_json import load_schema, validate
 
 # thread name -> the functions its backtrace holds, innermost first
@@ -232,3 +233,115 @@ def test_several_images_show_their_process_tree(session):
     assert "process tree" not in inspect(s, "--no-verify", images[0])
     assert "process tree" not in inspect(s, "--json", "--no-verify",
                                          *images)
+
+
+# --- signal state (image format version 7) ----------------------------------
+
+SIGNAL_TICKS = 25
+SIGNAL_RESULT = "result masks 1 pending 1 actions 1 handler 1"
+GLIBC_SIGNALS = ("SIG32", "SIG33")
+# signal_inspect's threads: what each blocks and has pending (SIGWINCH,
+# blocked by all, is pending for the process; SIGRTMAX, ckpt's signal,
+# blocked as the program sees it)
+THREAD_SIGNALS = {"signal_inspect": (["SIGWINCH"], []),
+                  "usr2-blocker": (["SIGUSR2", "SIGWINCH", "SIGRTMAX"],
+                                   ["SIGUSR2"]),
+                  "int-blocker": (["SIGINT", "SIGWINCH"], [])}
+
+
+def signal_state_image(s):
+    p = s.launch([app("signal_inspect"), str(SIGNAL_TICKS)])
+    p.wait_line(r"^ready$")
+    [img] = s.checkpoint()
+    s.kill_all()
+    p.wait_exit(30)
+    return img
+
+
+def text_section(out, title):
+    """The lines of the text's section that starts with title."""
+    lines = out.split("\n" + title)[1].split("\n\n")[0].splitlines()
+    return [l.strip() for l in lines[1:]]
+
+
+def assert_text_signal_state(out, ckpt_signal):
+    [head] = [l for l in out.splitlines() if l.startswith("signals (")]
+    assert head.endswith("ckpt's checkpoint signal: %s):" % ckpt_signal)
+    # glibc's own (SIG32, SIG33: __nptl_setxid_sighandler...) may be there
+    actions = [l for l in text_section(out, "signals (")
+               if not l.startswith(GLIBC_SIGNALS)]
+    usr1 = re.match(r"^SIGUSR1 +handler 0x[0-9a-f]+ on_usr1 "
+                    r"\(signal_inspect\.c:\d+\), flags SA_SIGINFO "
+                    r"SA_RESTART, mask SIGTERM$", actions[0])
+    assert usr1, actions
+    assert actions[1:] == [
+        "SIGPIPE     ignored",
+        "%-12sckpt's checkpoint signal (the program's disposition: "
+        "default)" % ckpt_signal,
+        "pending for the process: SIGWINCH"], actions
+    # each application thread's line, after its backtrace
+    found = {}
+    lines = out.splitlines()
+    for k, line in enumerate(lines):
+        m = THREAD_LINE.match(line)
+        if m and "manager" not in m.group(2):
+            name = m.group(2).split(", ")[-1]
+            found[name] = lines[k + 1].strip()
+    assert found == {
+        name: "signals: blocked %s; pending %s" % (
+            " ".join(blocked), " ".join(pending) or "none")
+        for name, (blocked, pending) in THREAD_SIGNALS.items()}, found
+
+
+def assert_json_signal_state(doc, ckpt_signal):
+    sig = doc["signals"]
+    assert sig["ckpt_signal_name"] == ckpt_signal
+    assert sig["process_pending"] == ["SIGWINCH"]
+    usr1, pipe, own = [a for a in sig["actions"]
+                       if not a["name"].startswith(GLIBC_SIGNALS)]
+    assert (usr1["name"], usr1["signal"], usr1["disposition"]) == (
+        "SIGUSR1", 10, "handler")
+    assert usr1["handler_text"].startswith("on_usr1 (signal_inspect.c:")
+    assert usr1["flag_names"] == ["SA_SIGINFO", "SA_RESTART"]
+    assert usr1["mask"] == ["SIGTERM"] and usr1["ckpt_signal"] is False
+    assert pipe == {"signal": 13, "name": "SIGPIPE", "ckpt_signal": False,
+                    "disposition": "ignored"}
+    assert (own["name"], own["ckpt_signal"], own["disposition"]) == (
+        ckpt_signal, True, "default")
+    threads = {t["name"]: t["signals"] for t in doc["threads"]
+               if not t["manager"]}
+    assert threads == {name: {"blocked": b, "pending": p}
+                       for name, (b, p) in THREAD_SIGNALS.items()}
+
+
+def test_signal_state(session):
+    """signal_inspect's dispositions, masks and pending signals, as the
+    text and --json show them; the restarted program finds them all
+    (restored from libckpt's memory, as before version 7). A copy made a
+    version 6 image reads "not recorded" and restarts the same."""
+    s = session
+    img = signal_state_image(s)
+    out = inspect(s, "--no-verify", img)
+    [own] = re.findall(r"ckpt's checkpoint signal: (\S+)\):", out) or [None]
+    assert own and own.startswith("SIGRTM"), out
+    assert_text_signal_state(out, own)
+    doc = json.loads(inspect(s, "--json", "--no-verify", img))
+    validate(doc, SCHEMA)
+    assert_json_signal_state(doc, own)
+    # an older image: the same without the signal state
+    old = Image(img)
+    old.set_header(version=6, header_size=V6_HEADER_SIZE, signals_offset=0,
+                   nthread_signals=0, ckpt_signal=0)
+    old.rehash()
+    v6 = old.write(s.path("v6.img"))
+    assert "\nsignals: not recorded (image format version 6)\n" in inspect(
+        s, "--no-verify", "--no-backtraces", v6)
+    doc = json.loads(inspect(s, "--json", "--no-verify", v6))
+    validate(doc, SCHEMA)
+    assert doc["signals"] is None
+    assert all(t["signals"] is None for t in doc["threads"])
+    for image in (img, v6):
+        r = s.restart([image])
+        assert r.wait_exit() == 0, r.stderr_text()
+        assert SIGNAL_RESULT in r.lines(), r.lines()[-3:]
+        assert "tick %d" % SIGNAL_TICKS in r.lines()

@@ -56,12 +56,12 @@ done
 echo "final $x $s ${#s}"
 """
 
-# (name, argv, number of progress steps). Each runs ~10 s uninterrupted
+# (name, argv, number of progress steps). Each runs ~5 s uninterrupted
 # on the reference machine; the checkpoint is taken at step 10.
 PROGRAMS = [
-    ("python3", [PYTHON, "-c", PYTHON_SCRIPT, "24000000", "240000"], 100),
-    ("perl", [PERL, "-e", PERL_SCRIPT, "40000000", "400000"], 100),
-    ("bash", [BASH, "-c", BASH_SCRIPT, "bash", "2000000", "20000"], 100),
+    ("python3", [PYTHON, "-c", PYTHON_SCRIPT, "12000000", "120000"], 100),
+    ("perl", [PERL, "-e", PERL_SCRIPT, "20000000", "200000"], 100),
+    ("bash", [BASH, "-c", BASH_SCRIPT, "bash", "1000000", "10000"], 100),
 ]
 
 

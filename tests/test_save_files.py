@@ -16,7 +16,7 @@ import pytest
 
 from ckpt_harness import ROOT, app, numbers, reference_output, run
 
-LINES, PAUSE_MS = 80, 25
+LINES, PAUSE_MS = 160, 25
 LINE = r"^line (\d+)$"
 
 
@@ -59,7 +59,9 @@ def checkpoint_then_more_then_kill(s, proc, at, more=15, images=1):
     proc.wait_line(LINE, minimum=at)
     imgs = s.checkpoint(expect_images=images)
     seen = max(numbers(proc.lines(), LINE))
-    proc.wait_line(LINE, minimum=seen + more)
+    assert seen < LINES, "the program ended during the checkpoint"
+    # a loaded machine can make the checkpoint last most of the run
+    proc.wait_line(LINE, minimum=min(seen + more, LINES))
     s.kill_all()
     proc.wait_exit(30)
     return imgs, seen

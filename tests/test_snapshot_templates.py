@@ -228,3 +228,24 @@ def test_restore_stopped(session):
 def proc_state(pid):
     with open("/proc/%d/stat" % pid) as f:
         return f.read().rsplit(")", 1)[1].split()[0]
+
+
+@pytest.mark.time_limit(120)
+def test_unreaped_children_survive_restore(session):
+    """A process with children not reaped yet (zombies) is snapshotted
+    as an image (a template's children are not the program's): after the
+    restore it reaps each by its stored pid and finds how it ended."""
+    p = session.launch([app("zombie_wait"), "300", "10"])
+    p.wait_line(r"^iter (\d+)", minimum=5)
+    taken = session.command("--snapshot")
+    assert taken.returncode == 0, taken.stderr
+    sid = taken.stdout.strip()
+    kinds = {l.split()[0]: l.split()[4] for l in
+             session.command("--snapshots").stdout.splitlines()}
+    assert kinds[sid] == "image", kinds
+    assert "its process made none: it has children not reaped yet" in \
+        taken.stderr, taken.stderr
+    r = session.start([session.tool("ckpt_command"), "--restore", sid],
+                      "restore")
+    assert r.wait_exit() == 0, "%r %s" % (r.lines()[-3:], r.stderr_text())
+    assert r.lines()[-1] == "OK zombies", r.lines()[-3:]

@@ -139,9 +139,14 @@ def test_restore_process_tree_with_pipes(session):
     ref = reference_output(RING_ARGV)
     p = session.launch(RING_ARGV)
     p.wait_line(RING, minimum=20)
-    sid = take_snapshot(session)
+    taken = session.command("--snapshot")
+    assert taken.returncode == 0, taken.stderr
+    sid = taken.stdout.strip()
     assert snapshot_kinds(session)[sid] == "image", \
         "a process tree is snapshotted as images"
+    assert "snapshot %s is kept as images, not as a template process: " \
+        "the computation has 3 processes" % sid in taken.stderr, \
+        taken.stderr
     returned = max(numbers(p.lines(), RING))
     p.wait_line(RING, minimum=returned + 15)
     r = restore(session, sid)

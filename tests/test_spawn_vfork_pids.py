@@ -7,6 +7,8 @@ cycles, the second checkpoint catching a child spawned after the first
 restart. And a vfork child's getpid() is its own pid (not its parent's):
 setpgid(getpid(), getpid()) works in it, before and after a restart."""
 
+import os
+
 import pytest
 
 from ckpt_harness import app, numbers
@@ -59,6 +61,9 @@ def restart_cycles(session, argv, n, cycles):
     return p
 
 
+@pytest.mark.skipif(not os.environ.get("CKPT_HEAVY_TESTS"),
+                    reason="heavy: the three-restart test covers it; "
+                    "set CKPT_HEAVY_TESTS=1")
 @pytest.mark.time_limit(300)
 def test_posix_spawn_loop_two_restarts(session):
     restart_cycles(session, [app("spawn_loop"), "120", "150"], 120, 2)

@@ -9,7 +9,9 @@
  * middle of a real wait is woken by any signal (signals broadcast while
  * replaying) and then waits for its turn. Not recording: the real calls.
  */
+#include <errno.h>
 #include <pthread.h>
+#include <threads.h>
 #include <time.h>
 #include "wrappers.h"
 
@@ -142,4 +144,35 @@ CKPT_WRAPPER int pthread_cond_signal(pthread_cond_t *c)
 CKPT_WRAPPER int pthread_cond_broadcast(pthread_cond_t *c)
 {
 	return NEXT_FN(pthread_cond_broadcast)(c);
+}
+
+/* C11: glibc's cnd_* call its pthread_cond_* directly, past these
+ * wrappers; the same waits, with the results as thrd_* codes */
+static int thrd_result(int rc)
+{
+	if (rc == 0)
+		return thrd_success;
+	return rc == ETIMEDOUT ? thrd_timedout : thrd_error;
+}
+
+CKPT_WRAPPER int cnd_wait(cnd_t *c, mtx_t *m)
+{
+	struct wait_call w = { (pthread_cond_t *)c, (pthread_mutex_t *)m, 0,
+			       0, NULL };
+
+	return thrd_result(ordered_wait(&w, CALL_SITE()));
+}
+
+CKPT_WRAPPER int cnd_timedwait(cnd_t *restrict c, mtx_t *restrict m,
+			       const struct timespec *restrict abstime)
+{
+	struct wait_call w = { (pthread_cond_t *)c, (pthread_mutex_t *)m, 1,
+			       CLOCK_REALTIME, abstime };
+
+	return thrd_result(ordered_wait(&w, CALL_SITE()));
+}
+
+CKPT_WRAPPER int cnd_signal(cnd_t *c)
+{
+	return thrd_result(pthread_cond_signal((pthread_cond_t *)c));
 }

@@ -41,11 +41,12 @@ CKPT_EARLY_CONSTRUCTOR static void resolve_next_exec(void)
 	RESOLVE_NEXT(posix_spawnp);
 }
 
-#define ENV_EXTRA 11
+#define ENV_EXTRA 12
 #define ENV_VPIDS_MAX (32 * 1024)	/* CKPT_VPIDS, on the stack */
 
 static char env_preload[4200];	/* "LD_PRELOAD=<libckpt>[:<others>]" */
 static char env_coord[600], env_dir[4200], env_signal[32];
+static char env_record[1100];	/* "CKPT_RECORD_INPUTS=<base>.exec" */
 static char exe_path[4096];	/* the program, for /proc/self/exe */
 static char libckpt[4096];	/* our own path, as LD_PRELOAD names it */
 
@@ -109,7 +110,8 @@ static int is_ours(const char *entry)
 	       names_var(entry, "CKPT_VPIDS") ||
 	       names_var(entry, "CKPT_OUTSIDE") ||
 	       names_var(entry, "CKPT_SAVE_FILES") ||
-	       names_var(entry, "CKPT_TMP_FILE_MAX");
+	       names_var(entry, "CKPT_TMP_FILE_MAX") ||
+	       names_var(entry, "CKPT_RECORD_INPUTS");
 }
 
 /* "LD_PRELOAD=<value without libckpt>" in out; 0 when nothing is left.
@@ -152,6 +154,22 @@ static void build_env_outside(char *const envp[], const char **out,
 			out[n++] = envp[i];
 	}
 	out[n] = NULL;
+}
+
+/* Recording inputs and the lock order (the gdb extension): the new
+ * image keeps the vpid but starts its events from 0, so it records under
+ * a name of its own, <base>.exec, never replaying the old image's
+ * entries; a re-execution from before the exec makes the same name. */
+static size_t record_env(const char **out)
+{
+	const char *base = record_inputs_path();
+
+	if (!base)
+		return 0;
+	ckpt_fmt(env_record, sizeof(env_record), "CKPT_RECORD_INPUTS=%s.exec",
+		 base);
+	out[0] = env_record;
+	return 1;
 }
 
 /* envp without our variables, then ours; `out` has room for
@@ -197,6 +215,7 @@ static void build_env(char *const envp[], const char **out, char *vpid_var,
 		out[n++] = "CKPT_COMPRESS=1";
 	if (vpids_var[11])
 		out[n++] = vpids_var;
+	n += record_env(out + n);
 	out[n] = NULL;
 }
 

@@ -26,6 +26,7 @@
  * itself are not ordered.
  */
 #include <fcntl.h>
+#include <link.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +77,7 @@ static int log_fd = -1;	/* libckpt's own: not in images */
 static uint32_t log_count;	/* entries in the file, as of the last open */
 static int busy;		/* spin lock */
 static int turn_rounds = 200;	/* 100 ms waits before a divergence */
+static int sleepers;		/* threads asleep on the sequence */
 
 static void lock(void)
 {
@@ -127,10 +129,37 @@ static int open_log(void)
 	return log_fd;
 }
 
+/* Replayed entries are read ENTRY_CACHE at a time: one pread for many
+ * events. The copy is dropped whenever the file may no longer say the
+ * same: a cut, an append inside it, a restart (the copy in memory is then
+ * the snapshot's, the file newer), a fork. */
+#define ENTRY_CACHE 256
+static struct lock_entry cached[ENTRY_CACHE];
+static uint32_t cached_from, cached_count;
+
+static void forget_cached(void)
+{
+	cached_count = 0;
+}
+
+/* Under lock(): entry n of the record, if there is one. */
 static int entry_at(uint32_t n, struct lock_entry *e)
 {
-	return pread(log_fd, e, sizeof(*e), (off_t)n * sizeof(*e)) ==
-	       (ssize_t)sizeof(*e);
+	ssize_t got;
+
+	if (n - cached_from < cached_count) {
+		*e = cached[n - cached_from];
+		return 1;
+	}
+	got = pread(log_fd, cached, sizeof(cached), (off_t)n * sizeof(*e));
+	if (got < (ssize_t)sizeof(*e)) {
+		forget_cached();
+		return 0;
+	}
+	cached_from = n;
+	cached_count = (uint32_t)((size_t)got / sizeof(*e));
+	*e = cached[0];
+	return 1;
 }
 
 /* A waiting thread sleeps on the sequence with the bit of its number:
@@ -146,6 +175,7 @@ static uint32_t turn_bit(uint32_t number)
 static int sleep_until_turn(uint32_t at)
 {
 	struct timespec until;
+	int rc;
 
 	syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &until);
 	until.tv_nsec += 100 * 1000 * 1000;
@@ -153,21 +183,31 @@ static int sleep_until_turn(uint32_t at)
 		until.tv_sec++;
 		until.tv_nsec -= 1000000000;
 	}
-	if (syscall(SYS_futex, &ckpt_lock_order_events,
-		    FUTEX_WAIT_BITSET_PRIVATE, at, &until, NULL,
-		    turn_bit(thread_number)) < 0)
-		return errno;
-	return 0;
+	/* counted before the futex reads the sequence: a waker that moved
+	 * the sequence on and saw no sleeper left us a changed value */
+	__atomic_add_fetch(&sleepers, 1, __ATOMIC_SEQ_CST);
+	rc = syscall(SYS_futex, &ckpt_lock_order_events,
+		     FUTEX_WAIT_BITSET_PRIVATE, at, &until, NULL,
+		     turn_bit(thread_number)) < 0 ? errno : 0;
+	__atomic_sub_fetch(&sleepers, 1, __ATOMIC_SEQ_CST);
+	return rc;
 }
 
-/* Under lock(), the sequence moved on to `next`: wake its thread. */
+/* Under lock(), the sequence moved on to `next`: wake its thread, unless
+ * it is this one (a run of its events) or no thread sleeps: most events
+ * of a replay cost no system call. */
 static void wake_next(uint32_t next)
 {
 	struct lock_entry e;
 	uint32_t bits = FUTEX_BITSET_MATCH_ANY;
 
-	if (next < log_count && entry_at(next, &e))
+	if (!__atomic_load_n(&sleepers, __ATOMIC_SEQ_CST))
+		return;
+	if (next < log_count && entry_at(next, &e)) {
+		if (e.thread == thread_number)
+			return;
 		bits = turn_bit(e.thread);
+	}
 	syscall(SYS_futex, &ckpt_lock_order_events, FUTEX_WAKE_BITSET_PRIVATE,
 		INT32_MAX, NULL, NULL, bits);
 }
@@ -199,6 +239,7 @@ static void diverge(const char *fmt, ...)
 	if (ftruncate(log_fd, (off_t)at * sizeof(struct lock_entry)) < 0)
 		ckpt_log("lock order: truncate: %s", strerror(errno));
 	log_count = at;
+	forget_cached();
 	wake_waiters();
 }
 
@@ -349,20 +390,73 @@ int lock_order_replaying(void)
 	return lock_order_on() && ckpt_lock_order_events < log_count;
 }
 
-/* Under lock(): the watched bytes, compared with their copy at each event
- * (read with process_vm_readv: a bad address fails, never faults). */
+struct byte_range {
+	uintptr_t from, to;
+	int inside;
+};
+
+/* dl_iterate_phdr's first object is the program itself */
+static int in_program_data(struct dl_phdr_info *info, size_t size,
+			   void *arg)
+{
+	struct byte_range *r = arg;
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_W) &&
+		    r->from >= start && r->to <= start + ph->p_memsz)
+			r->inside = 1;
+	}
+	return 1;
+}
+
+/* Under lock(): may the watched bytes be read directly? Yes when they lie
+ * in the program's own data or bss, which stay mapped as long as it runs;
+ * anything else (heap, stacks, libraries that may be unloaded) is read
+ * with process_vm_readv, a system call per event, which fails on a bad
+ * address instead of faulting. */
+static int watched_in_program_data(uint64_t addr, int len)
+{
+	static uint64_t known_addr;
+	static int known_len, known_inside;
+	struct byte_range r = { (uintptr_t)addr, (uintptr_t)addr + len, 0 };
+
+	if (addr != known_addr || len != known_len) {
+		dl_iterate_phdr(in_program_data, &r);
+		known_addr = addr;
+		known_len = len;
+		known_inside = r.inside;
+	}
+	return known_inside;
+}
+
+static int read_watched(unsigned char *now, uint64_t addr, int len)
+{
+	struct iovec local = { now, (size_t)len };
+	struct iovec remote = { (void *)(uintptr_t)addr, (size_t)len };
+
+	if (watched_in_program_data(addr, len)) {
+		for (int i = 0; i < len; i++)
+			now[i] = ((const volatile unsigned char *)
+				  (uintptr_t)addr)[i];
+		return 1;
+	}
+	return syscall(SYS_process_vm_readv, ckpt_real_getpid(), &local, 1,
+		       &remote, 1, 0) == len;
+}
+
+/* Under lock(): the watched bytes, compared with their copy at each
+ * event. */
 static void compare_watched(uint32_t event)
 {
 	unsigned char now[sizeof(ckpt_lock_order_watch_copy)];
 	int len = ckpt_lock_order_watch_len;
-	struct iovec local = { now, (size_t)len };
-	struct iovec remote = { (void *)(uintptr_t)ckpt_lock_order_watch_addr,
-				(size_t)len };
 
-	if (len <= 0 || len > (int)sizeof(now))
-		return;
-	if (syscall(SYS_process_vm_readv, ckpt_real_getpid(), &local, 1,
-		    &remote, 1, 0) != len)
+	if (len <= 0 || len > (int)sizeof(now) ||
+	    !read_watched(now, ckpt_lock_order_watch_addr, len))
 		return;
 	if (memcmp(now, ckpt_lock_order_watch_copy, (size_t)len)) {
 		memcpy(ckpt_lock_order_watch_copy, now, (size_t)len);
@@ -384,6 +478,8 @@ static void append_entry(const struct lock_turn *t, int result)
 		ckpt_log("lock order: write: %s", strerror(errno));
 		return;
 	}
+	if (at - cached_from < cached_count)
+		forget_cached();
 	log_count = at + 1;
 }
 
@@ -403,7 +499,8 @@ uint32_t lock_order_end(struct lock_turn *t, int result)
 	else if (!t->replaying && open_log() >= 0)
 		append_entry(t, result);
 	compare_watched(at);
-	__atomic_store_n(&ckpt_lock_order_events, at + 1, __ATOMIC_RELEASE);
+	/* seq_cst: ordered before wake_next's look at the sleepers */
+	__atomic_store_n(&ckpt_lock_order_events, at + 1, __ATOMIC_SEQ_CST);
 	if (t->replaying)
 		wake_next(at + 1);
 	unlock();
@@ -431,6 +528,8 @@ const char *lock_event_name(int kind)
 		return "returns from a wait on";
 	case LOCK_EV_CREATE:
 		return "creates a thread at";
+	case LOCK_EV_BARRIER:
+		return "returns from a barrier at";
 	}
 	return "?";
 }
@@ -441,6 +540,7 @@ const char *lock_event_name(int kind)
 void lock_order_restarted(void)
 {
 	log_fd = -1;
+	forget_cached();
 }
 
 /* A child of fork: a sequence and a record of its own; the thread that
@@ -448,6 +548,8 @@ void lock_order_restarted(void)
 void lock_order_forked(void)
 {
 	log_fd = -1;
+	forget_cached();
 	ckpt_lock_order_events = 0;
 	thread_number = 0;
+	sleepers = 0;
 }

@@ -7,8 +7,8 @@
  * real call, so a checkpoint landing anywhere in it finds the entry, and
  * dropped once the thread no longer owns the lock; a restart rewrites the
  * owner of every noted lock. A normal mutex costs one test of its kind.
- * Under the gdb extension each take of a mutex or rwlock is also an
- * event of the lock order (wrappers/lock_order.c).
+ * Under the gdb extension each take of a mutex, C11 mtx_t or rwlock is
+ * also an event of the lock order (wrappers/lock_order.c).
  */
 #include <pthread.h>
 #include <threads.h>
@@ -276,32 +276,61 @@ CKPT_WRAPPER int pthread_rwlock_unlock(pthread_rwlock_t *rw)
 		r_;                                                       \
 	})
 
+static int mtx_take(void *mtx)
+{
+	if (!owner_checked(mtx))
+		return NEXT_FN(mtx_lock)(mtx);
+	return MTX_NOTED(mtx, NEXT_FN(mtx_lock)(mtx));
+}
+
+static int mtx_try_take(void *mtx)
+{
+	if (!owner_checked(mtx))
+		return NEXT_FN(mtx_trylock)(mtx);
+	return MTX_NOTED(mtx, NEXT_FN(mtx_trylock)(mtx));
+}
+
+/* mtx_timedlock's deadline is on the TIME_UTC clock, always */
+static int mtx_take_until(void *mtx, clockid_t clock,
+			  const struct timespec *abstime)
+{
+	(void)clock;
+	if (!owner_checked(mtx))
+		return NEXT_FN(mtx_timedlock)(mtx, abstime);
+	return MTX_NOTED(mtx, NEXT_FN(mtx_timedlock)(mtx, abstime));
+}
+
+static void mtx_give_back(void *mtx)
+{
+	mtx_unlock(mtx);
+}
+
+/* Ordered like pthread mutexes; the results are thrd_* codes
+ * (thrd_success is 0) */
+static const struct lock_ops mtx_ops = {
+	.take = mtx_take,
+	.try_take = mtx_try_take,
+	.take_until = mtx_take_until,
+	.give_back = mtx_give_back,
+};
+
 CKPT_WRAPPER int mtx_lock(mtx_t *mtx)
 {
-	pthread_mutex_t *m = (pthread_mutex_t *)mtx;
-
-	if (!owner_checked(m))
-		return NEXT_FN(mtx_lock)(mtx);
-	return MTX_NOTED(m, NEXT_FN(mtx_lock)(mtx));
+	return lock_order_take(&mtx_ops, mtx, LOCK_EV_MUTEX, 0, NULL,
+			       CALL_SITE());
 }
 
 CKPT_WRAPPER int mtx_trylock(mtx_t *mtx)
 {
-	pthread_mutex_t *m = (pthread_mutex_t *)mtx;
-
-	if (!owner_checked(m))
-		return NEXT_FN(mtx_trylock)(mtx);
-	return MTX_NOTED(m, NEXT_FN(mtx_trylock)(mtx));
+	return lock_order_take(&mtx_ops, mtx, LOCK_EV_TRYLOCK, 0, NULL,
+			       CALL_SITE());
 }
 
 CKPT_WRAPPER int mtx_timedlock(mtx_t *restrict mtx,
 			       const struct timespec *restrict ts)
 {
-	pthread_mutex_t *m = (pthread_mutex_t *)mtx;
-
-	if (!owner_checked(m))
-		return NEXT_FN(mtx_timedlock)(mtx, ts);
-	return MTX_NOTED(m, NEXT_FN(mtx_timedlock)(mtx, ts));
+	return lock_order_take(&mtx_ops, mtx, LOCK_EV_TIMEDLOCK,
+			       CLOCK_REALTIME, ts, CALL_SITE());
 }
 
 CKPT_WRAPPER int mtx_unlock(mtx_t *mtx)

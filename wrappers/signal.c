@@ -95,6 +95,22 @@ static void run_program_handler(int sig, siginfo_t *si, void *uc)
 		ckpt_signal_restore_wish(outer);
 }
 
+/* The program's view of a kernel action (the image's signal state,
+ * signals.c): its own handler in place of the trampoline, SA_SIGINFO
+ * only if it asked for it. */
+void signal_program_view(int sig, uint64_t *handler, uint64_t *flags)
+{
+	uint64_t h;
+
+	if (sig <= 0 || sig >= _NSIG ||
+	    *handler != (uint64_t)(uintptr_t)run_program_handler)
+		return;
+	h = __atomic_load_n(&program_handlers[sig], __ATOMIC_ACQUIRE);
+	*handler = h & ~TAKES_SIGINFO;
+	if (!(h & TAKES_SIGINFO))
+		*flags &= ~(uint64_t)SA_SIGINFO;
+}
+
 static uint64_t packed_handler(const struct sigaction *act)
 {
 	return (uint64_t)(uintptr_t)act->sa_handler |

@@ -112,6 +112,7 @@ enum lock_event_kind {
 	LOCK_EV_TIMEDLOCK,
 	LOCK_EV_COND,
 	LOCK_EV_CREATE,
+	LOCK_EV_BARRIER,	/* the return from pthread_barrier_wait */
 };
 struct lock_turn {
 	int kind;

@@ -16,6 +16,8 @@
  *                         struct ckpt_fd_info [nfds]          (inspection)
  *                         struct ckpt_file_record [nfiles]    (version 2)
  *                         struct ckpt_image_link [nlinks]     (version 5)
+ *                         struct ckpt_signal_state            (version 7)
+ *                         struct ckpt_thread_signals [nthread_signals]
  *                         (every byte above: meta_hash)
  *                         string table (NUL-terminated strings)
  *   data_offset         memory and file data, every extent page-aligned
@@ -32,7 +34,7 @@
 #include "ckpt/hash.h"
 
 #define CKPT_IMAGE_MAGIC	"CKPTIMG1"	/* 8 bytes, no NUL */
-#define CKPT_IMAGE_VERSION	6	/* 2: file records (nfiles); 3: the
+#define CKPT_IMAGE_VERSION	7	/* 2: file records (nfiles); 3: the
 					   content saved with an fd record is
 					   hashed (ckpt_fd_info.data_hash);
 					   4: extents may be compressed
@@ -41,7 +43,13 @@
 					   (ckpt_extent.source, links, page
 					   hashes); 6: an extent's hash may
 					   be over its page hashes
-					   (CKPT_EXTENT_F_PAGE_HASHED) */
+					   (CKPT_EXTENT_F_PAGE_HASHED);
+					   7: the signal state (signals_
+					   offset, for reading) */
+/* The oldest version this ckpt reads: 7 only adds header fields and
+ * tables, so a version 6 image reads with its signal state "not
+ * recorded". */
+#define CKPT_IMAGE_VERSION_MIN	6
 #define CKPT_HEADER_SIZE	4096
 #define CKPT_PROGRAM_MAX	64
 
@@ -155,6 +163,16 @@ struct ckpt_image_header {
 	uint64_t page_hashes_offset;
 	uint64_t page_hashes_size;
 	uint64_t page_hashes_hash;
+	/* The signal state (version 7), for reading only: a restart
+	 * restores signals from libckpt's memory. A struct
+	 * ckpt_signal_state at signals_offset in the metadata, followed
+	 * by nthread_signals struct ckpt_thread_signals in thread-record
+	 * order. 0: not recorded (older images). */
+	uint64_t signals_offset;
+	uint32_t nthread_signals;
+	int32_t ckpt_signal;		/* the signal libckpt stops threads
+					   with (its own, not the program's);
+					   0: none or not recorded */
 };
 
 /* The size of the header before fields were appended to it. */
@@ -293,6 +311,36 @@ struct ckpt_image_link {
 	uint32_t reserved;
 };
 
+/* The signal state (version 7): masks have bit n-1 for signal n. */
+#define CKPT_NSIG		64
+
+/* One signal's disposition as rt_sigaction(2) reports it. For the
+ * checkpoint signal (header ckpt_signal): what the program set on it
+ * (SIG_DFL or SIG_IGN: libckpt's handler is not the program's). */
+struct ckpt_signal_action {
+	uint64_t handler;		/* 0 SIG_DFL, 1 SIG_IGN, else the
+					   handler's address */
+	uint64_t flags;			/* SA_* as the kernel holds them
+					   (SA_RESTORER included) */
+	uint64_t restorer;
+	uint64_t mask;			/* blocked while it runs */
+};
+
+struct ckpt_signal_state {
+	struct ckpt_signal_action action[CKPT_NSIG];	/* [n-1]: signal n;
+					   SIGKILL, SIGSTOP: all 0 */
+	uint64_t process_pending;	/* pending for the process (ShdPnd) */
+	uint64_t reserved;		/* 0 */
+};
+
+/* One thread's signals, in thread-record order. */
+struct ckpt_thread_signals {
+	int32_t vtid;
+	uint32_t reserved;		/* 0 */
+	uint64_t blocked;		/* its signal mask at the checkpoint */
+	uint64_t pending;		/* pending for this thread (SigPnd) */
+};
+
 /* Informational records (the restart path reads them from memory). */
 struct ckpt_thread_info {
 	int32_t vtid;
@@ -393,6 +441,15 @@ enum ckpt_fd_kind {
 					   a struct ckpt_socket_dgram and its
 					   bytes (this record's process saved
 					   them) */
+/* AF_NETLINK: the boolean SOL_NETLINK options the program had on
+ * (libckpt-preload/netlink.c) */
+#define CKPT_SOCK_F_NL_PKTINFO		0x100
+#define CKPT_SOCK_F_NL_BROADCAST_ERROR	0x200
+#define CKPT_SOCK_F_NL_NO_ENOBUFS	0x400
+#define CKPT_SOCK_F_NL_LISTEN_ALL_NSID	0x800
+#define CKPT_SOCK_F_NL_CAP_ACK		0x1000
+#define CKPT_SOCK_F_NL_EXT_ACK		0x2000
+#define CKPT_SOCK_F_NL_GET_STRICT_CHK	0x4000
 
 /* ckpt_socket_info.opt[]: socket options as getsockopt read them at
  * checkpoint, set back at restart (include/ckpt/socket_options.h);
@@ -431,7 +488,8 @@ enum ckpt_sock_opt {
  * image; 0 in images written before it grew (CKPT_SOCKET_INFO_SIZE_V1
  * bytes, no ndgrams or opt[]): read those as CKPT_SOCK_OPT_UNSET. */
 struct ckpt_socket_info {
-	uint32_t family;		/* AF_INET, AF_INET6, AF_UNIX */
+	uint32_t family;		/* AF_INET, AF_INET6, AF_UNIX,
+					   AF_NETLINK */
 	uint32_t type;			/* SOCK_STREAM, SOCK_DGRAM, ... */
 	uint32_t protocol;		/* SO_PROTOCOL */
 	uint32_t flags;			/* CKPT_SOCK_F_* */

@@ -173,6 +173,20 @@ struct ckpt_msg_unrestored {
 					   path is then CKPT_TEMPLATE_PATH_
 					   PREFIX "PID:IMAGE" */
 #define CKPT_TEMPLATE_PATH_PREFIX "template:"
+#define CKPT_CHECKPOINT_F_TEMPLATE_NOW 0x20 /* with TEMPLATE (set by the
+					   coordinator when the round has one
+					   member, on this host): resume and
+					   answer DURABLE as soon as the
+					   template exists, with no WRITTEN,
+					   SYNCED or commit (nothing else to
+					   be consistent with). In DO_SUSPEND:
+					   a process without children may do
+					   so right after it suspends, with no
+					   SUSPENDED either; with children it
+					   answers SUSPENDED, and the DO_WRITE
+					   says again (the members are counted
+					   then). A libckpt that ignores it
+					   goes the long way */
 
 struct ckpt_msg_do_checkpoint {
 	uint64_t generation;
@@ -208,6 +222,11 @@ enum ckpt_cmd {
 	CKPT_CMD_SNAPSHOTS = 8,		/* reply: "ID AGE_MS KIB DIR" lines */
 	CKPT_CMD_SNAPSHOT_IMAGES = 9,	/* arg = id; reply: image paths */
 	CKPT_CMD_DROP = 10,		/* arg = id */
+	CKPT_CMD_RESTORE_PREPARE = 11,	/* arg = id: KILL, then the reply of
+					   SNAPSHOT_IMAGES, on one connection
+					   (an unknown id kills nothing); an
+					   older coordinator answers EINVAL
+					   "unknown command" */
 };
 
 /* ckpt_msg_cmd.arg of STATUS, LIST and CHECKPOINT: the reply text is one

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * A socket address in words: "127.0.0.1:80", "[::1]:80", "/path",
- * "@abstract", or "" (unnamed). Shared by libckpt (socket_names.c) and
+ * "@abstract", "netlink port 4242 groups 0x1", or "" (unnamed). Shared by libckpt (socket_names.c) and
  * ckpt_restart/ckpt_inspect (restart/restart_listeners.c): no malloc.
  */
 #ifndef CKPT_SOCKADDR_TEXT_H
 #define CKPT_SOCKADDR_TEXT_H
 
 #include <arpa/inet.h>
+#include <linux/netlink.h>
 #include <netinet/in.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -44,6 +45,12 @@ static inline void ckpt_sockaddr_text(const void *addr, size_t len,
 		else
 			snprintf(out, outlen, "@%.*s", (int)n - 1,
 				 a->sun_path + 1);
+	} else if (sa->sa_family == AF_NETLINK &&
+		   len >= sizeof(struct sockaddr_nl)) {
+		const struct sockaddr_nl *a = addr;
+
+		snprintf(out, outlen, "netlink port %u groups %#x", a->nl_pid,
+			 a->nl_groups);
 	}
 }
 
@@ -62,7 +69,8 @@ static inline socklen_t ckpt_loopback_addr(int family,
 }
 
 /* The address getsockname gave (len bytes) names something: an IPv4 or
- * IPv6 port, a Unix path or abstract name (not an unbound socket). */
+ * IPv6 port, a Unix path or abstract name, a netlink port or multicast
+ * groups (not an unbound socket). */
 static inline int ckpt_sockaddr_is_bound(const void *addr, size_t len)
 {
 	const struct sockaddr *sa = addr;
@@ -73,6 +81,10 @@ static inline int ckpt_sockaddr_is_bound(const void *addr, size_t len)
 		return ((const struct sockaddr_in *)addr)->sin_port != 0;
 	if (sa->sa_family == AF_INET6)
 		return ((const struct sockaddr_in6 *)addr)->sin6_port != 0;
+	if (sa->sa_family == AF_NETLINK)
+		return len >= sizeof(struct sockaddr_nl) &&
+		       (((const struct sockaddr_nl *)addr)->nl_pid != 0 ||
+			((const struct sockaddr_nl *)addr)->nl_groups != 0);
 	return len > offsetof(struct sockaddr_un, sun_path);
 }
 

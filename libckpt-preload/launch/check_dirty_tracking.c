@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -28,8 +29,15 @@ struct check_pm_scan_arg {
 	uint64_t category_inverted, category_mask, category_anyof_mask;
 	uint64_t return_mask;
 };
+struct check_page_region {
+	uint64_t start, end, categories;
+};
 #define CHECK_PAGEMAP_SCAN	_IOWR('f', 16, struct check_pm_scan_arg)
-#define CHECK_PAGE_IS_PRESENT	(1 << 1)
+#define CHECK_SCAN_WP_MATCHING	(1 << 0)
+#define CHECK_SCAN_CHECK_WPASYNC (1 << 1)
+#define CHECK_PAGE_IS_WRITTEN	(1 << 1)
+#define CHECK_PAGE_IS_PRESENT	(1 << 3)
+#define CHECK_SCAN_PAGES	4
 
 static const char dirty_fallback[] = "ckpt saves every populated page at "
 	"every checkpoint; without a kernel dirty-page tracker an "
@@ -107,32 +115,124 @@ void check_uffd_wp(struct check *c)
 			 dirty_fallback);
 }
 
-/* The ioctl on our own pagemap, over one page: ENOTTY from a kernel
- * without it. */
-void check_pagemap_scan(struct check *c)
+/* The written pages of [start, end) into vec, protected again (what
+ * libckpt's dirty_pages.c asks): how many ranges, or -errno. */
+static long scan_written(int pagemap, char *start, char *end,
+			 struct check_page_region *vec, int vec_len)
 {
-	static char page[4096] __attribute__((aligned(4096)));
 	struct check_pm_scan_arg arg = {
 		.size = sizeof(arg),
-		.start = (uintptr_t)page,
-		.end = (uintptr_t)page + sizeof(page),
-		.category_mask = CHECK_PAGE_IS_PRESENT,
-		.return_mask = CHECK_PAGE_IS_PRESENT,
+		.flags = CHECK_SCAN_WP_MATCHING | CHECK_SCAN_CHECK_WPASYNC,
+		.start = (uintptr_t)start, .end = (uintptr_t)end,
+		.vec = (uintptr_t)vec, .vec_len = vec_len,
+		.category_mask = CHECK_PAGE_IS_WRITTEN,
+		.category_anyof_mask = CHECK_PAGE_IS_PRESENT,
+		.return_mask = CHECK_PAGE_IS_WRITTEN,
 	};
-	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-	int r = -1, err = errno;
+	long n = ioctl(pagemap, CHECK_PAGEMAP_SCAN, &arg);
 
-	if (fd >= 0) {
-		r = ioctl(fd, CHECK_PAGEMAP_SCAN, &arg);
+	return n < 0 ? -errno : n;
+}
+
+/* userfaultfd with asynchronous write-protection over pages of ours,
+ * registered for write-protect: -errno. */
+static int open_wp_async(char *pages, size_t len)
+{
+	struct uffdio_api api = { .api = UFFD_API,
+				  .features = UFFD_FEATURE_WP_ASYNC };
+	struct uffdio_register reg = {
+		.range = { .start = (uintptr_t)pages, .len = len },
+		.mode = UFFDIO_REGISTER_MODE_WP,
+	};
+	int err = 0, fd = open_userfaultfd(&err);
+
+	if (fd < 0)
+		return -(err ? err : errno);
+	if (ioctl(fd, UFFDIO_API, &api) < 0 ||
+	    ioctl(fd, UFFDIO_REGISTER, &reg) < 0) {
 		err = errno;
 		close(fd);
+		return -err;
 	}
+	return fd;
+}
+
+/* Protect every page (the first scan), write the third, scan again: 0
+ * when exactly that page comes back. */
+static int scan_finds_one_write(int pagemap, char *pages, size_t psize,
+				char *why, size_t len)
+{
+	struct check_page_region vec[CHECK_SCAN_PAGES];
+	char *end = pages + CHECK_SCAN_PAGES * psize;
+	long n = scan_written(pagemap, pages, end, vec, CHECK_SCAN_PAGES);
+
+	if (n >= 0) {
+		pages[2 * psize] = 2;
+		n = scan_written(pagemap, pages, end, vec, CHECK_SCAN_PAGES);
+	}
+	if (n < 0) {
+		if (n != -ENOTTY)
+			snprintf(why, len, "PAGEMAP_SCAN: %s", strerror(-n));
+		return n;
+	}
+	if (n != 1 || vec[0].start != (uintptr_t)pages + 2 * psize ||
+	    vec[0].end != vec[0].start + psize) {
+		snprintf(why, len, "PAGEMAP_SCAN found %ld written ranges "
+			 "where one page was written", n);
+		return -EIO;
+	}
+	return 0;
+}
+
+/*
+ * The way libckpt tracks written pages (dirty_pages.c), end to end:
+ * pages registered with an asynchronous write-protecting userfaultfd,
+ * one PAGEMAP_SCAN protects them, a write to one, the next scan returns
+ * exactly that page. 0, -ENOTTY (no ioctl), else -errno with why said.
+ */
+static int pagemap_scan_tracks_writes(char *why, size_t len)
+{
+	size_t psize = sysconf(_SC_PAGESIZE), size = CHECK_SCAN_PAGES * psize;
+	char *pages = mmap(NULL, size, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int uffd, pagemap, r;
+
+	if (pages == MAP_FAILED) {
+		snprintf(why, len, "mmap: %s", strerror(errno));
+		return -ENOMEM;
+	}
+	memset(pages, 1, size);
+	uffd = open_wp_async(pages, size);
+	pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	r = uffd < 0 ? uffd : pagemap < 0 ? -errno : 0;
+	if (uffd < 0)
+		snprintf(why, len, "no asynchronous userfaultfd "
+			 "write-protection (Linux 6.7) to scan with: %s",
+			 strerror(-uffd));
+	else if (pagemap < 0)
+		snprintf(why, len, "/proc/self/pagemap: %s", strerror(-r));
+	else
+		r = scan_finds_one_write(pagemap, pages, psize, why, len);
+	if (pagemap >= 0)
+		close(pagemap);
+	if (uffd >= 0)
+		close(uffd);
+	munmap(pages, size);
+	return r;
+}
+
+void check_pagemap_scan(struct check *c)
+{
+	char why[256] = "";
+	int r = pagemap_scan_tracks_writes(why, sizeof(why));
+
 	c->name = "pagemap_scan";
-	c->available = fd >= 0 && (r >= 0 || err != ENOTTY);
-	snprintf(c->detail, sizeof(c->detail), "%s", c->available ?
-		 "the PAGEMAP_SCAN ioctl (Linux 6.7) is present" :
-		 fd < 0 ? strerror(err) :
-		 "no PAGEMAP_SCAN ioctl (Linux 6.7 and later have it)");
+	c->available = r == 0;
+	snprintf(c->detail, sizeof(c->detail), "%s", r == 0 ?
+		 "PAGEMAP_SCAN (Linux 6.7) finds the pages written in a range "
+		 "userfaultfd write-protects asynchronously: incremental "
+		 "checkpoints read only those" : r == -ENOTTY ?
+		 "no PAGEMAP_SCAN ioctl (Linux 6.7 and later have it)" : why);
 	if (!c->available)
 		snprintf(c->without, sizeof(c->without), "%s",
 			 dirty_fallback);

@@ -44,9 +44,11 @@ static void check_header(struct loader *l)
 	h = *hp;
 	if (memcmp(h.magic, CKPT_IMAGE_MAGIC, 8))
 		loader_fail("not a ckpt image (bad magic)");
-	if (h.version != CKPT_IMAGE_VERSION)
-		loader_fail("image format version %u, this ckpt reads %d",
-			    h.version, CKPT_IMAGE_VERSION);
+	if (h.version < CKPT_IMAGE_VERSION_MIN ||
+	    h.version > CKPT_IMAGE_VERSION)
+		loader_fail("image format version %u, this ckpt reads %d to %d",
+			    h.version, CKPT_IMAGE_VERSION_MIN,
+			    CKPT_IMAGE_VERSION);
 	if (h.header_size < CKPT_HEADER_SIZE_MIN ||
 	    h.header_size > CKPT_HEADER_SIZE ||
 	    ckpt_header_hash(page, h.header_size) != h.header_hash)

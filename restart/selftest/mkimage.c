@@ -20,6 +20,7 @@
 #include <err.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -564,7 +565,20 @@ static void write_image(struct builder *b, struct ckpt_image_header *h,
 	struct ckpt_thread_info thread = { .vtid = getpid(), .is_main = 1,
 		.tls = h->restore_tls, .sp = h->restore_stack_top,
 		.pc = h->restore_entry };
+	struct ckpt_thread_signals thread_signals = { .vtid = getpid(),
+		.blocked = 1ULL << (SIGUSR2 - 1),
+		.pending = 1ULL << (SIGUSR2 - 1) };
+	static struct ckpt_signal_state signals;
 	int fd;
+
+	/* version 7's signal state: a handler (the entry, as code), an
+	 * ignored signal, one pending for the process */
+	signals.action[SIGUSR1 - 1].handler = h->restore_entry;
+	signals.action[SIGUSR1 - 1].flags = SA_SIGINFO | SA_RESTART;
+	signals.action[SIGUSR1 - 1].mask = 1ULL << (SIGTERM - 1);
+	signals.action[SIGPIPE - 1].handler = (uintptr_t)SIG_IGN;
+	signals.process_pending = 1ULL << (SIGWINCH - 1);
+	h->ckpt_signal = 64;
 
 	h->nregions = b->nregions;
 	h->nextents = b->nextents;
@@ -582,6 +596,9 @@ static void write_image(struct builder *b, struct ckpt_image_header *h,
 	off += b->nfds * sizeof(*b->fds);
 	h->files_offset = off;
 	off += b->nfiles * sizeof(b->file);
+	h->signals_offset = off;
+	h->nthread_signals = 1;
+	off += sizeof(signals) + sizeof(thread_signals);
 	h->strings_offset = off;
 	h->strings_size = b->strings_size;
 	off += b->strings_size;
@@ -603,6 +620,10 @@ static void write_image(struct builder *b, struct ckpt_image_header *h,
 	       b->nfds * sizeof(*b->fds));
 	memcpy(meta + h->files_offset - h->meta_offset, &b->file,
 	       b->nfiles * sizeof(b->file));
+	memcpy(meta + h->signals_offset - h->meta_offset, &signals,
+	       sizeof(signals));
+	memcpy(meta + h->signals_offset + sizeof(signals) - h->meta_offset,
+	       &thread_signals, sizeof(thread_signals));
 	memcpy(meta + h->strings_offset - h->meta_offset, b->strings,
 	       b->strings_size);
 	h->meta_hash = ckpt_hash64(meta, h->meta_size, 0);
