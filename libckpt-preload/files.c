@@ -198,16 +198,40 @@ static void settle_tcp(const struct saved_fd *s)
 		       "computation", s->fd, what, left);
 }
 
+/* The first socket of a checkpoint loads the TCP sockets' table
+ * (tcp_diag.c). */
+static int tcp_table_loaded;
+
+/* socket_state_save, from the TCP table when it lists the socket. */
+static int save_socket_state(int fd, uint64_t ino,
+			     const struct tcp_diag_entry **e)
+{
+	struct ckpt_socket_info *si = &sock_info[nsock_info];
+	int kind;
+
+	if (!tcp_table_loaded) {
+		tcp_diag_load();
+		tcp_table_loaded = 1;
+	}
+	*e = tcp_diag_find(ino);
+	kind = *e ? socket_state_save_tcp(fd, *e, si) : -1;
+	if (kind < 0) {
+		*e = NULL;
+		kind = socket_state_save(fd, ino, si);
+	}
+	return kind;
+}
+
 /* A socket: a connected Unix stream end (its peer may be restarted with
  * it), or one socket_state.c restores alone (fds 0-2 excepted: those come
  * from the restarting side). */
 static void note_socket(struct saved_fd *s, const struct stat *st)
 {
+	const struct tcp_diag_entry *e = NULL;
 	int kind = 0, pair;
 
 	if (nsock_info < SOCK_INFO_MAX)
-		kind = socket_state_save(s->fd, st->st_ino,
-					 &sock_info[nsock_info]);
+		kind = save_socket_state(s->fd, st->st_ino, &e);
 	if (kind)
 		s->sock = nsock_info++;
 	/* an INET socket is no Unix pair: no more system calls to ask */
@@ -222,7 +246,10 @@ static void note_socket(struct saved_fd *s, const struct stat *st)
 		s->kind = pair;
 	else if (s->fd > 2 && kind)
 		s->kind = kind;
-	if (s->kind == CKPT_FD_SOCKET_OUTSIDE && is_tcp(&sock_info[s->sock]))
+	/* the table's send queue is the one SIOCOUTQ reads: none to wait
+	 * for when it was empty (the process is stopped) */
+	if (s->kind == CKPT_FD_SOCKET_OUTSIDE && is_tcp(&sock_info[s->sock]) &&
+	    (!e || e->wqueue))
 		settle_tcp(s);
 }
 
@@ -234,10 +261,21 @@ static int save_one_fd(int fd, pid_t pid)
 	struct stat st;
 	ssize_t n;
 
-	ckpt_fmt(link, sizeof(link), "/proc/self/fd/%d", fd);
-	n = syscall(SYS_readlinkat, AT_FDCWD, link, path, sizeof(path) - 1);
-	if (n < 0 || fstat(fd, &st) < 0)
+	if (fstat(fd, &st) < 0)
 		return 0; /* closed meanwhile */
+	/* a socket's link says only its inode: no readlink (thousands of
+	 * sockets) */
+	ckpt_fmt(link, sizeof(link), "/proc/self/fd/%d", fd);
+	if (S_ISSOCK(st.st_mode)) {
+		ckpt_fmt(path, sizeof(path), "socket:[%llu]",
+			 (unsigned long long)st.st_ino);
+		n = strlen(path);
+	} else {
+		n = syscall(SYS_readlinkat, AT_FDCWD, link, path,
+			    sizeof(path) - 1);
+	}
+	if (n < 0)
+		return 0;
 	path[n] = 0;
 	/* /proc paths are kept with virtual pids; a status file served
 	 * with virtual pids is opened again (and translated) at restart. */
@@ -278,6 +316,34 @@ static int save_one_fd(int fd, pid_t pid)
 }
 
 static int may_share_with_parent(int kind);
+
+/* The record of fd saved by this round, NULL if none: the records are in
+ * fd order until fds in flight are added (the write phase). */
+static const struct saved_fd *saved_record(int fd)
+{
+	int lo = 0, hi = nsaved;
+
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+
+		if (saved[mid].fd == fd)
+			return &saved[mid];
+		if (saved[mid].fd < fd)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* Whether this round saved fd as a TCP or UDP socket (peer_creds.c asks:
+ * no need to ask the kernel again). */
+int files_saved_inet_socket(int fd)
+{
+	const struct saved_fd *s = saved_record(fd);
+
+	return s && s->sock >= 0 && sock_info[s->sock].family != AF_UNIX;
+}
 
 /* The saved kind of fd, 0 if it is not saved. */
 static int saved_kind(int fd)
@@ -323,6 +389,7 @@ static int files_save(void)
 
 	nsaved = 0;
 	nsock_info = 0;
+	tcp_table_loaded = 0;
 	settle_budget_ms = SETTLE_MS;
 	pool_used = 0;
 	multicast_prune();
@@ -339,6 +406,8 @@ static int files_save(void)
 			r = save_one_fd(fd, pid);
 	}
 	ckpt_dir_close(&it);
+	socket_state_read_deferred();
+	tcp_diag_release();
 	if (r == 0)
 		event_fds_check_interest(pid, saved_kind);
 	if (r == 0)
@@ -440,6 +509,36 @@ static int save_queue(const struct saved_fd *s, int mfd,
 	return 0;
 }
 
+/* A TCP connection only this process holds with nothing waiting to be
+ * read (most of them, most of the time): its record is the struct alone,
+ * written from memory; no claim, memfd or peek (one system call here
+ * instead of about ten; docs/performance.md). */
+static int tcp_queue_empty(const struct saved_fd *s,
+			   const struct ckpt_socket_info *si)
+{
+	int queued = -1;
+
+	return s->kind == CKPT_FD_SOCKET_OUTSIDE && is_tcp(si) &&
+	       shared_group_of(s->fd) == 0 &&
+	       ioctl(s->fd, FIONREAD, &queued) == 0 && queued == 0;
+}
+
+/* Whether a socket record takes bytes read from the socket (a TCP
+ * queue, UDP datagrams), else it is the struct alone (*mem). */
+static int socket_record_in_memory(const struct saved_fd *s,
+				   const void **mem)
+{
+	struct ckpt_socket_info *si = &sock_info[s->sock];
+
+	if (tcp_queue_empty(s, si))
+		si->flags |= CKPT_SOCK_F_QUEUE;
+	else if (is_udp(si) ||
+		 (s->kind == CKPT_FD_SOCKET_OUTSIDE && is_tcp(si)))
+		return 0;
+	*mem = si;
+	return 1;
+}
+
 /* The struct ckpt_socket_info of a socket record, in a memfd. */
 static int socket_info_memfd(const struct saved_fd *s, uint64_t *size)
 {
@@ -483,16 +582,22 @@ static int save_messages(struct saved_fd *s, uint64_t *size)
 
 /* Where the content saved with the record comes from: a deleted file
  * itself, the bytes drained from a pipe (every process of the computation
- * is stopped by now), or nothing (-1). */
-static int content_of(struct saved_fd *s, uint64_t *size)
+ * is stopped by now), or nothing (-1); a socket record that is only
+ * its struct comes from memory (*mem, and -1). */
+static int content_of(struct saved_fd *s, uint64_t *size, const void **mem)
 {
 	int memfd, r;
 
 	*size = s->size;
+	*mem = NULL;
 	if (s->dup_of >= 0)
 		return -1;
 	if (s->kind == CKPT_FD_FILE_DELETED)
 		return readable_copy(s);
+	if (is_socket_state(s->kind) && socket_record_in_memory(s, mem)) {
+		*size = sizeof(sock_info[0]);
+		return -1;
+	}
 	if (is_socket_state(s->kind))
 		return socket_info_memfd(s, size);
 	if (s->kind == CKPT_FD_PTY_MASTER) {
@@ -626,8 +731,9 @@ static int files_write(struct image_writer *w)
 	for (int i = 0; i < nsaved && r == 0; i++) {
 		struct saved_fd *s = &saved[i];
 		struct ckpt_fd_info fi;
+		const void *mem;
 		uint64_t size;
-		int content = content_of(s, &size);
+		int content = content_of(s, &size, &mem);
 
 		if (content < -1) {
 			r = content;
@@ -651,8 +757,13 @@ static int files_write(struct image_writer *w)
 		else if (!is_socket_state(s->kind) &&
 			 !(s->fd_flags & CKPT_FDF_IN_FLIGHT))
 			fi.share = sharing(s);
-		r = writer_add_fd(w, &fi, saved_path(s),
-				  content >= 0 && size ? content : -1, size);
+		if (mem)
+			r = writer_add_fd_bytes(w, &fi, saved_path(s), mem,
+						size);
+		else
+			r = writer_add_fd(w, &fi, saved_path(s),
+					  content >= 0 && size ? content : -1,
+					  size);
 	}
 	close_in_flight();
 	return r;

@@ -180,7 +180,11 @@ static int hold_blobs(struct image_writer *w, char *err, size_t errlen)
 	struct blob *b = (struct blob *)w->blobs.base;
 
 	for (size_t i = 0; i < w->blobs.n; i++) {
-		int mfd = content_copy(b[i].fd, b[i].size);
+		int mfd;
+
+		if (b[i].mem)	/* the copy's own memory already */
+			continue;
+		mfd = content_copy(b[i].fd, b[i].size);
 
 		if (mfd < 0) {
 			ckpt_fmt(err, errlen, "copying the content saved "

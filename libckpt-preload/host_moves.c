@@ -6,7 +6,9 @@
  * program keeps in its memory still name the old hosts. The send and
  * connect wrappers (wrappers/socket.c) pass an address of a moved host
  * to its new address instead, unless the old address names a host of
- * the computation again (a swap): then it goes where it says.
+ * the computation again (a swap): then it goes where it says. The
+ * receive, accept and socket-name wrappers (wrappers/socket_addresses.c)
+ * give a kept move's new address back as the old one.
  *
  * The table is part of libckpt's memory, saved with the process: after a
  * second restart an address of the first run follows both moves.
@@ -143,6 +145,54 @@ const struct sockaddr *host_moves_apply(const struct sockaddr *sa,
 		return sa;
 	memcpy(ip, m->to, ip_size(m->family));
 	return (const struct sockaddr *)moved;
+}
+
+static const struct host_move *find_new(uint32_t family, const uint8_t *ip)
+{
+	for (int i = 0; i < nmoves; i++)
+		if (same_ip(family, ip, moves[i].family, moves[i].to))
+			return &moves[i];
+	return NULL;
+}
+
+/* The IP bytes of an INET address (IPv4-mapped IPv6 as IPv4) and their
+ * family, NULL when sa (len bytes) is no such address. */
+static uint8_t *ip_of(struct sockaddr *sa, socklen_t len, uint32_t *family)
+{
+	static const uint8_t v4mapped[12] = { [10] = 0xff, [11] = 0xff };
+	uint8_t *ip;
+
+	if (sa->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
+		*family = AF_INET;
+		return (uint8_t *)&((struct sockaddr_in *)sa)->sin_addr;
+	}
+	if (sa->sa_family != AF_INET6 || len < sizeof(struct sockaddr_in6))
+		return NULL;
+	ip = (uint8_t *)&((struct sockaddr_in6 *)sa)->sin6_addr;
+	*family = AF_INET6;
+	if (!memcmp(ip, v4mapped, sizeof(v4mapped))) {
+		*family = AF_INET;
+		ip += sizeof(v4mapped);
+	}
+	return ip;
+}
+
+/* The other direction, in place: an address the kernel gives the program
+ * (a datagram's source, an accepted or connected peer, a socket's own
+ * name) that is a moved host's new address becomes the old one the
+ * program knew. A swap keeps no moves (merge), so nothing is translated
+ * either way then. */
+void host_moves_unapply(struct sockaddr *sa, socklen_t len)
+{
+	const struct host_move *m;
+	uint32_t family;
+	uint8_t *ip;
+
+	if (!nmoves || !sa || !(ip = ip_of(sa, len, &family)))
+		return;
+	m = find_new(family, ip);
+	if (m)
+		memcpy(ip, m->from, ip_size(family));
 }
 
 int host_moves_any(void)

@@ -213,11 +213,32 @@ int writer_add_fd(struct image_writer *w, const struct ckpt_fd_info *fi,
 		if (!b)
 			return -ENOMEM;
 		b->fd = content_fd;
+		b->mem = NULL;
 		b->size = content_size;
 		b->index = w->fds.n - 1;
 		b->is_file = 0;
 	}
 	return add_string(w, path, &slot->path);
+}
+
+/* An fd record whose content is size bytes at mem, which stays as it is
+ * until the image is written: no descriptor to make and read (a socket's
+ * record, thousands of them with many connections). */
+int writer_add_fd_bytes(struct image_writer *w, const struct ckpt_fd_info *fi,
+			const char *path, const void *mem, uint64_t size)
+{
+	struct blob *b;
+	int r = writer_add_fd(w, fi, path, -1, 0);
+
+	if (r < 0)
+		return r;
+	b = table_push(&w->blobs);
+	if (!b)
+		return -ENOMEM;
+	((struct ckpt_fd_info *)w->fds.base)[w->fds.n - 1].data_hash = 0;
+	*b = (struct blob){ .fd = -1, .mem = mem, .size = size,
+			    .index = w->fds.n - 1, .is_file = 0 };
+	return 0;
 }
 
 /* A file record; with content_fd >= 0, f->size bytes of content read
@@ -238,6 +259,7 @@ int writer_add_file(struct image_writer *w, const struct ckpt_file_record *f,
 		if (!b)
 			return -ENOMEM;
 		b->fd = content_fd;
+		b->mem = NULL;
 		b->size = f->size;
 		b->index = w->files.n - 1;
 		b->is_file = 1;
@@ -379,8 +401,10 @@ static void lay_out_meta(struct image_writer *w, struct ckpt_image_header *h,
 	h->meta_size = off - h->meta_offset;
 }
 
-/* Every blob's page-aligned place after the extents (which end at off);
- * returns the end of the image. */
+/* Every blob's place after the extents (which end at off): page-aligned,
+ * except the small records kept in memory (socket records, thousands
+ * with many connections), packed 8-aligned; returns the end of the
+ * image. */
 static uint64_t lay_out_blobs(struct image_writer *w, uint64_t off)
 {
 	struct blob *b = (struct blob *)w->blobs.base;
@@ -389,15 +413,16 @@ static uint64_t lay_out_blobs(struct image_writer *w, uint64_t off)
 
 	off = page_align(off);
 	for (size_t i = 0; i < w->blobs.n; i++) {
+		off = b[i].mem ? (off + 7) & ~7ULL : page_align(off);
 		if (b[i].is_file) {
 			fr[b[i].index].data_offset = off;
 		} else {
 			fi[b[i].index].data_offset = off;
 			fi[b[i].index].data_size = b[i].size;
 		}
-		off = page_align(off + b[i].size);
+		off += b[i].size;
 	}
-	return off;
+	return page_align(off);
 }
 
 /*
@@ -469,15 +494,17 @@ static int copy_blob(int out, const struct blob *b, uint64_t off,
 	while (done < b->size) {
 		size_t want = b->size - done < CKPT_FILE_HASH_CHUNK ?
 			      b->size - done : CKPT_FILE_HASH_CHUNK;
-		ssize_t n = read_chunk(b->fd, buf, want, done);
+		const char *src = b->mem ? (const char *)b->mem + done : buf;
+		ssize_t n = b->mem ? (ssize_t)want :
+				     read_chunk(b->fd, buf, want, done);
 		int r;
 
 		if (n < 0)
 			return n;
 		if ((size_t)n < want)
 			return -EIO;
-		*hash = ckpt_hash64(buf, n, *hash);
-		r = write_all(out, buf, n, off + done);
+		*hash = ckpt_hash64(src, n, *hash);
+		r = write_all(out, src, n, off + done);
 		if (r < 0)
 			return r;
 		done += n;
@@ -500,14 +527,57 @@ static void blob_error(struct image_writer *w, const struct blob *b,
 			 fi[b->index].fd, strerror(-r));
 }
 
+static uint64_t *blob_hash(struct image_writer *w, const struct blob *b)
+{
+	struct ckpt_fd_info *fi = (struct ckpt_fd_info *)w->fds.base;
+	struct ckpt_file_record *fr = (struct ckpt_file_record *)w->files.base;
+
+	return b->is_file ? &fr[b->index].data_hash : &fi[b->index].data_hash;
+}
+
+static uint64_t blob_offset(struct image_writer *w, const struct blob *b)
+{
+	struct ckpt_fd_info *fi = (struct ckpt_fd_info *)w->fds.base;
+	struct ckpt_file_record *fr = (struct ckpt_file_record *)w->files.base;
+
+	return b->is_file ? fr[b->index].data_offset :
+			    fi[b->index].data_offset;
+}
+
+/* The blobs in memory from b[i] on that fit in one buf (socket records,
+ * a page each): assembled there with their gaps of zeros and written
+ * with one pwrite (thousands of sockets: one per buf, not one each).
+ * Returns how many were written, or -errno. */
+static long write_memory_run(struct image_writer *w, int fd, size_t i,
+			     char *buf)
+{
+	struct blob *b = (struct blob *)w->blobs.base;
+	uint64_t base = blob_offset(w, &b[i]), end = base;
+	size_t j = i;
+	int r;
+
+	for (; j < w->blobs.n && b[j].mem; j++) {
+		uint64_t off = blob_offset(w, &b[j]);
+
+		if (off + b[j].size - base > CKPT_FILE_HASH_CHUNK)
+			break;
+		memset(buf + (end - base), 0, off - end);
+		memcpy(buf + (off - base), b[j].mem, b[j].size);
+		*blob_hash(w, &b[j]) = ckpt_hash64(b[j].mem, b[j].size, 0);
+		end = off + b[j].size;
+	}
+	if (j == i)	/* larger than buf: copied in pieces */
+		return 0;
+	r = write_all(fd, buf, end - base, base);
+	return r < 0 ? r : (long)(j - i);
+}
+
 static int write_blobs(struct image_writer *w, int fd, char *err,
 		       size_t errlen)
 {
 	struct blob *b = (struct blob *)w->blobs.base;
-	struct ckpt_fd_info *fi = (struct ckpt_fd_info *)w->fds.base;
-	struct ckpt_file_record *fr = (struct ckpt_file_record *)w->files.base;
 	char *buf;
-	uint64_t hash;
+	uint64_t hash = 0;
 	int r = 0;
 
 	if (w->blobs.n == 0)
@@ -517,15 +587,18 @@ static int write_blobs(struct image_writer *w, int fd, char *err,
 	if (buf == MAP_FAILED)
 		return -ENOMEM;
 	for (size_t i = 0; i < w->blobs.n && r == 0; i++) {
-		r = copy_blob(fd, &b[i], b[i].is_file ?
-			      fr[b[i].index].data_offset :
-			      fi[b[i].index].data_offset, buf, &hash);
+		long done = b[i].mem ? write_memory_run(w, fd, i, buf) : 0;
+
+		if (done > 0) {
+			i += done - 1;
+			continue;
+		}
+		r = done < 0 ? (int)done :
+		    copy_blob(fd, &b[i], blob_offset(w, &b[i]), buf, &hash);
 		if (r < 0)
 			blob_error(w, &b[i], r, err, errlen);
-		else if (b[i].is_file)
-			fr[b[i].index].data_hash = hash;
 		else
-			fi[b[i].index].data_hash = hash;
+			*blob_hash(w, &b[i]) = hash;
 	}
 	munmap(buf, CKPT_FILE_HASH_CHUNK);
 	return r;

@@ -17,7 +17,8 @@ struct table {
 };
 
 struct blob {
-	int fd;			/* the process's own descriptor */
+	int fd;			/* the process's own descriptor, or -1: */
+	const void *mem;	/* the content in memory (a socket record) */
 	uint64_t size;
 	uint32_t index;		/* which record gets the offset */
 	int is_file;		/* a ckpt_file_record, else a ckpt_fd_info */

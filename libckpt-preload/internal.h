@@ -244,6 +244,7 @@ int timer_set_absolute(int kid);		/* wrappers/timer.c */
 
 /* files.c */
 int files_private_fd(int fd);
+int files_saved_inet_socket(int fd);
 int files_restored_a_terminal(void);
 void files_rewind_offsets(void);
 void files_renew_event_fds(void);
@@ -465,6 +466,8 @@ int writer_add_region(struct image_writer *w, const struct ckpt_region *r,
 int writer_add_extent(struct image_writer *w, uint64_t addr, uint64_t len);
 int writer_add_fd(struct image_writer *w, const struct ckpt_fd_info *fi,
 		  const char *path, int content_fd, uint64_t content_size);
+int writer_add_fd_bytes(struct image_writer *w, const struct ckpt_fd_info *fi,
+			const char *path, const void *mem, uint64_t size);
 int writer_add_file(struct image_writer *w, const struct ckpt_file_record *f,
 		    const char *path, int content_fd);
 int writer_reserve_memory_tables(struct image_writer *w);
@@ -516,9 +519,34 @@ int unix_dgram_save_queue(int fd, uint64_t ino, int (*note_fd)(int fd),
 			  int *memfd, uint64_t *size);
 int unix_stream_needs_messages(int fd);
 
+/* tcp_diag.c: every TCP socket of the network namespace, asked at once */
+struct tcp_diag_entry {
+	uint64_t ino;
+	int family, state;
+	uint32_t rqueue, wqueue;	/* listener: wqueue is its backlog */
+	uint32_t rcvbuf, sndbuf;
+	int has_buffers;
+	struct sockaddr_storage addr, peer;
+};
+void tcp_diag_load(void);
+const struct tcp_diag_entry *tcp_diag_find(uint64_t ino);
+void tcp_diag_release(void);
+
+/* sockopt_batch.c: SOL_SOCKET options of many sockets at once */
+struct sockopt_read {
+	int fd, name;
+	void *val;
+	socklen_t len;
+	int res;		/* the option's length, or -errno */
+};
+int sockopt_batch_read(struct sockopt_read *(*at)(size_t i), size_t n);
+
 /* socket_state.c */
 struct ckpt_socket_info;
 int socket_state_save(int fd, uint64_t ino, struct ckpt_socket_info *si);
+int socket_state_save_tcp(int fd, const struct tcp_diag_entry *e,
+			  struct ckpt_socket_info *si);
+void socket_state_read_deferred(void);
 int socket_state_restore_closed(int fd, const struct ckpt_socket_info *si,
 				int status_flags);
 int socket_state_settle(int fd, int *budget_ms);
@@ -546,6 +574,7 @@ const struct sockaddr *host_moves_apply(const struct sockaddr *sa,
 					socklen_t len,
 					struct sockaddr_storage *moved);
 int host_moves_any(void);
+void host_moves_unapply(struct sockaddr *sa, socklen_t len);
 
 int multicast_is_membership(int level, int name);
 void multicast_note(int fd, int level, int name, const void *val,

@@ -73,7 +73,8 @@ static void note_socket(int fd)
 {
 	struct peer_creds *e = &table[nentries];
 
-	if (socket_inode(fd, &e->ino) < 0)
+	/* files.c knows its TCP and UDP sockets: thousands, no Unix ones */
+	if (files_saved_inet_socket(fd) || socket_inode(fd, &e->ino) < 0)
 		return;
 	/* saved at the last checkpoint: keep what it said then (since a
 	 * restart the kernel names ckpt_restart) */

@@ -111,7 +111,7 @@ int shared_add(int fd, uint64_t dev, uint64_t ino)
 		return -EMFILE;
 	e = &mine[nmine++];
 	memset(e, 0, sizeof(*e));
-	e->pid = ckpt_real_getpid();
+	e->pid = nmine > 1 ? mine[0].pid : ckpt_real_getpid();
 	e->fd = fd;
 	e->dev = dev;
 	e->ino = ino;

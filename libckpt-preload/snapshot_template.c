@@ -170,7 +170,7 @@ static void close_saved_content(void)
 	const struct blob *b = (const struct blob *)tpl.w->blobs.base;
 
 	for (size_t i = 0; i < tpl.w->blobs.n; i++)
-		if (!is_program_fd(b[i].fd))
+		if (b[i].fd >= 0 && !is_program_fd(b[i].fd))
 			close(b[i].fd);
 	pipes_end_round();
 }

@@ -35,6 +35,7 @@
 #include <time.h>
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -159,6 +160,22 @@ static void absolute_unix_path(struct ckpt_socket_info *si)
 	si->addr_len = off + c + n + 2;
 }
 
+/* What every kind keeps, once family, type and protocol are known: the
+ * options that change how a bind behaves, the other options, the
+ * multicast groups joined. */
+static void save_options(int fd, uint64_t ino, struct ckpt_socket_info *si)
+{
+	if (opt(fd, SOL_SOCKET, SO_REUSEADDR) > 0)
+		si->flags |= CKPT_SOCK_F_REUSEADDR;
+	if (opt(fd, SOL_SOCKET, SO_REUSEPORT) > 0)
+		si->flags |= CKPT_SOCK_F_REUSEPORT;
+	if (si->family == AF_INET6 && opt(fd, IPPROTO_IPV6, IPV6_V6ONLY) > 0)
+		si->flags |= CKPT_SOCK_F_V6ONLY;
+	si->info_size = sizeof(*si);
+	ckpt_socket_options_read(fd, si);
+	si->ngroups = multicast_count(fd, ino);
+}
+
 /* The kind files.c records for socket fd (inode ino) and *si, or 0 when
  * it is none of those restored here. */
 int socket_state_save(int fd, uint64_t ino, struct ckpt_socket_info *si)
@@ -177,22 +194,16 @@ int socket_state_save(int fd, uint64_t ino, struct ckpt_socket_info *si)
 	if (si->family != AF_UNIX && si->type != SOCK_STREAM &&
 	    si->type != SOCK_DGRAM)
 		return 0;
-	if (opt(fd, SOL_SOCKET, SO_REUSEADDR) > 0)
-		si->flags |= CKPT_SOCK_F_REUSEADDR;
-	if (opt(fd, SOL_SOCKET, SO_REUSEPORT) > 0)
-		si->flags |= CKPT_SOCK_F_REUSEPORT;
-	if (si->family == AF_INET6 && opt(fd, IPPROTO_IPV6, IPV6_V6ONLY) > 0)
-		si->flags |= CKPT_SOCK_F_V6ONLY;
 	si->rcvbuf = opt(fd, SOL_SOCKET, SO_RCVBUF);
 	si->sndbuf = opt(fd, SOL_SOCKET, SO_SNDBUF);
-	si->info_size = sizeof(*si);
-	ckpt_socket_options_read(fd, si);
-	si->ngroups = multicast_count(fd, ino);
+	save_options(fd, ino, si);
+	/* the system calls: the wrappers give a moved host's old address,
+	 * and a restart binds and connects the real ones */
 	len = sizeof(si->addr);
-	if (getsockname(fd, (struct sockaddr *)si->addr, &len) == 0)
+	if (syscall(SYS_getsockname, fd, si->addr, &len) == 0)
 		si->addr_len = len;
 	len = sizeof(si->peer);
-	if (getpeername(fd, (struct sockaddr *)si->peer, &len) == 0)
+	if (syscall(SYS_getpeername, fd, si->peer, &len) == 0)
 		si->peer_len = len;
 	if (si->family == AF_UNIX)
 		absolute_unix_path(si);
@@ -210,6 +221,183 @@ int socket_state_save(int fd, uint64_t ino, struct ckpt_socket_info *si)
 	    ckpt_sockaddr_is_bound(si->addr, si->addr_len))
 		return CKPT_FD_SOCKET_BOUND;
 	return 0;
+}
+
+/* The SOL_SOCKET options of the sockets socket_state_save_tcp saw, read
+ * together once they are all known (sockopt_batch.c): 7 per socket. */
+enum deferred_kind { DEFER_FLAG, DEFER_INT, DEFER_LINGER, DEFER_TIMEO };
+
+struct deferred_option {
+	struct ckpt_socket_info *si;
+	int kind, slot;			/* slot: opt[] index, or the flag */
+	struct sockopt_read rd;
+	union {
+		int i;
+		struct linger l;
+		struct timeval tv;
+	} v;
+};
+
+#define DEFERRED_MAX 8192
+
+static struct deferred_option *deferred;
+static size_t ndeferred;
+
+/* Read now when there is no room to wait. */
+static void read_option_now(struct deferred_option *d);
+
+static void defer_option(struct ckpt_socket_info *si, int fd, int name,
+			 int kind, int slot)
+{
+	struct deferred_option *d, now;
+
+	if (!deferred) {
+		void *p = mmap(NULL, DEFERRED_MAX * sizeof(*deferred),
+			       PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		deferred = p == MAP_FAILED ? NULL : p;
+	}
+	d = deferred && ndeferred < DEFERRED_MAX ? &deferred[ndeferred++] :
+						   &now;
+	memset(d, 0, sizeof(*d));
+	d->si = si;
+	d->kind = kind;
+	d->slot = slot;
+	d->rd.fd = fd;
+	d->rd.name = name;
+	d->rd.val = &d->v;
+	d->rd.len = kind == DEFER_LINGER ? sizeof(d->v.l) :
+		    kind == DEFER_TIMEO ? sizeof(d->v.tv) : sizeof(d->v.i);
+	d->rd.res = -EAGAIN;
+	if (d == &now)
+		read_option_now(d);
+}
+
+/* An answered option into its socket's record. */
+static void store_option(const struct deferred_option *d)
+{
+	int32_t *opt = d->si->opt;
+
+	if (d->rd.res < 0)
+		return;
+	switch (d->kind) {
+	case DEFER_FLAG:
+		if (d->v.i > 0)
+			d->si->flags |= d->slot;
+		break;
+	case DEFER_INT:
+		opt[d->slot] = d->v.i;
+		break;
+	case DEFER_LINGER:
+		opt[d->slot] = d->v.l.l_onoff;
+		opt[d->slot + 1] = d->v.l.l_linger;
+		break;
+	default:
+		opt[d->slot] = (int32_t)d->v.tv.tv_sec;
+		opt[d->slot + 1] = (int32_t)d->v.tv.tv_usec;
+	}
+}
+
+static void read_option_now(struct deferred_option *d)
+{
+	socklen_t len = d->rd.len;
+
+	d->rd.res = getsockopt(d->rd.fd, SOL_SOCKET, d->rd.name, d->rd.val,
+			       &len) < 0 ? -errno : (int)len;
+	store_option(d);
+}
+
+static struct sockopt_read *deferred_read(size_t i)
+{
+	return &deferred[i].rd;
+}
+
+/* Every deferred option read (one io_uring submission per 1,024; each
+ * one io_uring did not answer asked alone) and stored. */
+void socket_state_read_deferred(void)
+{
+	if (!ndeferred)
+		return;
+	sockopt_batch_read(deferred_read, ndeferred);
+	for (size_t i = 0; i < ndeferred; i++) {
+		if (deferred[i].rd.res < 0)
+			read_option_now(&deferred[i]);
+		else
+			store_option(&deferred[i]);
+	}
+	munmap(deferred, DEFERRED_MAX * sizeof(*deferred));
+	deferred = NULL;
+	ndeferred = 0;
+}
+
+/* The SOL_SOCKET options of a TCP socket, deferred; the others (TCP and
+ * IPv6 levels) asked now. */
+static void save_options_deferred(int fd, uint64_t ino,
+				  struct ckpt_socket_info *si)
+{
+	int32_t *slots = si->opt;
+
+	defer_option(si, fd, SO_REUSEADDR, DEFER_FLAG, CKPT_SOCK_F_REUSEADDR);
+	defer_option(si, fd, SO_REUSEPORT, DEFER_FLAG, CKPT_SOCK_F_REUSEPORT);
+	if (si->family == AF_INET6 && opt(fd, IPPROTO_IPV6, IPV6_V6ONLY) > 0)
+		si->flags |= CKPT_SOCK_F_V6ONLY;
+	si->info_size = sizeof(*si);
+	for (int i = 0; i < CKPT_SOCK_OPT_SLOTS; i++)
+		slots[i] = CKPT_SOCK_OPT_UNSET;
+	for (unsigned i = 0; i < CKPT_NINT_OPTIONS; i++) {
+		const struct ckpt_int_option *o = &ckpt_int_options[i];
+		int level, name, v = 0;
+		socklen_t len = sizeof(v);
+
+		if (!ckpt_int_option_applies(o, si))
+			continue;
+		ckpt_int_option_where(o, si, &level, &name);
+		if (level == SOL_SOCKET)
+			defer_option(si, fd, name, DEFER_INT, o->slot);
+		else if (getsockopt(fd, level, name, &v, &len) == 0)
+			slots[o->slot] = v;
+	}
+	defer_option(si, fd, SO_LINGER, DEFER_LINGER, CKPT_SOCK_OPT_LINGER_ON);
+	defer_option(si, fd, SO_RCVTIMEO, DEFER_TIMEO,
+		     CKPT_SOCK_OPT_RCVTIMEO_SEC);
+	defer_option(si, fd, SO_SNDTIMEO, DEFER_TIMEO,
+		     CKPT_SOCK_OPT_SNDTIMEO_SEC);
+	si->ngroups = multicast_count(fd, ino);
+}
+
+/*
+ * socket_state_save for a TCP socket the process's sock_diag dump lists
+ * (tcp_diag.c): family, addresses, listen state, backlog and buffer sizes
+ * from the dump, only the options asked. A socket in a state the dump
+ * does not describe as getsockname/getpeername would (not connected, or
+ * connecting) returns -1: ask it on its own.
+ */
+int socket_state_save_tcp(int fd, const struct tcp_diag_entry *e,
+			  struct ckpt_socket_info *si)
+{
+	socklen_t len = e->family == AF_INET ? sizeof(struct sockaddr_in) :
+					       sizeof(struct sockaddr_in6);
+
+	if (e->state == TCP_CLOSE || e->state == TCP_SYN_SENT ||
+	    !e->has_buffers || (e->family != AF_INET && e->family != AF_INET6))
+		return -1;
+	memset(si, 0, sizeof(*si));
+	si->family = e->family;
+	si->type = SOCK_STREAM;
+	si->protocol = IPPROTO_TCP;
+	si->rcvbuf = e->rcvbuf;
+	si->sndbuf = e->sndbuf;
+	save_options_deferred(fd, e->ino, si);
+	memcpy(si->addr, &e->addr, len);
+	si->addr_len = len;
+	if (e->state == TCP_LISTEN) {
+		si->backlog = e->wqueue > 0 ? e->wqueue : SOMAXCONN;
+		return CKPT_FD_SOCKET_LISTEN;
+	}
+	memcpy(si->peer, &e->peer, len);
+	si->peer_len = len;
+	return CKPT_FD_SOCKET_OUTSIDE;
 }
 
 /* The options saved with *si set back on fd (the socket restored in its

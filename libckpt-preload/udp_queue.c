@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include "internal.h"
 
@@ -30,7 +31,9 @@ static int peek_one(int fd, struct ckpt_socket_dgram *h)
 		.msg_name = &from, .msg_namelen = sizeof(from),
 		.msg_iov = &iov, .msg_iovlen = 1,
 	};
-	ssize_t n = recvmsg(fd, &m, MSG_PEEK | MSG_DONTWAIT | MSG_TRUNC);
+	/* the system call: the wrapper gives a moved host's old address */
+	ssize_t n = syscall(SYS_recvmsg, fd, &m,
+			    MSG_PEEK | MSG_DONTWAIT | MSG_TRUNC);
 
 	if (n < 0)
 		return errno == EAGAIN ? 0 : -errno;

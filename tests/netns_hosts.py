@@ -126,6 +126,19 @@ class Hosts:
         raise AssertionError("coordinator at %s never answered: %s" % (
             self.coord, r.stderr))
 
+    def fresh_coordinator(self):
+        """The coordinator started again for a restart after the
+        computation was killed, as a user does: the one that saw the
+        processes exits 2 s after the last one left (sooner than a
+        loaded machine gets through a test's restarts), and a ckpt_restart
+        on another host cannot start it at the hub's address. A new one
+        that never had a process stays 60 s."""
+        old = getattr(self, "coordinator", None)
+        if old is not None and old.alive():
+            self.command("--quit", check=False, timeout=20)
+            old.wait_exit(20)
+        return self.start_coordinator()
+
     def command(self, *args, check=True, timeout=ckpt_harness.COMMAND_TIMEOUT):
         """ckpt_command run in the hub namespace."""
         r = run(self.on(self.hub, [ckpt_harness.tool("ckpt_command"),

@@ -72,7 +72,9 @@ def checkpoint_and_kill(h, progs, at=30):
 
 
 def start_script(h, args):
-    """ckpt_restart_script.sh ARGS with CKPT_HOST_CMD, started."""
+    """ckpt_restart_script.sh ARGS with CKPT_HOST_CMD, started (a
+    coordinator started again first: the computation was killed)."""
+    h.fresh_coordinator()
     script = os.path.join(h.dir_of(h.names[0]), "ckpt_restart_script.sh")
     env = dict(h.env, CKPT_HOST_CMD=h.host_cmd())
     del env["CKPT_COORD"]
@@ -174,10 +176,15 @@ def test_one_host_moved_to_a_third_host_with_another_address(hosts):
     """Host a's images (the servers) restart on host c, at c's address;
     host b's stay. The TCP connection follows the map; the UDP caller is not connected: it sends
     every number to the address it was given at the start, host a's,
-    which libckpt passes to c's."""
+    which libckpt passes to c's, and takes each answer from host a's
+    address (recvfrom: c's given back as a's); the TCP ends see the
+    addresses of the start (getsockname, getpeername)."""
     h = hosts
     a, b, c = h.names
     progs = programs(h, "callto")
+    # the TCP ends and the UDP caller check that what the kernel gives
+    # (getsockname, getpeername, recvfrom) names the hosts as at the start
+    h.env["TCP_CONVERSATION_CHECK_NAMES"] = "1"
     runs = checkpoint_and_kill(h, progs)
     rc, s = run_script(h, ["--host", "%s=%s@%s" % (a, c, h.addrs[2])])
     assert rc == 0, s.stderr_text()

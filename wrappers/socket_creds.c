@@ -51,6 +51,8 @@ CKPT_WRAPPER ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 
 	if (n >= 0 && msg)
 		translate_creds(msg, then);
+	if (n >= 0 && msg && host_moves_any())	/* socket_addresses.c */
+		host_moves_unapply(msg->msg_name, msg->msg_namelen);
 	return n;
 }
 
@@ -60,8 +62,12 @@ CKPT_WRAPPER int recvmmsg(int fd, struct mmsghdr *vec, unsigned int vlen,
 	unsigned then = vpid_epoch();
 	int n = NEXT_FN(recvmmsg)(fd, vec, vlen, flags, timeout);
 
-	for (int i = 0; vec && i < n; i++)
+	for (int i = 0; vec && i < n; i++) {
 		translate_creds(&vec[i].msg_hdr, then);
+		if (host_moves_any())
+			host_moves_unapply(vec[i].msg_hdr.msg_name,
+					   vec[i].msg_hdr.msg_namelen);
+	}
 	return n;
 }
 

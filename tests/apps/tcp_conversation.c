@@ -11,6 +11,10 @@
  * restart ends either side with FAIL. Output:
  *   server: "served K" per request, then "done serve N SUM"
  *   caller: "reply K SUM" per answer, then "done call N SUM"
+ * With TCP_CONVERSATION_CHECK_NAMES=1 in the environment, each side
+ * checks at every step that getsockname and getpeername give the IP
+ * addresses they gave at the start (a restart that moved a host
+ * translates them back), else FAIL.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -49,6 +53,42 @@ static int connected(const char *mode, const char *ip, unsigned long port)
 	return fd;
 }
 
+static struct in_addr own_ip, peer_ip;
+static int check_names;
+
+static void name_ips(int fd, struct in_addr *own, struct in_addr *peer)
+{
+	struct sockaddr_in a;
+	socklen_t len = sizeof(a);
+
+	if (getsockname(fd, (void *)&a, &len) < 0)
+		die(PROG, "getsockname: %s", strerror(errno));
+	*own = a.sin_addr;
+	len = sizeof(a);
+	if (getpeername(fd, (void *)&a, &len) < 0)
+		die(PROG, "getpeername: %s", strerror(errno));
+	*peer = a.sin_addr;
+}
+
+/* TCP_CONVERSATION_CHECK_NAMES: the addresses are those of the start. */
+static void check_name_ips(int fd)
+{
+	struct in_addr own, peer;
+	char was[2][INET_ADDRSTRLEN], now[2][INET_ADDRSTRLEN];
+
+	if (!check_names)
+		return;
+	name_ips(fd, &own, &peer);
+	if (own.s_addr == own_ip.s_addr && peer.s_addr == peer_ip.s_addr)
+		return;
+	inet_ntop(AF_INET, &own_ip, was[0], sizeof(was[0]));
+	inet_ntop(AF_INET, &peer_ip, was[1], sizeof(was[1]));
+	inet_ntop(AF_INET, &own, now[0], sizeof(now[0]));
+	inet_ntop(AF_INET, &peer, now[1], sizeof(now[1]));
+	die(PROG, "FAIL: getsockname/getpeername give %s/%s, at the start "
+	    "%s/%s", now[0], now[1], was[0], was[1]);
+}
+
 static void serve(FILE *in, int fd, unsigned long n, unsigned long delay)
 {
 	uint64_t sum = 0;
@@ -63,6 +103,7 @@ static void serve(FILE *in, int fd, unsigned long n, unsigned long delay)
 			die(PROG, "FAIL serve: request %lu, expected %lu", k,
 			    want);
 		sum = mix64(sum + k);
+		check_name_ips(fd);
 		dprintf(fd, "%lu %016" PRIx64 "\n", k, sum);
 		say("served %lu", k);
 		sleep_ms(delay / 2);
@@ -86,6 +127,7 @@ static void call(FILE *in, int fd, unsigned long n, unsigned long delay)
 		if (k != want || got != sum)
 			die(PROG, "FAIL call: answer %lu %016" PRIx64 ", expected "
 			    "%lu %016" PRIx64, k, got, want, sum);
+		check_name_ips(fd);
 		say("reply %lu %016" PRIx64, k, sum);
 		sleep_ms(delay);
 	}
@@ -100,6 +142,9 @@ int main(int argc, char **argv)
 
 	if (!in)
 		die(PROG, "fdopen: %s", strerror(errno));
+	check_names = getenv("TCP_CONVERSATION_CHECK_NAMES") != NULL;
+	if (check_names)
+		name_ips(fd, &own_ip, &peer_ip);
 	if (c.serve)
 		serve(in, fd, c.n, c.delay);
 	else

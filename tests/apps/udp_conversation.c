@@ -15,7 +15,9 @@
  * datagrams were lost. A number out of order or a wrong hash is a FAIL.
  * "callto" instead of "call": the caller's socket is not connected, each
  * number goes by sendto to IP:PORT as given at the start (an address the
- * program keeps), answers are taken from any source.
+ * program keeps), answers are taken with recvfrom, and one whose source
+ * is not that address is a FAIL (after a restart that moved the server's
+ * host, the program still sees the address it knew).
  * Output:
  *   server: "served K" per number, then "done serve N SUM"
  *   caller: "reply K SUM" per answer, then "done call N SUM"
@@ -94,6 +96,22 @@ static void serve(int fd, unsigned long n, unsigned long delay)
 	say("done serve %lu %016" PRIx64, n, sum);
 }
 
+/* callto: an answer comes from the address the numbers go to. */
+static void check_source(const struct sockaddr_in *from, socklen_t len)
+{
+	char got[INET_ADDRSTRLEN] = "?", want[INET_ADDRSTRLEN] = "?";
+
+	if (!unconnected ||
+	    (len == sizeof(*from) && from->sin_family == AF_INET &&
+	     from->sin_addr.s_addr == server.sin_addr.s_addr &&
+	     from->sin_port == server.sin_port))
+		return;
+	inet_ntop(AF_INET, &from->sin_addr, got, sizeof(got));
+	inet_ntop(AF_INET, &server.sin_addr, want, sizeof(want));
+	die(PROG, "FAIL call: answer from %s:%u, the numbers go to %s:%u",
+	    got, ntohs(from->sin_port), want, ntohs(server.sin_port));
+}
+
 /* The answer to number want, sending it again every RESEND_MS. */
 static void ask(int fd, unsigned long want, uint64_t sum)
 {
@@ -109,12 +127,17 @@ static void ask(int fd, unsigned long want, uint64_t sum)
 		sendto(fd, buf, n, 0, unconnected ? (void *)&server : NULL,
 		       unconnected ? sizeof(server) : 0);
 		while (poll(&p, 1, RESEND_MS) > 0) {
-			n = recv(fd, buf, sizeof(buf) - 1, 0);
+			struct sockaddr_in from;
+			socklen_t len = sizeof(from);
+
+			n = recvfrom(fd, buf, sizeof(buf) - 1, 0,
+				     (void *)&from, &len);
 			if (n < 0 && errno != ECONNREFUSED)
 				die(PROG, "FAIL call: recv: %s",
 				    strerror(errno));
 			if (n <= 0)
 				continue;	/* no server yet */
+			check_source(&from, len);
 			buf[n] = 0;
 			if (sscanf(buf, "%lu %" SCNx64, &k, &got) != 2)
 				die(PROG, "FAIL call: answer '%s'", buf);
