@@ -387,7 +387,7 @@ static void start_writing(struct coordinator *co)
 			c->proc.state = PROC_WRITING;
 			c->proc.image_tmp[0] = 0;
 			c->proc.wchar_at_write = proc_written_bytes(co, c);
-			c->proc.expected_bytes = proc_resident_bytes(c);
+			c->proc.expected_bytes = 0; /* json_replies.c */
 			c->proc.written_ms = -1;
 		}
 	}

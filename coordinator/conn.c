@@ -214,11 +214,18 @@ int conn_fill(struct conn *c)
 		if (c->in.len > sizeof(struct ckpt_msg_header) +
 				COORD_MAX_IN_PAYLOAD + CKPT_AUTH_MAC_LEN)
 			return 0;	/* conn_next_msg() will complain */
+		size_t room;
+
 		buf_reserve(&c->in, 16384);
-		n = recv(c->fd, c->in.data + c->in.len,
-			 c->in.cap - c->in.len - 1, MSG_DONTWAIT);
+		room = c->in.cap - c->in.len - 1;
+		n = recv(c->fd, c->in.data + c->in.len, room, MSG_DONTWAIT);
+		/* a short read took all there was: the main loop's epoll
+		 * (level-triggered) reports what comes next, so no recv
+		 * that fails with EAGAIN after each message */
 		if (n > 0) {
 			c->in.len += (size_t)n;
+			if ((size_t)n < room)
+				return 0;
 			continue;
 		}
 		if (n < 0 && errno == EINTR)

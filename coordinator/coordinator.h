@@ -28,6 +28,7 @@
 #define COORD_KILL_TIMEOUT_MS		10000	/* all gone after DO_KILL */
 #define COORD_KILL_TREE_DEPTH		64	/* below a process, at --kill */
 #define COORD_STOP_CHECK_MS		1000	/* stopped processes in a round */
+#define COORD_STOP_CHECK_MAX_MS		4000	/* one seen running, at most */
 #define COORD_JOIN_TIMEOUT_MS		3000	/* a forked/exec'd member */
 #define COORD_JOIN_CHECK_MS		20	/* look again for it */
 #define COORD_MAX_EXPECTED		64
@@ -118,12 +119,16 @@ struct process_info {
 	bool kill_sent;
 	int64_t running_ms;		/* last seen running (an
 					   answer, bytes it wrote); 0 never */
+	int64_t look_every_ms;		/* this round: left alone this long
+					   once seen running; 0: the first
+					   interval (round_timeouts.c) */
 	int64_t progress_ms;		/* this round: last sign of life
 					   (an answer, bytes it wrote) */
 	uint64_t wchar;			/* bytes written, /proc/PID/io */
 	uint64_t wchar_at_write;	/* wchar at DO_WRITE: the round's
 					   bytes are those written since */
-	uint64_t expected_bytes;	/* its resident memory at DO_WRITE,
+	uint64_t expected_bytes;	/* its resident memory while writing
+					   (read at the first status query),
 					   about what its image will take */
 	int64_t written_ms;		/* WRITTEN since the round began */
 	pid_t local_pid;		/* its pid here, vouched for by the

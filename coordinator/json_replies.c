@@ -63,6 +63,10 @@ static void round_bytes(struct coordinator *co, uint64_t *done,
 
 		if (!round_in(co, c) || !co->round.writing)
 			continue;
+		/* read when asked, not at DO_WRITE for every process of
+		 * every round: the memory of a stopped process stays */
+		if (!c->proc.expected_bytes)
+			c->proc.expected_bytes = proc_resident_bytes(c);
 		*expected += c->proc.expected_bytes;
 		w = proc_written_bytes(co, c);
 		if (w != PROGRESS_UNKNOWN &&

@@ -19,9 +19,11 @@
  * command learns who stalled in which phase, and the stalled process is
  * dropped (its connection closed): a libckpt process that was merely slow
  * reconnects and is a member again from the next round on. A participant
- * found stopped (SIGSTOP, a debugger) fails the round within a second,
- * and is told DO_ABORT too, so that once continued it runs again instead
- * of waiting for an order that never comes.
+ * the round waits for and that is found stopped (SIGSTOP, a debugger)
+ * fails the round within a second, or within four while it had been
+ * seen running (look_at_processes), and is told DO_ABORT too, so that
+ * once continued it runs again instead of waiting for an order that
+ * never comes.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -75,6 +77,7 @@ void round_timeouts_on_answer(struct conn *c)
 {
 	c->proc.progress_ms = now_ms();
 	c->proc.running_ms = c->proc.progress_ms;
+	c->proc.look_every_ms = 0;
 }
 
 /* Writing progress is looked at in the write phase only
@@ -95,6 +98,7 @@ void round_timeouts_start_phase(struct coordinator *co, int64_t len_ms)
 		if (!round_in(co, c))
 			continue;
 		c->proc.progress_ms = now;
+		c->proc.look_every_ms = 0;
 		if (!in_write_phase(&co->round))
 			c->proc.wchar = PROGRESS_UNKNOWN;
 	}
@@ -201,42 +205,6 @@ static void time_out_phase(struct coordinator *co)
 		r->phase_deadline = now_ms() + co->write_timeout_ms;
 }
 
-/* A participant writing its image on this host shows progress by the
- * bytes it writes; one that shows none for two phase timeouts is stuck,
- * and the others, stopped until every image is written, must not wait
- * for it until --write-timeout. Where the bytes cannot be seen (another
- * host), only --write-timeout bounds the write. */
-static void check_write_progress(struct coordinator *co, int64_t now)
-{
-	int64_t stall = co->phase_timeout_ms * COORD_STALL_FACTOR;
-
-	if (!in_write_phase(&co->round))
-		return;
-	for (size_t i = 0; i < co->nconns; i++) {
-		struct conn *c = co->conns[i];
-		uint64_t w;
-		char what[256];
-
-		if (!round_in(co, c) || c->proc.state != PROC_WRITING)
-			continue;
-		w = proc_written_bytes(co, c);
-		if (w == PROGRESS_UNKNOWN || c->proc.wchar == PROGRESS_UNKNOWN)
-			continue;
-		if (w != c->proc.wchar) {
-			c->proc.wchar = w;
-			c->proc.progress_ms = now;
-			c->proc.running_ms = now;
-		}
-		if (now - c->proc.progress_ms < stall)
-			continue;
-		snprintf(what, sizeof(what), "stalled in the write phase: no "
-			 "WRITTEN and no byte written for %.1f s "
-			 "(ckpt_coordinator --phase-timeout x %d)",
-			 stall / 1000.0, COORD_STALL_FACTOR);
-		drop_stalled(co, c, what);
-	}
-}
-
 /* How often stopped processes and writing progress are looked at. */
 static int64_t check_interval(const struct coordinator *co)
 {
@@ -246,11 +214,79 @@ static int64_t check_interval(const struct coordinator *co)
 					  : COORD_STOP_CHECK_MS;
 }
 
-/* A process stopped by SIGSTOP cannot answer: say so within a second
- * instead of at the phase's timeout. A traced one is left to the phase
- * timeout: its debugger may be taking this very checkpoint, resuming the
- * manager thread first (dist/gdb/ckpt-gdb.py), or stop it briefly for each
- * signal it passes on. Only processes on this host can be looked at. */
+/* The longest a process found running is left alone: a stopped one is
+ * found this much later at most, a stuck writer this much after its
+ * two phase timeouts. */
+static int64_t longest_look_interval(const struct coordinator *co)
+{
+	int64_t most = co->phase_timeout_ms < COORD_STOP_CHECK_MAX_MS ?
+		       co->phase_timeout_ms : COORD_STOP_CHECK_MAX_MS;
+
+	return most > check_interval(co) ? most : check_interval(co);
+}
+
+/* Seen running since the last look (it answered, wrote bytes, or its
+ * /proc/PID/stat said so) within its look interval: left alone this
+ * time. The interval doubles at each look that finds the process running
+ * and starts again at each answer, so a long write costs a few /proc
+ * reads per process, not one a second (docs/performance.md, "Scale"). */
+static bool seen_running(const struct coordinator *co, const struct conn *c,
+			 int64_t now)
+{
+	int64_t every = c->proc.look_every_ms ? c->proc.look_every_ms
+					       : check_interval(co);
+
+	return c->proc.running_ms && now - c->proc.running_ms < every;
+}
+
+static void note_seen_running(const struct coordinator *co, struct conn *c,
+			      int64_t now)
+{
+	int64_t every = c->proc.look_every_ms ? c->proc.look_every_ms
+					       : check_interval(co);
+
+	c->proc.running_ms = now;
+	c->proc.look_every_ms = every * 2 < longest_look_interval(co) ?
+				every * 2 : longest_look_interval(co);
+}
+
+enum write_progress { WROTE, WROTE_NOTHING, STALLED };
+
+/* A participant writing its image on this host shows progress by the
+ * bytes it writes; one that shows none for two phase timeouts is stuck,
+ * and the others, stopped until every image is written, must not wait
+ * for it until --write-timeout. Where the bytes cannot be seen (another
+ * host), only --write-timeout bounds the write. */
+static enum write_progress check_write_progress(struct coordinator *co,
+						struct conn *c, int64_t now)
+{
+	int64_t stall = co->phase_timeout_ms * COORD_STALL_FACTOR;
+	uint64_t w = proc_written_bytes(co, c);
+	char what[256];
+
+	if (w == PROGRESS_UNKNOWN || c->proc.wchar == PROGRESS_UNKNOWN)
+		return WROTE_NOTHING;
+	if (w != c->proc.wchar) {
+		c->proc.wchar = w;
+		c->proc.progress_ms = now;
+		return WROTE;
+	}
+	if (now - c->proc.progress_ms < stall)
+		return WROTE_NOTHING;
+	snprintf(what, sizeof(what), "stalled in the write phase: no "
+		 "WRITTEN and no byte written for %.1f s "
+		 "(ckpt_coordinator --phase-timeout x %d)",
+		 stall / 1000.0, COORD_STALL_FACTOR);
+	drop_stalled(co, c, what);
+	return STALLED;
+}
+
+/* A process stopped by SIGSTOP cannot answer: say so within a few
+ * seconds instead of at the phase's timeout. A traced one is left to the
+ * phase timeout: its debugger may be taking this very checkpoint,
+ * resuming the manager thread first (dist/gdb/ckpt-gdb.py), or stop it
+ * briefly for each signal it passes on. Only processes on this host can
+ * be looked at. */
 static bool process_is_stopped(struct coordinator *co, struct conn *c)
 {
 	char state;
@@ -262,26 +298,28 @@ static bool process_is_stopped(struct coordinator *co, struct conn *c)
 	       local_process_tracer(c->proc.local_pid) <= 0;
 }
 
-/* Seen running since the last look (it answered, or wrote bytes): its
- * /proc/PID/stat is not read this time (the largest part of the
- * coordinator's time in a long round: docs/performance.md, "Scale"). A
- * process stopped since is found at the next look. */
-static bool seen_running(const struct coordinator *co, const struct conn *c,
-			 int64_t now)
-{
-	return c->proc.running_ms && now - c->proc.running_ms <
-				     check_interval(co);
-}
-
-static void fail_stopped_processes(struct coordinator *co, int64_t now)
+/* Those the round waits for (one waiting for the coordinator's next
+ * order is looked at once it owes an answer again): a writer's bytes,
+ * else whether it is stopped. */
+static void look_at_processes(struct coordinator *co, int64_t now)
 {
 	for (size_t i = 0; i < co->nconns; i++) {
 		struct conn *c = co->conns[i];
+		enum write_progress w = WROTE_NOTHING;
 
-		if (!round_in(co, c) || round_state_is_final(c->proc.state) ||
-		    c->proc.state == PROC_ABORTING ||
-		    seen_running(co, c, now) || !process_is_stopped(co, c))
+		if (!round_in(co, c) || !owes_answer(co, c) ||
+		    c->proc.state == PROC_ABORTING || c->close_after_flush ||
+		    seen_running(co, c, now))
 			continue;
+		if (in_write_phase(&co->round) &&
+		    c->proc.state == PROC_WRITING)
+			w = check_write_progress(co, c, now);
+		if (w == STALLED)
+			continue;
+		if (w == WROTE || !process_is_stopped(co, c)) {
+			note_seen_running(co, c, now);
+			continue;
+		}
 		/* once continued it must run again, not wait for us */
 		round_abort_participant(co, c);
 		round_fail_process(co, c, EAGAIN, "is stopped (SIGSTOP or a "
@@ -300,8 +338,7 @@ void round_check_timeouts(struct coordinator *co)
 	if (r->next_member_check_ms && now >= r->next_member_check_ms)
 		r->next_member_check_ms = 0; /* round_advance looks again */
 	if (now >= r->next_stop_check_ms) {
-		check_write_progress(co, now);
-		fail_stopped_processes(co, now);
+		look_at_processes(co, now);
 		r->next_stop_check_ms = now + check_interval(co);
 	}
 	if (now >= r->phase_deadline)

@@ -26,14 +26,16 @@ CKPT_EARLY_CONSTRUCTOR static void resolve_next_fork(void)
  * zombie) under this pid, which is its virtual pid now, and no clash. */
 static int child_pid_clashes(pid_t pid, unsigned epoch)
 {
-	sigset_t old = ckpt_block_checkpoints();
+	/* no checkpoint between the epoch and the table, without the two
+	 * system calls of blocking signals (docs/performance.md) */
+	unsigned moves = threads_critical_begin();
 	int clash = 0;
 
 	if (vpid_epoch() == epoch) {
 		vpid_forget_real(pid); /* what had this pid is gone */
 		clash = vpid_taken_by_another(pid);
 	}
-	ckpt_restore_mask(&old);
+	threads_critical_end(moves);
 	return clash;
 }
 
