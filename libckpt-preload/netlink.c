@@ -25,7 +25,6 @@
 #include <linux/netlink.h>
 #include <string.h>
 #include <sys/socket.h>
-#include "ckpt/socket_options.h"
 #include "internal.h"
 
 static const struct {
@@ -57,29 +56,13 @@ static int netlink_option_on(int fd, int name)
 	return getsockopt(fd, SOL_NETLINK, name, &v, &len) == 0 && v;
 }
 
-/* The kind files.c records for netlink socket fd (CKPT_FD_SOCKET_BOUND),
- * with *si filled; 0 for a type netlink does not have. */
+/* The SOL_NETLINK options of netlink socket fd in si->flags (the rest of
+ * *si is socket_state_save's); the kind files.c records for it. */
 int netlink_save(int fd, struct ckpt_socket_info *si)
 {
-	socklen_t len = sizeof(si->addr);
-	int v;
-
-	if (si->type != SOCK_RAW && si->type != SOCK_DGRAM)
-		return 0;
-	len = sizeof(v);
-	si->rcvbuf = getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, &len) == 0 ?
-		     v : -1;
-	len = sizeof(v);
-	si->sndbuf = getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, &len) == 0 ?
-		     v : -1;
 	for (unsigned i = 0; i < NNETLINK_OPTIONS; i++)
 		if (netlink_option_on(fd, netlink_options[i].name))
 			si->flags |= netlink_options[i].flag;
-	si->info_size = sizeof(*si);
-	ckpt_socket_options_read(fd, si);
-	len = sizeof(si->addr);
-	if (getsockname(fd, (struct sockaddr *)si->addr, &len) == 0)
-		si->addr_len = len;
 	return CKPT_FD_SOCKET_BOUND;
 }
 

@@ -176,6 +176,17 @@ static void save_options(int fd, uint64_t ino, struct ckpt_socket_info *si)
 	si->ngroups = multicast_count(fd, ino);
 }
 
+/* Whether sockets of si's family and type are restored here. */
+static int restorable(const struct ckpt_socket_info *si)
+{
+	if (si->family == AF_NETLINK)
+		return si->type == SOCK_RAW || si->type == SOCK_DGRAM;
+	if (si->family == AF_UNIX)
+		return 1;
+	return (si->family == AF_INET || si->family == AF_INET6) &&
+	       (si->type == SOCK_STREAM || si->type == SOCK_DGRAM);
+}
+
 /* The kind files.c records for socket fd (inode ino) and *si, or 0 when
  * it is none of those restored here. */
 int socket_state_save(int fd, uint64_t ino, struct ckpt_socket_info *si)
@@ -186,13 +197,7 @@ int socket_state_save(int fd, uint64_t ino, struct ckpt_socket_info *si)
 	si->family = opt(fd, SOL_SOCKET, SO_DOMAIN);
 	si->type = opt(fd, SOL_SOCKET, SO_TYPE);
 	si->protocol = opt(fd, SOL_SOCKET, SO_PROTOCOL);
-	if (si->family == AF_NETLINK)
-		return netlink_save(fd, si);
-	if (si->family != AF_INET && si->family != AF_INET6 &&
-	    si->family != AF_UNIX)
-		return 0;
-	if (si->family != AF_UNIX && si->type != SOCK_STREAM &&
-	    si->type != SOCK_DGRAM)
+	if (!restorable(si))
 		return 0;
 	si->rcvbuf = opt(fd, SOL_SOCKET, SO_RCVBUF);
 	si->sndbuf = opt(fd, SOL_SOCKET, SO_SNDBUF);
@@ -202,6 +207,8 @@ int socket_state_save(int fd, uint64_t ino, struct ckpt_socket_info *si)
 	len = sizeof(si->addr);
 	if (syscall(SYS_getsockname, fd, si->addr, &len) == 0)
 		si->addr_len = len;
+	if (si->family == AF_NETLINK)	/* talks to the kernel: no peer */
+		return netlink_save(fd, si);
 	len = sizeof(si->peer);
 	if (syscall(SYS_getpeername, fd, si->peer, &len) == 0)
 		si->peer_len = len;

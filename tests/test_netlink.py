@@ -39,9 +39,12 @@ def test_netlink_sockets_keep_port_groups_and_options(session):
     p = session.launch(ARGV)
     images, seen, before = checkpoint_and_kill(session, p, STEP, 5)
     shown = session.inspect(images[0])
-    ports = re.findall(r"bound-socket .*\(netlink port (\d+) groups 0x1\)",
+    ports = re.findall(r"bound-socket .*\(netlink port (\d+) groups 0x1[,)]",
                        shown)
     assert len(ports) == 2 and ports[0] != "0", shown
+    # the route socket's two setsockopt joins, group 33 among them
+    assert re.search(r"\(netlink port \d+ groups 0x1, 2 multicast groups\)",
+                     shown), shown
     assert "cannot be restored" not in p.stderr_text(), p.stderr_text()
     r, first = restart_to_end(session, images, STEP, STEPS, seen, before)
     assert_steps_like_native(r.lines(), native)
