@@ -165,16 +165,22 @@ static int alive_killed(struct coordinator *co)
 /* `sig` to pid and, depth first, to every process below it: a child
  * that has not joined yet (between fork and its HELLO, or exec'ing) is
  * part of the computation too, and left running it would see its
- * parent die and act on it (write into a pipe nobody reads any more). */
+ * parent die and act on it (write into a pipe nobody reads any more).
+ * SIGKILL: the children are listed before pid is
+ * killed; once it is dead they are init's, out of reach, and left
+ * stopped by the SIGSTOP pass. Any other signal: listed after it, so a
+ * child forked meanwhile is not missed. */
 static void signal_tree(pid_t pid, int sig, int depth)
 {
+	bool listed_first = sig == SIGKILL;
 	pid_t kids[256];
-	int n;
+	int n = 0;
 
+	if (listed_first && depth < COORD_KILL_TREE_DEPTH)
+		n = local_children(pid, kids, 256);
 	kill(pid, sig);
-	if (depth >= COORD_KILL_TREE_DEPTH)
-		return;
-	n = local_children(pid, kids, 256);
+	if (!listed_first && depth < COORD_KILL_TREE_DEPTH)
+		n = local_children(pid, kids, 256);
 	for (int i = 0; i < n; i++)
 		signal_tree(kids[i], sig, depth + 1);
 }
