@@ -746,6 +746,17 @@ static int write_plain_memory(struct image_writer *w, int fd,
 			     errlen);
 }
 
+/* A failure while writing names the file (a full disk: which one). */
+static void name_the_image(char *err, size_t errlen, const char *tmp_path)
+{
+	char what[512];
+
+	if (!err[0] || strstr(err, tmp_path))
+		return;
+	ckpt_fmt(what, sizeof(what), "%s", err);
+	ckpt_fmt(err, errlen, "%s: %s", tmp_path, what);
+}
+
 /* Write the whole image into tmp_path (a new file beside final_path).
  * Called with every other thread stopped. An incremental image has its
  * metadata last: its extent table is known once the data is written. */
@@ -802,8 +813,10 @@ static int write_image_file(struct image_writer *w, uint64_t generation,
 		ckpt_fmt(err, errlen, "closing %s: %s", tmp_path,
 			 strerror(errno));
 	}
-	if (r < 0)
+	if (r < 0) {
+		name_the_image(err, errlen, tmp_path);
 		unlink(tmp_path);
+	}
 	return r;
 }
 

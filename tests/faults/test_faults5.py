@@ -72,3 +72,71 @@ def test_copy_beside_its_original_is_refused_not_mixed(session):
     first = numbers(again.lines(), PROGRESS)[0]
     assert first <= min(numbers(copy.lines(), PROGRESS)) + 1, (
         first, numbers(copy.lines(), PROGRESS)[:3])
+
+
+def mount_small_tmpfs(path, size):
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o",
+                        "size=%d,mode=0700" % size, "tmpfs", path],
+                       capture_output=True, text=True, timeout=30)
+    if r.returncode != 0:
+        pytest.skip("cannot mount a tmpfs here: %s" % r.stderr.strip())
+
+
+def fill_leaving(ckptdir, free):
+    """A file that leaves about `free` bytes of the filesystem free."""
+    st = os.statvfs(ckptdir)
+    filler = os.path.join(ckptdir, "filler")
+    with open(filler, "wb") as f:
+        f.truncate(max(st.f_bavail * st.f_frsize - free, 0))
+        os.posix_fallocate(f.fileno(), 0, max(st.f_bavail * st.f_frsize
+                                                - free, 1))
+    return filler
+
+
+@pytest.mark.time_limit(240)
+def test_disk_full_in_second_checkpoint_keeps_the_first(session):
+    """A pipeline of three processes (sh, counter, cat) checkpointed into a
+    small tmpfs; the second checkpoint finds it nearly full. It fails
+    naming the process and the image file it could not write, every
+    process counts on, the first checkpoint's images and restart script
+    are untouched, nothing half-written is left, and the restart script
+    still brings the computation back where the first checkpoint was."""
+    mount_small_tmpfs(session.ckptdir, 64 << 20)
+    try:
+        run_disk_full(session)
+    finally:
+        session.command("--kill")
+        subprocess.run(["umount", "-l", session.ckptdir], timeout=30)
+
+
+def run_disk_full(session):
+    p = session.launch(["sh", "-c", "%s 3000 20 | cat" % app("counter")])
+    p.wait_line(PROGRESS, minimum=10)
+    seen = max(numbers(p.lines(), PROGRESS))
+    images = session.checkpoint(expect_images=3)
+    post = max(numbers(p.lines(), PROGRESS))
+    script = os.path.join(session.ckptdir, "ckpt_restart_script.sh")
+    good = {i: sha256(i) for i in images + [script]}
+    size = sum(os.stat(i).st_size for i in images)
+    filler = fill_leaving(session.ckptdir, size // 2)
+
+    r = failed_checkpoint(session)
+    assert "No space left on device" in r.stderr, r.stderr
+    assert ".img.tmp." in r.stderr, (
+        "the error does not name the image file: %r" % r.stderr)
+    assert "vpid" in r.stderr, r.stderr
+    assert {i: sha256(i) for i in images + [script]} == good, (
+        "the failed checkpoint changed the previous images or script")
+    assert leftovers(session.ckptdir) == []
+    assert_counts_on(p, "the pipeline")
+
+    os.unlink(filler)
+    session.command("--kill")
+    p.popen.wait(30)
+    again = session.start(["sh", script], "restart script")
+    again.wait_line(PROGRESS, minimum=post + 5)
+    after = numbers(again.lines(), PROGRESS)
+    assert seen < after[0] <= post + 1, (seen, post, after[:3])
+    assert after == list(range(after[0], after[0] + len(after))), after[:10]
