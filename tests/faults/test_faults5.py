@@ -140,3 +140,70 @@ def run_disk_full(session):
     after = numbers(again.lines(), PROGRESS)
     assert seen < after[0] <= post + 1, (seen, post, after[:3])
     assert after == list(range(after[0], after[0] + len(after))), after[:10]
+
+
+# Opens descriptors until EMFILE, keeps them all, then counts.
+FD_HOG = """
+import os, time
+fds = []
+try:
+    while True:
+        fds.append(os.open("/dev/null", os.O_RDONLY))
+except OSError as e:
+    print("holding", len(fds), "descriptors:", e.strerror, flush=True)
+i = 0
+while True:
+    i += 1
+    print("count", i, len(fds), flush=True)
+    time.sleep(0.02)
+"""
+
+
+def soft_nofile(pid):
+    with open("/proc/%d/limits" % pid) as f:
+        for line in f:
+            if line.startswith("Max open files"):
+                return int(line.split()[3])
+    raise AssertionError("no Max open files in /proc/%d/limits" % pid)
+
+
+def launch_fd_hog(session, limits):
+    hog = session.path("fd_hog.py")
+    with open(hog, "w") as f:
+        f.write(FD_HOG)
+    p = session.start(["prlimit", "--nofile=" + limits,
+                       session.tool("ckpt_launch"), "--",
+                       "/usr/bin/python3", hog], "launch fd_hog")
+    p.wait_line(r"^holding \d+ descriptors: Too many open files$")
+    p.wait_line(PROGRESS, minimum=5)
+    return p
+
+
+@pytest.mark.time_limit(180)
+def test_program_at_its_soft_fd_limit_is_checkpointed(session):
+    """A program holding every descriptor its soft RLIMIT_NOFILE allows
+    (64; hard 4096): the checkpoint could not open /proc/self/task. It
+    must succeed, give the program its limit back, and restart."""
+    p = launch_fd_hog(session, "64:4096")
+    [image] = session.checkpoint()
+    assert soft_nofile(p.pid) == 64, "the soft limit was not given back"
+    seen = max(numbers(p.lines(), PROGRESS))
+    assert_counts_on(p, "the program")
+    p.sigkill()
+    r = session.restart([image])
+    r.wait_line(PROGRESS, minimum=seen + 5)
+    after = numbers(r.lines(), PROGRESS)
+    assert after[0] <= seen + 1 and \
+        after == list(range(after[0], after[0] + len(after))), after[:5]
+
+
+@pytest.mark.time_limit(180)
+def test_program_at_its_hard_fd_limit_is_told_why(session):
+    """Soft and hard limit 64, all held: no room to take. The checkpoint
+    fails saying the descriptor limit is why and what helps; the
+    program runs on."""
+    p = launch_fd_hog(session, "64")
+    r = failed_checkpoint(session)
+    assert "RLIMIT_NOFILE" in r.stderr and "python3" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert_counts_on(p, "the program")
