@@ -332,7 +332,8 @@ static void round_finish(struct coordinator *co)
 			  (unsigned long long)r->generation, r->nprocs, ms,
 			  (long long)(r->suspended_ms - r->start_ms), busy);
 		write_restart_scripts(co, buf_str(&r->paths),
-				      buf_str(&r->hosts), r->generation);
+				      buf_str(&r->hosts), r->generation,
+				      &r->unrestored);
 		reply_requesters(co, 0, buf_str(&r->paths),
 				 buf_str(&r->unrestored));
 	} else {

@@ -327,10 +327,11 @@ void snapshots_remove_all(struct coordinator *co);
 /* CKPT_SNAPSHOT_KIND=image: every snapshot is images (no templates) */
 bool snapshot_images_forced(void);
 
-/* restart_script.c */
+/* restart_script.c: a script that cannot be written adds a line to
+ * warnings */
 void write_restart_scripts(struct coordinator *co, const char *paths,
-			   const char *hosts,
-			   uint64_t generation);
+			   const char *hosts, uint64_t generation,
+			   struct buf *warnings);
 
 /* coordinator.c */
 int64_t now_ms(void);

@@ -207,3 +207,25 @@ def test_program_at_its_hard_fd_limit_is_told_why(session):
     assert "RLIMIT_NOFILE" in r.stderr and "python3" in r.stderr, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert_counts_on(p, "the program")
+
+
+@pytest.mark.time_limit(120)
+def test_restart_script_not_written_is_reported(session):
+    """The images are committed but the restart script cannot be
+    replaced (here: a directory sits where its temporary goes; a full
+    disk does the same). The checkpoint stands, and its requester is
+    warned that the script there is an older checkpoint's."""
+    p = session.launch([app("counter"), "100000", "20"])
+    p.wait_line(PROGRESS, minimum=5)
+    session.checkpoint()
+    script = os.path.join(session.ckptdir, "ckpt_restart_script.sh")
+    before = sha256(script)
+    os.mkdir(os.path.join(session.ckptdir, ".ckpt_restart_script.sh.tmp"))
+    r = session.command("--checkpoint")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().endswith(".img"), r.stdout
+    warning = [l for l in r.stderr.splitlines()
+               if "ckpt_restart_script.sh was not written" in l]
+    assert warning and warning[0].startswith("warning: "), r.stderr
+    assert "checkpoint 2" in warning[0], warning
+    assert sha256(script) == before
