@@ -713,8 +713,11 @@ static int build_tables(struct image_writer *w, int scan_memory, char *err,
 			continue;
 		r = ckpt_resources[i]->write(w);
 		if (r < 0) {
-			ckpt_fmt(err, errlen, "recording %s: %s",
-				 ckpt_resources[i]->name, strerror(-r));
+			const char *where = round_claim_failure();
+
+			ckpt_fmt(err, errlen, "recording %s: %s%s%s",
+				 ckpt_resources[i]->name, where,
+				 where[0] ? ": " : "", strerror(-r));
 			return r;
 		}
 	}

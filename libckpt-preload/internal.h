@@ -504,6 +504,9 @@ int pipes_refill(int fd, int memfd, uint64_t size);
 int pipes_drain(int fd, const struct round_key *key, int *memfd,
 		uint64_t *size);
 int round_claim(const struct round_key *key);
+/* "claim file PATH" or "checkpoint directory DIR" when round_claim could
+ * not make its file this round, else "" */
+const char *round_claim_failure(void);
 int round_keep_memfd(int fd);
 
 /* ptys.c */

@@ -229,3 +229,38 @@ def test_restart_script_not_written_is_reported(session):
     assert warning and warning[0].startswith("warning: "), r.stderr
     assert "checkpoint 2" in warning[0], warning
     assert sha256(script) == before
+
+
+def assert_each_failure_names(stderr, path):
+    lines = [l for l in stderr.splitlines() if "failed" in l]
+    assert lines, stderr
+    for l in lines:
+        assert path in l, "a failure does not name %s: %r" % (path, l)
+
+
+@pytest.mark.time_limit(180)
+def test_directory_gone_or_read_only_is_named(session):
+    """The checkpoint directory of a pipeline is moved away, then comes
+    back as a read-only bind mount: each process's failure names the
+    directory or the file in it it could not make (the claim file of the
+    pipe said only 'recording file descriptors: ...'), the pipeline runs
+    on, and the next checkpoint into the directory works."""
+    p = session.launch(["sh", "-c", "%s 100000 20 | cat" % app("counter")])
+    p.wait_line(PROGRESS, minimum=5)
+    session.checkpoint(expect_images=3)
+    d = session.ckptdir
+    os.rename(d, d + ".away")
+    r = failed_checkpoint(session)
+    assert_each_failure_names(r.stderr, d)
+    assert_counts_on(p, "the pipeline")
+
+    os.mkdir(d, 0o700)
+    if os.geteuid() == 0 and subprocess.run(
+            ["mount", "--bind", "-o", "ro", d, d], timeout=30).returncode == 0:
+        try:
+            r = failed_checkpoint(session)
+            assert_each_failure_names(r.stderr, d)
+            assert_counts_on(p, "the pipeline")
+        finally:
+            subprocess.run(["umount", d], timeout=30)
+    session.checkpoint(expect_images=3)
