@@ -429,11 +429,14 @@ static int collect_hosts(struct script_hosts *sh, const char *hosts)
 }
 
 /* A script that could not be written leaves the one of an earlier
- * checkpoint, which may name other images: the requester is told. */
+ * checkpoint, which may name other images: the requester is told (not
+ * when the directory itself is gone: no script is left there). */
 static void warn_not_written(struct buf *warnings, const char *dir, int r,
 			     uint64_t generation)
 {
 	coord_log("cannot write %s/%s: %s", dir, SCRIPT_NAME, strerror(-r));
+	if (r == -ENOENT)
+		return;
 	buf_printf(warnings, "%s/%s was not written (%s): a script there is "
 		   "from a checkpoint before %llu and may name other images; "
 		   "restart checkpoint %llu with ckpt_restart and the image "
