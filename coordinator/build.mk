@@ -9,7 +9,7 @@ COORD_DAEMON_SRCS := coordinator/coordinator.c coordinator/conn.c \
 	coordinator/round_timeouts.c coordinator/auth_handshake.c \
 	coordinator/conn_guard.c coordinator/coord_log.c \
 	coordinator/peer_pid.c coordinator/tracer.c coordinator/proc_files.c \
-	coordinator/conn_events.c \
+	coordinator/conn_events.c coordinator/image_twins.c \
 	protocol/sanitize.c
 COORD_DAEMON_OBJS := $(patsubst %,$(OBJ)/app/%.o,$(COORD_DAEMON_SRCS)) \
 	$(CLIENT_OBJS)

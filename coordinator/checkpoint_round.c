@@ -332,7 +332,8 @@ static void round_finish(struct coordinator *co)
 			  (unsigned long long)r->generation, r->nprocs, ms,
 			  (long long)(r->suspended_ms - r->start_ms), busy);
 		write_restart_scripts(co, buf_str(&r->paths),
-				      buf_str(&r->hosts), r->generation);
+				      buf_str(&r->hosts), r->generation,
+				      &r->unrestored);
 		reply_requesters(co, 0, buf_str(&r->paths),
 				 buf_str(&r->unrestored));
 	} else {
@@ -663,6 +664,23 @@ static void remember_image_tmp(struct coordinator *co, struct conn *c,
 			 res->path);
 }
 
+/* WRITTEN or SYNCED: its temporary image is known; false when the round
+ * failed because another member writes the same image (image_twins.c).
+ * Its state stays: told DO_ABORT like the others, it removes its image. */
+static bool note_image_tmp(struct coordinator *co, struct conn *c,
+			   const struct ckpt_msg_result *res)
+{
+	char what[1400], name[256];
+
+	remember_image_tmp(co, c, res);
+	if (co->round.failed ||
+	    round_check_image_twin(co, c, what, sizeof(what)) == 0)
+		return true;
+	record_failure_of(co, proc_name(c, name, sizeof(name)), EEXIST, what);
+	mark_round_failed(co);
+	return false;
+}
+
 void round_on_result(struct coordinator *co, struct conn *c, uint16_t type,
 		     const struct ckpt_msg_result *res)
 {
@@ -681,12 +699,12 @@ void round_on_result(struct coordinator *co, struct conn *c, uint16_t type,
 	case CKPT_MSG_WRITTEN:
 		if (*st == PROC_WRITING)
 			*st = PROC_WRITTEN;
-		remember_image_tmp(co, c, res);
+		note_image_tmp(co, c, res);
 		break;
 	case CKPT_MSG_SYNCED:
-		if (*st == PROC_WRITING || *st == PROC_WRITTEN)
+		if (note_image_tmp(co, c, res) &&
+		    (*st == PROC_WRITING || *st == PROC_WRITTEN))
 			*st = PROC_SYNCED;
-		remember_image_tmp(co, c, res);
 		break;
 	case CKPT_MSG_DURABLE:
 		/* DISCARDING: an older libckpt renames without waiting;

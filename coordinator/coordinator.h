@@ -327,10 +327,11 @@ void snapshots_remove_all(struct coordinator *co);
 /* CKPT_SNAPSHOT_KIND=image: every snapshot is images (no templates) */
 bool snapshot_images_forced(void);
 
-/* restart_script.c */
+/* restart_script.c: a script that cannot be written adds a line to
+ * warnings */
 void write_restart_scripts(struct coordinator *co, const char *paths,
-			   const char *hosts,
-			   uint64_t generation);
+			   const char *hosts, uint64_t generation,
+			   struct buf *warnings);
 
 /* coordinator.c */
 int64_t now_ms(void);
@@ -374,6 +375,10 @@ bool proc_names_this_host(const struct conn *c);
 int count_processes(struct coordinator *co);
 /* "app (vpid 7, pid 4242 on node1)" */
 const char *proc_name(struct conn *c, char *out, size_t len);
+/* image_twins.c: -EEXIST (what says why) when another member of the
+ * round writes the same image as c */
+int round_check_image_twin(struct coordinator *co, struct conn *c,
+			   char *what, size_t len);
 
 /* json_replies.c: replies for ckpt_command --json (docs/json.md) */
 void json_reply_status(struct coordinator *co, struct conn *c);

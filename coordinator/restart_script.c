@@ -428,8 +428,26 @@ static int collect_hosts(struct script_hosts *sh, const char *hosts)
 	return 0;
 }
 
+/* A script that could not be written leaves the one of an earlier
+ * checkpoint, which may name other images: the requester is told (not
+ * when the directory itself is gone: no script is left there). */
+static void warn_not_written(struct buf *warnings, const char *dir, int r,
+			     uint64_t generation)
+{
+	coord_log("cannot write %s/%s: %s", dir, SCRIPT_NAME, strerror(-r));
+	if (r == -ENOENT)
+		return;
+	buf_printf(warnings, "%s/%s was not written (%s): a script there is "
+		   "from a checkpoint before %llu and may name other images; "
+		   "restart checkpoint %llu with ckpt_restart and the image "
+		   "paths printed\n", dir, SCRIPT_NAME, strerror(-r),
+		   (unsigned long long)generation,
+		   (unsigned long long)generation);
+}
+
 void write_restart_scripts(struct coordinator *co, const char *paths,
-			   const char *hosts, uint64_t generation)
+			   const char *hosts, uint64_t generation,
+			   struct buf *warnings)
 {
 	char restart_bin[4096], dir[4096], done[8][4096];
 	static struct script_hosts sh;
@@ -457,7 +475,6 @@ void write_restart_scripts(struct coordinator *co, const char *paths,
 		r = write_script(dir, restart_bin, co->addr, &sh, paths,
 				 generation);
 		if (r < 0)
-			coord_log("cannot write %s/%s: %s", dir, SCRIPT_NAME,
-				  strerror(-r));
+			warn_not_written(warnings, dir, r, generation);
 	}
 }

@@ -713,8 +713,11 @@ static int build_tables(struct image_writer *w, int scan_memory, char *err,
 			continue;
 		r = ckpt_resources[i]->write(w);
 		if (r < 0) {
-			ckpt_fmt(err, errlen, "recording %s: %s",
-				 ckpt_resources[i]->name, strerror(-r));
+			const char *where = round_claim_failure();
+
+			ckpt_fmt(err, errlen, "recording %s: %s%s%s",
+				 ckpt_resources[i]->name, where,
+				 where[0] ? ": " : "", strerror(-r));
 			return r;
 		}
 	}
@@ -744,6 +747,17 @@ static int write_plain_memory(struct image_writer *w, int fd,
 	chain_write_plain();
 	return write_extents(w, fd, h->data_offset, compress, end, err,
 			     errlen);
+}
+
+/* A failure while writing names the file (a full disk: which one). */
+static void name_the_image(char *err, size_t errlen, const char *tmp_path)
+{
+	char what[512];
+
+	if (!err[0] || strstr(err, tmp_path))
+		return;
+	ckpt_fmt(what, sizeof(what), "%s", err);
+	ckpt_fmt(err, errlen, "%s: %s", tmp_path, what);
 }
 
 /* Write the whole image into tmp_path (a new file beside final_path).
@@ -802,8 +816,10 @@ static int write_image_file(struct image_writer *w, uint64_t generation,
 		ckpt_fmt(err, errlen, "closing %s: %s", tmp_path,
 			 strerror(errno));
 	}
-	if (r < 0)
+	if (r < 0) {
+		name_the_image(err, errlen, tmp_path);
 		unlink(tmp_path);
+	}
 	return r;
 }
 

@@ -268,6 +268,11 @@ void manager_fds_hold(void);
 void manager_fds_release(void);
 int manager_fd_keep(int fd);
 int manager_fd_close(int fd);
+
+/* fd_headroom.c: the soft RLIMIT_NOFILE raised for a round */
+void fd_headroom_take(void);
+void fd_headroom_give_back(void);
+void fd_headroom_explain(int r, char *err, size_t errlen);
 int ckpt_open_raw(const char *path, int flags);
 int ckpt_read_small_file(const char *path, char *buf, size_t len);
 
@@ -499,6 +504,9 @@ int pipes_refill(int fd, int memfd, uint64_t size);
 int pipes_drain(int fd, const struct round_key *key, int *memfd,
 		uint64_t *size);
 int round_claim(const struct round_key *key);
+/* "claim file PATH" or "checkpoint directory DIR" when round_claim could
+ * not make its file this round, else "" */
+const char *round_claim_failure(void);
 int round_keep_memfd(int fd);
 
 /* ptys.c */

@@ -603,6 +603,7 @@ static void handle_suspend(const struct ckpt_msg_do_checkpoint *first)
 					       m.ckpt_dir : ckpt.ckpt_dir, err,
 					       sizeof(err));
 		if (r < 0) {
+			fd_headroom_explain(r, err, sizeof(err));
 			send_result(CKPT_MSG_FAILED, m.generation, -r, NULL, err);
 			return;
 		}
@@ -637,6 +638,16 @@ static void handle_suspend(const struct ckpt_msg_do_checkpoint *first)
 			    "no DO_WRITE or DO_ABORT from the coordinator in "
 			    "time while stopped; the process runs on");
 	}
+}
+
+/* One round, from DO_SUSPEND to its end, with room for libckpt's own
+ * descriptors (fd_headroom.c). */
+static void take_part_in_round(const struct ckpt_msg_do_checkpoint *m)
+{
+	fd_headroom_take();
+	handle_suspend(m);
+	fd_headroom_give_back();
+	debugger_note(CKPT_DEBUGGER_ROUND_DONE, 0);
 }
 
 /* The manager thread's stack (and TLS, in the same mapping): a mapping
@@ -796,15 +807,13 @@ static void *manager_main(void *arg)
 		if (have_next_suspend) {
 			have_next_suspend = 0;
 			msg.do_ckpt = next_suspend;
-			handle_suspend(&msg.do_ckpt);
-			debugger_note(CKPT_DEBUGGER_ROUND_DONE, 0);
+			take_part_in_round(&msg.do_ckpt);
 			continue;
 		}
 		r = ckpt_msg_recv(ckpt.coord_fd, &msg, sizeof(msg), &len, -1);
 		switch (r) {
 		case CKPT_MSG_DO_SUSPEND:
-			handle_suspend(&msg.do_ckpt);
-			debugger_note(CKPT_DEBUGGER_ROUND_DONE, 0);
+			take_part_in_round(&msg.do_ckpt);
 			break;
 		case CKPT_MSG_DO_KILL:
 			kill(ckpt_real_getpid(), SIGKILL);

@@ -178,8 +178,17 @@ static void forget_old_claims(void)
 	nclaimed = 0;
 }
 
+/* The claim file this round could not make, for the round's error. */
+static char claim_failure[700];
+
+const char *round_claim_failure(void)
+{
+	return claim_failure;
+}
+
 void pipes_begin_round(uint64_t generation, const char *dir)
 {
+	claim_failure[0] = 0;
 	forget_old_claims();
 	round_generation = generation;
 	claimed_generation = generation;
@@ -207,6 +216,8 @@ static int make_claim(const char *name)
 		if (ref.why)
 			ckpt_log("checkpoint directory %s: %s (owner uid %u)",
 				 round_dir, ref.why, ref.uid);
+		ckpt_fmt(claim_failure, sizeof(claim_failure),
+			 "checkpoint directory %s", round_dir);
 		return dirfd;
 	}
 	fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
@@ -223,6 +234,9 @@ static int make_claim(const char *name)
 				 ref.uid);
 	}
 	close(dirfd);
+	if (r < 0)
+		ckpt_fmt(claim_failure, sizeof(claim_failure),
+			 "claim file %s/%s", round_dir, name);
 	return r;
 }
 

@@ -62,12 +62,14 @@ void orphans_discard(struct coordinator *co)
 }
 
 void write_restart_scripts(struct coordinator *co, const char *paths,
-			   const char *hosts, uint64_t generation)
+			   const char *hosts, uint64_t generation,
+			   struct buf *warnings)
 {
 	(void)co;
 	(void)paths;
 	(void)hosts;
 	(void)generation;
+	(void)warnings;
 }
 
 /* A connection whose other end (*peer_fd) is never read. */
