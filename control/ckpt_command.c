@@ -377,6 +377,8 @@ static int finish_snapshot_use(const struct request *q,
 	fflush(stdout);
 	if (q->cmd == CMD_RESTORE && snapshot_is_template(rep->text))
 		return snapshot_template_restore(rep->text, q->stopped);
+	if (q->cmd == CMD_RESTORE && snapshot_has_templates(rep->text))
+		return snapshot_tree_restore(&rep->text, q->stopped);
 	if (q->cmd == CMD_RESTORE) {
 		snapshot_exec_restart(rep->text, q->stopped);
 		return 1;

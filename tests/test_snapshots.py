@@ -5,7 +5,7 @@ frozen in memory that it can be set back to, any number of times. An
 8-thread program with a mutex, a condition variable and __thread data is
 snapshotted, runs on, is restored and ends exactly as an uninterrupted
 run; the same snapshot is restored 20 times; a tree of 3 processes with
-pipes between them is restored; a snapshot is written out as ordinary
+pipes between them is snapshotted as templates and restored 3 times; a snapshot is written out as ordinary
 images that ckpt_restart takes; bad ids fail clearly with the program
 running on; snapshots are freed on --drop, --quit and when the
 computation ends."""
@@ -37,7 +37,8 @@ def snapshot_dirs(session):
 
 
 def snapshot_kinds(session):
-    """id -> "image" or "template:PID" (the 5th column of --snapshots)."""
+    """id -> "image", "template:PID" or a tree's "templates:PID,..." (the
+    5th column of --snapshots)."""
     r = session.command("--snapshots")
     assert r.returncode == 0, r.stderr
     return {l.split()[0]: l.split()[4] for l in r.stdout.splitlines()}
@@ -128,32 +129,59 @@ def test_restore_same_snapshot_20_times(session):
 
 
 RING = r"^round (\d+)$"
-RING_ARGV = [app("pipe_ring"), "3", "8", "90", "3"]
+# long enough to be running still when the next restore comes
+RING_ARGV = [app("pipe_ring"), "3", "8", "400", "10"]
+
+
+def wait_all_joined(session, nprocs, timeout=30):
+    """Every process of a restored tree has joined the coordinator."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r = session.command("--list")
+        if r.stdout.count("restarted=yes") == nprocs:
+            return
+        time.sleep(0.05)
+    raise AssertionError("the restored tree did not join the "
+                         "coordinator: %s" % r.stdout)
 
 
 @pytest.mark.time_limit(300)
 def test_restore_process_tree_with_pipes(session):
     """3 processes (a parent and its children) in a ring of pipes with
-    bytes in flight: restored from a snapshot, they end as an
-    uninterrupted run."""
+    bytes in flight: snapshotted as one template per process, restored
+    3 times from it; each restore begins at the snapshot's round and
+    the last ends as an uninterrupted run."""
     ref = reference_output(RING_ARGV)
     p = session.launch(RING_ARGV)
     p.wait_line(RING, minimum=20)
+    seen = max(numbers(p.lines(), RING))
     taken = session.command("--snapshot")
     assert taken.returncode == 0, taken.stderr
     sid = taken.stdout.strip()
-    assert snapshot_kinds(session)[sid] == "image", \
-        "a process tree is snapshotted as images"
-    assert "snapshot %s is kept as images, not as a template process: " \
-        "the computation has 3 processes" % sid in taken.stderr, \
-        taken.stderr
+    kind = snapshot_kinds(session)[sid]
+    assert re.fullmatch(r"templates:\d+,\d+,\d+", kind), \
+        "a tree of 3 is snapshotted as 3 templates, not %r" % kind
+    assert "kept as images" not in taken.stderr, taken.stderr
     returned = max(numbers(p.lines(), RING))
     p.wait_line(RING, minimum=returned + 15)
-    r = restore(session, sid)
+    firsts, procs = set(), [p]
+    for i in range(3):
+        r = restore(session, sid)
+        r.wait_line(RING)
+        wait_all_joined(session, 3)
+        firsts.add(numbers(r.lines(), RING)[0])
+        for old in procs:
+            assert old.wait_exit(30) != 0, "restore %d: the computation " \
+                "it replaced ended by itself: %r" % (i, old.lines()[-2:])
+        procs = [r]
+    assert len(firsts) == 1, "restores began at rounds %r" % firsts
+    first = firsts.pop()
+    assert seen <= first <= returned + 1, (first, seen, returned)
+    r = procs[0]
     assert r.wait_exit() == 0, "%r %s" % (r.lines()[-5:], r.stderr_text())
     assert r.lines()[-1] == ref[-1]
     rounds = numbers(r.lines(), RING)
-    assert rounds and rounds[0] <= returned + 1, rounds[:3]
+    assert rounds == list(range(first, rounds[-1] + 1)), rounds[:5]
 
 
 COUNT = r"^count (\d+) "
