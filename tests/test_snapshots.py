@@ -133,6 +133,15 @@ RING = r"^round (\d+)$"
 RING_ARGV = [app("pipe_ring"), "3", "8", "400", "10"]
 
 
+def alive(pid):
+    """Running, not a zombie a subreaper has yet to reap."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def wait_all_joined(session, nprocs, timeout=30):
     """Every process of a restored tree has joined the coordinator."""
     deadline = time.monotonic() + timeout
@@ -177,6 +186,16 @@ def test_restore_process_tree_with_pipes(session):
     assert len(firsts) == 1, "restores began at rounds %r" % firsts
     first = firsts.pop()
     assert seen <= first <= returned + 1, (first, seen, returned)
+    # dropped while the last restore runs: the templates end, the
+    # restored tree keeps the pages it mapped from the images
+    dropped = session.command("--drop", sid)
+    assert dropped.returncode == 0, dropped.stderr
+    templates = [int(t) for t in kind.split(":")[1].split(",")]
+    deadline = time.monotonic() + 15
+    while any(alive(t) for t in templates):
+        assert time.monotonic() < deadline, \
+            "the tree's templates %r outlived --drop" % templates
+        time.sleep(0.05)
     r = procs[0]
     assert r.wait_exit() == 0, "%r %s" % (r.lines()[-5:], r.stderr_text())
     assert r.lines()[-1] == ref[-1]
