@@ -133,13 +133,20 @@ RING = r"^round (\d+)$"
 RING_ARGV = [app("pipe_ring"), "3", "8", "400", "10"]
 
 
-def alive(pid):
-    """Running, not a zombie a subreaper has yet to reap."""
+def running(pid):
+    """Alive and not a zombie (a subreaper may not have reaped it yet)."""
     try:
         with open("/proc/%d/stat" % pid) as f:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def wait_pid_gone(pid, timeout=15):
+    deadline = time.monotonic() + timeout
+    while running(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not running(pid)
 
 
 def wait_all_joined(session, nprocs, timeout=30):
@@ -190,12 +197,8 @@ def test_restore_process_tree_with_pipes(session):
     # restored tree keeps the pages it mapped from the images
     dropped = session.command("--drop", sid)
     assert dropped.returncode == 0, dropped.stderr
-    templates = [int(t) for t in kind.split(":")[1].split(",")]
-    deadline = time.monotonic() + 15
-    while any(alive(t) for t in templates):
-        assert time.monotonic() < deadline, \
-            "the tree's templates %r outlived --drop" % templates
-        time.sleep(0.05)
+    for t in kind.split(":")[1].split(","):
+        assert wait_pid_gone(int(t)), "template %s outlived --drop" % t
     r = procs[0]
     assert r.wait_exit() == 0, "%r %s" % (r.lines()[-5:], r.stderr_text())
     assert r.lines()[-1] == ref[-1]
