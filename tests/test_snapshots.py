@@ -235,6 +235,33 @@ def test_snapshot_written_out_restarts(session):
 
 
 @pytest.mark.time_limit(300)
+def test_tree_snapshot_written_out_restarts(session):
+    """--checkpoint --from-snapshot of a tree's templates: each writes
+    its image, ckpt_restart rebuilds the ring from the snapshot's
+    round."""
+    ref = reference_output(RING_ARGV)
+    p = session.launch(RING_ARGV)
+    p.wait_line(RING, minimum=20)
+    seen = max(numbers(p.lines(), RING))
+    sid = take_snapshot(session)
+    assert snapshot_kinds(session)[sid].startswith("templates:")
+    returned = max(numbers(p.lines(), RING))
+    r = session.command("--checkpoint", "--from-snapshot", sid)
+    assert r.returncode == 0, r.stderr
+    images = r.stdout.split()
+    assert len(images) == 3 and all(os.path.dirname(i) == session.ckptdir
+                                    for i in images), images
+    session.kill_all()
+    p.popen.wait(30)
+    rr = session.restart(images)
+    assert rr.wait_exit() == 0, rr.stderr_text()
+    rounds = numbers(rr.lines(), RING)
+    assert rounds and seen <= rounds[0] <= returned + 1, rounds[:3]
+    assert rounds == list(range(rounds[0], rounds[-1] + 1)), rounds[:5]
+    assert rr.lines()[-1] == ref[-1]
+
+
+@pytest.mark.time_limit(300)
 def test_bad_snapshot_use(session):
     """Unknown or malformed ids: a clear error, nothing killed."""
     p = session.launch([app("counter"), "2000", "10"])
