@@ -7,7 +7,8 @@ and snapshots"; docs/embedding.md, "Template snapshots of a tree"):
 A tree of 3 fill_idle processes of MIB each (the parent and 2 children
 with a pipe from it each: `fill_idle MIB 2`), per size and per snapshot
 kind (the tree's templates, and CKPT_SNAPSHOT_KIND=image in the
-coordinator's environment), alternating the kinds within one run:
+coordinator's environment; one coordinator per kind, both up for the
+whole run), alternating the kinds within one run:
 `ckpt_command --snapshot`, then `--restore` of it until the restored
 parent answers, twice (the first restore of templates writes the
 images, the second reuses them). The floor is a plain fork() of each of
@@ -49,25 +50,27 @@ def one_cycle(bench, mib, best):
         bench.kill_computation(app)
 
 
-def with_kind(bench, kind):
-    """The coordinator again, with the snapshot kind in its
-    environment."""
-    bench.stop()
-    if kind == "image":
-        bench.env["CKPT_SNAPSHOT_KIND"] = "image"
-    else:
-        bench.env.pop("CKPT_SNAPSHOT_KIND", None)
-    bench.start_coordinator()
+def start_benches(workdir):
+    """One coordinator per kind (CKPT_SNAPSHOT_KIND=image in the image
+    one's environment), both kept up for the whole run."""
+    benches = {}
+    for kind in KINDS:
+        path = os.path.join(workdir, kind)
+        os.mkdir(path, 0o700)
+        benches[kind] = Bench(path)
+        if kind == "image":
+            benches[kind].env["CKPT_SNAPSHOT_KIND"] = "image"
+        benches[kind].start_coordinator()
+    return benches
 
 
-def measure(bench, sizes, repeat):
+def measure(benches, sizes, repeat):
     rows = []
     for mib in sizes:
         best = {k: {} for k in KINDS}
         for _ in range(repeat):
             for kind in KINDS:
-                with_kind(bench, kind)
-                one_cycle(bench, mib, best[kind])
+                one_cycle(benches[kind], mib, best[kind])
         rows.append((mib, best))
     return rows
 
@@ -99,14 +102,16 @@ def main():
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     workdir = tempfile.mkdtemp(prefix="ckpt-bench-tree-")
-    bench = Bench(workdir)
+    benches = {}
     try:
-        rows = measure(bench, sizes, args.repeat)
+        benches = start_benches(workdir)
+        rows = measure(benches, sizes, args.repeat)
     except (BenchError, OSError) as e:
         print("bench_snapshot_tree: %s" % e, file=sys.stderr)
         return 1
     finally:
-        bench.stop()
+        for b in benches.values():
+            b.stop()
         shutil.rmtree(workdir, ignore_errors=True)
     report(rows, args.repeat)
     return 0
