@@ -219,11 +219,11 @@ static int images_of_tree(struct ckpt_control_reply *reply,
 	char pid[24];
 	int r = template_tree_images(&reply->text, &failed);
 
-	snprintf(pid, sizeof(pid), "%d", (int)failed);
+	snprintf(pid, sizeof(pid), failed ? " (template process %d)" : "",
+		 (int)failed);
 	if (r < 0)
-		return fail(err, r, "the snapshot's template process %s could "
-			    "not write its image: %s", pid,
-			    template_strerror(r));
+		return fail(err, r, "the snapshot's templates could not write "
+			    "their images%s: %s", pid, template_strerror(r));
 	return 0;
 }
 

@@ -35,12 +35,15 @@ int snapshot_tree_restore(char **text, int stopped)
 	pid_t failed;
 	int r = template_tree_images(text, &failed);
 
-	if (r < 0) {
+	if (r < 0 && failed)
 		fprintf(stderr, "ckpt_command: the snapshot's template process "
 			"%d could not write its image: %s\n", (int)failed,
 			template_strerror(r));
+	else if (r < 0)
+		fprintf(stderr, "ckpt_command: the snapshot's templates could "
+			"not write their images: %s\n", template_strerror(r));
+	if (r < 0)
 		return 1;
-	}
 	snapshot_exec_restart(*text, stopped);
 	return 1;
 }

@@ -12,6 +12,7 @@ computation ends."""
 
 import os
 import re
+import signal
 import time
 
 import pytest
@@ -259,6 +260,24 @@ def test_tree_snapshot_written_out_restarts(session):
     assert rounds and seen <= rounds[0] <= returned + 1, rounds[:3]
     assert rounds == list(range(rounds[0], rounds[-1] + 1)), rounds[:5]
     assert rr.lines()[-1] == ref[-1]
+
+
+@pytest.mark.time_limit(300)
+def test_tree_restore_with_a_template_gone(session):
+    """A tree's template killed: the restore fails naming it, with no
+    hang and no partial tree left running."""
+    p = session.launch(RING_ARGV)
+    p.wait_line(RING, minimum=5)
+    sid = take_snapshot(session)
+    kind = snapshot_kinds(session)[sid]
+    gone = int(kind.split(":")[1].split(",")[1])
+    os.kill(gone, signal.SIGKILL)
+    assert wait_pid_gone(gone)
+    r = restore(session, sid)
+    assert r.wait_exit(60) == 1, r.lines()[-3:]
+    assert "the snapshot's template process %d could not write its " \
+        "image: it is gone" % gone in r.stderr_text(), r.stderr_text()
+    assert not numbers(r.lines(), RING), r.lines()[:3]
 
 
 @pytest.mark.time_limit(300)
