@@ -14,6 +14,9 @@
  * answers "gap N us", the longest the idle loop was held since the last
  * "gap" (a checkpoint's stall, however short). "snapshot" answers
  * "snapshot N us ID": one ckpt_snapshot() from inside.
+ * fill_idle MIB CHILDREN: a tree (the tree snapshot benchmark): first
+ * CHILDREN children are forked, each filling MIB MiB of its own and
+ * waiting on a pipe from the parent until it closes (the parent's end).
  * The benchmark times a restart until the first "pong" or "resumed" line,
  * and reads how long a checkpoint kept the process stopped.
  */
@@ -184,6 +187,50 @@ static int answer_pings(void *arg, unsigned long *pongs)
 	return 1;
 }
 
+static uint64_t *filled(unsigned long mib)
+{
+	uint64_t *mem = malloc(mib << 20);
+
+	if (!mem) {
+		fprintf(stderr, "fill_idle: %lu MiB: out of memory\n", mib);
+		exit(2);
+	}
+	fill(mem, (mib << 20) / sizeof(*mem));
+	return mem;
+}
+
+/* A child of the tree: its own memory, then it waits for the parent's
+ * end of the pipe to close. */
+static void child_waits(int rfd, unsigned long mib)
+{
+	char c;
+
+	filled(mib);
+	while (read(rfd, &c, 1) < 0 && errno == EINTR)
+		;
+	_exit(0);
+}
+
+static void fork_children(const char *arg, unsigned long mib)
+{
+	unsigned long n = strtoul(arg, NULL, 10);
+
+	for (unsigned long i = 0; i < n && i < 64; i++) {
+		int p[2];
+		pid_t pid;
+
+		if (pipe(p) < 0 || (pid = fork()) < 0) {
+			perror("fill_idle: a child");
+			exit(2);
+		}
+		if (pid == 0) {
+			close(p[1]);
+			child_waits(p[0], mib);
+		}
+		close(p[0]);	/* p[1] stays: the child's lifeline */
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static struct memory m;
@@ -191,8 +238,8 @@ int main(int argc, char **argv)
 	uint64_t *mem;
 	char *end;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: fill_idle MIB\n");
+	if (argc != 2 && argc != 3) {
+		fprintf(stderr, "usage: fill_idle MIB [CHILDREN]\n");
 		return 2;
 	}
 	mib = strtoul(argv[1], &end, 10);
@@ -201,12 +248,9 @@ int main(int argc, char **argv)
 			argv[1]);
 		return 2;
 	}
-	mem = malloc(mib << 20);
-	if (!mem) {
-		fprintf(stderr, "fill_idle: %lu MiB: out of memory\n", mib);
-		return 2;
-	}
-	fill(mem, (mib << 20) / sizeof(*mem));
+	if (argc == 3)
+		fork_children(argv[2], mib);
+	mem = filled(mib);
 	m.w = mem;
 	m.words = (mib << 20) / sizeof(*mem);
 	say("ready");

@@ -49,11 +49,11 @@ static void usage(FILE *f)
 "                       as one JSON object on stdout (docs/json.md)\n"
 "  -i, --interval N     checkpoint every N seconds (0: off)\n"
 "  -k, --kill           kill every process of the computation\n"
-"     --snapshot        freeze a copy of every process in memory (one\n"
-"                       process: a frozen template process; more: a\n"
-"                       forked checkpoint onto tmpfs); prints its id\n"
+"     --snapshot        freeze a copy of every process in memory (a\n"
+"                       frozen template process each; a tree's write\n"
+"                       their images on its first restore); prints its id\n"
 "     --snapshots       one line per snapshot: ID AGE_MS KIB DIR KIND\n"
-"                       (KIND: image or template:PID)\n"
+"                       (KIND: image, template:PID or templates:PID,...)\n"
 "     --restore ID      kill every process and restore snapshot ID\n"
 "                       (the restored processes run on this command's\n"
 "                       stdio; it exits with them)\n"
@@ -377,6 +377,8 @@ static int finish_snapshot_use(const struct request *q,
 	fflush(stdout);
 	if (q->cmd == CMD_RESTORE && snapshot_is_template(rep->text))
 		return snapshot_template_restore(rep->text, q->stopped);
+	if (q->cmd == CMD_RESTORE && snapshot_has_templates(rep->text))
+		return snapshot_tree_restore(&rep->text, q->stopped);
 	if (q->cmd == CMD_RESTORE) {
 		snapshot_exec_restart(rep->text, q->stopped);
 		return 1;

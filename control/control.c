@@ -210,6 +210,23 @@ static int image_of_template(struct ckpt_control_reply *reply,
 	return 0;
 }
 
+/* A tree's templates write their images now (docs/embedding.md,
+ * "Template snapshots of a tree"): the answer becomes those images. */
+static int images_of_tree(struct ckpt_control_reply *reply,
+			  struct ckpt_control_error *err)
+{
+	pid_t failed;
+	char pid[24];
+	int r = template_tree_images(&reply->text, &failed);
+
+	snprintf(pid, sizeof(pid), failed ? " (template process %d)" : "",
+		 (int)failed);
+	if (r < 0)
+		return fail(err, r, "the snapshot's templates could not write "
+			    "their images%s: %s", pid, template_strerror(r));
+	return 0;
+}
+
 int ckpt_control_snapshot_images(struct ckpt_control *c, uint64_t id,
 				 struct ckpt_control_reply *reply,
 				 struct ckpt_control_error *err)
@@ -218,6 +235,8 @@ int ckpt_control_snapshot_images(struct ckpt_control *c, uint64_t id,
 
 	if (r == 0 && template_reply_is_template(reply->text))
 		r = image_of_template(reply, err);
+	else if (r == 0 && template_reply_has_templates(reply->text))
+		r = images_of_tree(reply, err);
 	return r;
 }
 

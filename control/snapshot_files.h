@@ -10,5 +10,7 @@ int snapshot_copy_images(char *images, const char *dir);
 /* snapshot_templates.c: the coordinator's "template PID IMAGE" answer */
 int snapshot_is_template(const char *text);
 int snapshot_template_restore(const char *text, int stopped);
+int snapshot_has_templates(const char *text);
+int snapshot_tree_restore(char **text, int stopped);
 
 #endif /* CKPT_SNAPSHOT_FILES_H */

@@ -22,6 +22,32 @@ int snapshot_is_template(const char *text)
 	return template_reply_is_template(text);
 }
 
+int snapshot_has_templates(const char *text)
+{
+	return template_reply_has_templates(text);
+}
+
+/* --restore of a tree's templates (docs/embedding.md, "Template snapshots
+ * of a tree"): each writes its image (once), then ckpt_restart rebuilds
+ * the tree from them as from any images. Returns only on failure. */
+int snapshot_tree_restore(char **text, int stopped)
+{
+	pid_t failed;
+	int r = template_tree_images(text, &failed);
+
+	if (r < 0 && failed)
+		fprintf(stderr, "ckpt_command: the snapshot's template process "
+			"%d could not write its image: %s\n", (int)failed,
+			template_strerror(r));
+	else if (r < 0)
+		fprintf(stderr, "ckpt_command: the snapshot's templates could "
+			"not write their images: %s\n", template_strerror(r));
+	if (r < 0)
+		return 1;
+	snapshot_exec_restart(*text, stopped);
+	return 1;
+}
+
 static void order_failed(const struct template_ref *t, const char *what,
 			 int r)
 {

@@ -15,15 +15,26 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "template_orders.h"
 
 #define WRITTEN_WAIT_MS		600000
+#define TREE_MAX		1024
 
+/* One template snapshot's answer: a single line "template PID IMAGE". */
 int template_reply_is_template(const char *text)
 {
-	return !strncmp(text, "template ", 9);
+	const char *nl = strchr(text, '\n');
+
+	return !strncmp(text, "template ", 9) && (!nl || !nl[1]);
+}
+
+/* A tree's answer: some of its lines "template PID IMAGE". */
+int template_reply_has_templates(const char *text)
+{
+	return !strncmp(text, "template ", 9) || strstr(text, "\ntemplate ");
 }
 
 int template_parse(const char *text, struct template_ref *t)
@@ -129,4 +140,126 @@ int template_write_image(const struct template_ref *t)
 	if (r == 0)
 		close(rfd);
 	return r == 0 && rep.value < 0 ? rep.value : r;
+}
+
+/* The orders of one line of a tree's answer, while they are carried out. */
+struct tree_write {
+	struct template_ref t;
+	int rfd, wfd;		/* -1: a bare image path, nothing to order */
+	int pidfd;		/* the template's: readable once it ends */
+};
+
+/* Until a report is there (0), or the template ended without one
+ * (-ESRCH: our own write end keeps the pipe open, so no EOF would say
+ * it), or ms passed. */
+static int wait_report_or_end(const struct tree_write *w, int ms)
+{
+	struct pollfd p[2] = { { w->rfd, POLLIN, 0 }, { w->pidfd, POLLIN, 0 } };
+	int r;
+
+	while ((r = poll(p, 2, ms)) < 0 && errno == EINTR)
+		;
+	if (r < 0)
+		return -errno;
+	if (r == 0)
+		return -ETIMEDOUT;
+	return p[0].revents ? 0 : -ESRCH;
+}
+
+static int write_report(struct tree_write *w)
+{
+	struct ckpt_template_report rep;
+	int r;
+
+	do
+		r = wait_report_or_end(w, WRITTEN_WAIT_MS) ?:
+		    template_read_report(w->rfd, WRITTEN_WAIT_MS, &rep);
+	while (r == 0 && rep.event != CKPT_TEMPLATE_WRITTEN &&
+	       rep.event != CKPT_TEMPLATE_FAILED);
+	if (r == 0 && rep.value < 0)
+		r = rep.value;
+	else if (r == 0 && rep.event == CKPT_TEMPLATE_FAILED)
+		r = -EIO;
+	return r;
+}
+
+static int close_tree_orders(struct tree_write *w, int n, int r)
+{
+	for (int i = 0; i < n; i++) {
+		if (w[i].rfd < 0)
+			continue;
+		close(w[i].wfd);
+		close(w[i].rfd);
+		if (w[i].pidfd >= 0)
+			close(w[i].pidfd);
+	}
+	return r;
+}
+
+/* Every line: its order sent (all at once: the templates write in
+ * parallel); w[i].t.image the path either way. */
+static int send_tree_orders(char *text, struct tree_write *w, int max,
+			    pid_t *failed)
+{
+	char *save, *l = strtok_r(text, "\n", &save);
+	int n = 0;
+
+	for (; l && n < max; l = strtok_r(NULL, "\n", &save), n++) {
+		w[n].rfd = w[n].wfd = w[n].pidfd = -1;
+		if (strncmp(l, "template ", 9)) {
+			snprintf(w[n].t.image, sizeof(w[n].t.image), "%s", l);
+			continue;
+		}
+		if (template_parse(l, &w[n].t) < 0)
+			return close_tree_orders(w, n, -EPROTO);
+		w[n].wfd = send_order(&w[n].t, CKPT_TEMPLATE_WRITE, &w[n].rfd);
+		if (w[n].wfd >= 0)
+			w[n].pidfd = (int)syscall(SYS_pidfd_open, w[n].t.pid,
+						  0);
+		if (w[n].wfd < 0 || w[n].pidfd < 0) {
+			int r = w[n].wfd < 0 ? w[n].wfd : -errno;
+
+			*failed = w[n].t.pid;
+			return close_tree_orders(w, n + (w[n].wfd >= 0), r);
+		}
+	}
+	return l ? close_tree_orders(w, n, -E2BIG) : n;
+}
+
+/* A tree's answer becomes its images (one path a line, as a snapshot of
+ * images answers), each template writing its own (a template that wrote
+ * it already answers at once): 0, or -errno with *failed the template
+ * that failed. */
+int template_tree_images(char **text, pid_t *failed)
+{
+	struct tree_write *w = calloc(TREE_MAX, sizeof(*w));
+	size_t len = strlen(*text) + 1;
+	char *out = malloc(len), *copy = strdup(*text);
+	int n, r;
+
+	*failed = 0;
+	n = w && out && copy ? send_tree_orders(copy, w, TREE_MAX, failed) :
+	    -ENOMEM;
+	r = n < 0 ? n : 0;
+	for (int i = 0; i < (n < 0 ? 0 : n); i++) {
+		int e = w[i].rfd < 0 ? 0 : write_report(&w[i]);
+
+		if (e < 0 && r == 0) {
+			r = e;
+			*failed = w[i].t.pid;
+		}
+	}
+	close_tree_orders(w, n < 0 ? 0 : n, 0);
+	if (r == 0) {
+		out[0] = 0;
+		for (int i = 0; i < n; i++)
+			strcat(strcat(out, w[i].t.image), "\n");
+		free(*text);
+		*text = out;
+		out = NULL;
+	}
+	free(out);
+	free(copy);
+	free(w);
+	return r;
 }

@@ -12,6 +12,8 @@ struct template_ref {
 };
 
 int template_reply_is_template(const char *text);
+int template_reply_has_templates(const char *text);
+int template_tree_images(char **text, pid_t *failed);
 /* "template PID IMAGE": 0, or -EPROTO */
 int template_parse(const char *text, struct template_ref *t);
 int template_read_report(int fd, int ms, struct ckpt_template_report *rep);

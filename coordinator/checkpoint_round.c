@@ -356,8 +356,10 @@ static void round_finish(struct coordinator *co)
 	co->queued_flags = 0;
 }
 
-/* A template is for a round of one member (checked again here: a child
- * may have joined while it suspended), which can end at once. */
+/* A template restored by a fork is for a round of one member (checked
+ * again here: a child may have joined while it suspended), which can end
+ * at once; a round of several makes templates that only write their
+ * images when asked (docs/embedding.md, "Template snapshots of a tree"). */
 static void settle_template_flags(struct coordinator *co)
 {
 	struct round *r = &co->round;
@@ -366,8 +368,7 @@ static void settle_template_flags(struct coordinator *co)
 	for (size_t i = 0; i < co->nconns; i++)
 		members += round_in(co, co->conns[i]);
 	if (members != 1)
-		r->flags &= ~(uint32_t)(CKPT_CHECKPOINT_F_TEMPLATE |
-					CKPT_CHECKPOINT_F_TEMPLATE_NOW);
+		r->flags &= ~(uint32_t)CKPT_CHECKPOINT_F_TEMPLATE_NOW;
 	else if (r->flags & CKPT_CHECKPOINT_F_TEMPLATE)
 		r->flags |= CKPT_CHECKPOINT_F_TEMPLATE_NOW;
 }
@@ -497,8 +498,9 @@ static void round_start_into(struct coordinator *co, uint32_t flags,
 		.next_stop_check_ms = now + COORD_STOP_CHECK_MS,
 	};
 	snprintf(r->dir, sizeof(r->dir), "%s", dir);
-	if (snapshot_id && n == 1 && !snapshot_images_forced())
-		r->flags |= template_flags(co);
+	if (snapshot_id && !snapshot_images_forced())
+		r->flags |= n == 1 ? template_flags(co) :
+			    CKPT_CHECKPOINT_F_TEMPLATE;
 	for (size_t i = 0; i < co->nconns; i++) {
 		struct conn *c = co->conns[i];
 

@@ -264,6 +264,8 @@ struct snapshot {
 					   when asked) */
 	pid_t template_pid;		/* 0: images; else the template
 					   process that holds it */
+	int ntemplates;			/* a tree's: the "template PID IMAGE"
+					   lines of paths */
 };
 
 struct last_round {

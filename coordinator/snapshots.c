@@ -134,21 +134,51 @@ void snapshot_request(struct coordinator *co, struct conn *c)
 	}
 }
 
-/* "template:PID:IMAGE" from the process of a template snapshot. */
-static void take_paths(struct snapshot *s, const char *paths)
+/* One line "template:PID:IMAGE" of a process that made a template: its
+ * pid, and where IMAGE starts; 0 for another line. */
+static pid_t template_line(const char *l, const char **image)
 {
 	size_t plen = strlen(CKPT_TEMPLATE_PATH_PREFIX);
 	char *rest;
 	long pid;
 
-	if (strncmp(paths, CKPT_TEMPLATE_PATH_PREFIX, plen)) {
-		buf_printf(&s->paths, "%s", paths);
+	if (strncmp(l, CKPT_TEMPLATE_PATH_PREFIX, plen))
+		return 0;
+	pid = strtol(l + plen, &rest, 10);
+	if (pid <= 0 || *rest != ':')
+		return 0;
+	*image = rest + 1;
+	return (pid_t)pid;
+}
+
+/* The DURABLE paths of the round, one per line. A snapshot of one
+ * template: template_pid, paths its image. Of a tree: paths one
+ * "template PID IMAGE" per process that made a template (as
+ * SNAPSHOT_IMAGES answers it), a bare image path per other. */
+static void take_paths(struct snapshot *s, const char *paths)
+{
+	const char *image = NULL;
+	int lines = 0;
+
+	for (const char *l = paths; *l; l += strcspn(l, "\n"),
+	     l += *l == '\n')
+		lines++;
+	if (lines == 1 && (s->template_pid = template_line(paths, &image))) {
+		buf_printf(&s->paths, "%s", image);
 		return;
 	}
-	pid = strtol(paths + plen, &rest, 10);
-	if (pid > 0 && *rest == ':') {
-		s->template_pid = (pid_t)pid;
-		buf_printf(&s->paths, "%s", rest + 1);
+	for (const char *l = paths; *l; l += strcspn(l, "\n"),
+	     l += *l == '\n') {
+		int n = (int)strcspn(l, "\n");
+		pid_t pid = template_line(l, &image);
+
+		if (!pid) {
+			buf_printf(&s->paths, "%.*s\n", n, l);
+			continue;
+		}
+		s->ntemplates++;
+		buf_printf(&s->paths, "template %d %.*s\n", (int)pid,
+			   (int)(n - (image - l)), image);
 	}
 }
 
@@ -182,15 +212,14 @@ void snapshot_note_kind(struct coordinator *co, int members,
 	const struct snapshot *s = find(co, r->snapshot_id);
 	char why[200];
 
-	if (!s || s->template_pid)
+	if (!s || s->template_pid || s->ntemplates)
 		return;
 	if (snapshot_images_forced())
 		snprintf(why, sizeof(why), "CKPT_SNAPSHOT_KIND=image is set "
 			 "in the coordinator's environment");
 	else if (members != 1)
-		snprintf(why, sizeof(why), "the computation has %d "
-			 "processes (templates are made of one process "
-			 "only)", members);
+		snprintf(why, sizeof(why), "none of its %d processes made "
+			 "one (not on the coordinator's host?)", members);
 	else
 		snprintf(why, sizeof(why), "its process made none: it has "
 			 "children not reaped yet, or it is not on the "
@@ -220,12 +249,12 @@ static unsigned long long snapshot_bytes(const struct snapshot *s)
 }
 
 /* A template's private memory (the pages the program wrote since). */
-static unsigned long long template_bytes(const struct snapshot *s)
+static unsigned long long template_bytes(pid_t pid)
 {
 	char text[4096], *line;
 	unsigned long long total = 0, kib;
 
-	if (read_proc_text(s->template_pid, "smaps_rollup", text,
+	if (read_proc_text(pid, "smaps_rollup", text,
 			   sizeof(text)) < 0)
 		return 0;
 	for (line = text; line; line = strchr(line, '\n')) {
@@ -237,24 +266,49 @@ static unsigned long long template_bytes(const struct snapshot *s)
 	return total;
 }
 
-/* SNAPSHOTS: "ID AGE_MS KIB DIR KIND" per snapshot; KIND "image" or
- * "template:PID". */
+/* A tree's templates: "templates:PID,PID,..." in kind, their private
+ * memory added to *bytes. */
+static void tree_templates(struct snapshot *s, struct buf *kind,
+			   unsigned long long *bytes)
+{
+	buf_printf(kind, "templates");
+	for (const char *l = buf_str(&s->paths); *l;
+	     l += strcspn(l, "\n"), l += *l == '\n') {
+		long pid = strncmp(l, "template ", 9) ? 0 :
+			   strtol(l + 9, NULL, 10);
+
+		if (pid <= 0)
+			continue;
+		buf_printf(kind, "%c%ld", kind->data[kind->len - 1] == 's' ?
+			   ':' : ',', pid);
+		*bytes += template_bytes((pid_t)pid);
+	}
+}
+
+/* SNAPSHOTS: "ID AGE_MS KIB DIR KIND" per snapshot; KIND "image",
+ * "template:PID" or a tree's "templates:PID,PID,...". */
 void snapshot_list(struct coordinator *co, struct conn *c)
 {
 	struct buf t = { 0 };
 
 	for (int i = 0; i < co->nsnapshots; i++) {
-		const struct snapshot *s = &co->snapshots[i];
-		char kind[40] = "image";
+		struct snapshot *s = &co->snapshots[i];
+		unsigned long long bytes = snapshot_bytes(s);
+		struct buf kind = { 0 };
 
-		if (s->template_pid)
-			snprintf(kind, sizeof(kind), "template:%d",
-				 (int)s->template_pid);
+		if (s->template_pid) {
+			buf_printf(&kind, "template:%d", (int)s->template_pid);
+			bytes = template_bytes(s->template_pid);
+		} else if (s->ntemplates) {
+			tree_templates(s, &kind, &bytes);
+		} else {
+			buf_printf(&kind, "image");
+		}
 		buf_printf(&t, "%llu %lld %llu %s %s\n",
 			   (unsigned long long)s->id,
 			   (long long)(now_ms() - s->taken_ms),
-			   (s->template_pid ? template_bytes(s) :
-			    snapshot_bytes(s)) >> 10, s->dir, kind);
+			   bytes >> 10, s->dir, buf_str(&kind));
+		buf_free(&kind);
 	}
 	conn_reply(c, 0, buf_str(&t));
 	buf_free(&t);

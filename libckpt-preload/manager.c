@@ -474,13 +474,16 @@ static void handle_write_image(const struct ckpt_msg_do_checkpoint *m,
 	 * copy could not hand it back, so it is written in place */
 	int forked = (ckpt.forked || (m->flags & CKPT_CHECKPOINT_F_FORKED)) &&
 		     !incremental;
-	/* a snapshot the coordinator lets be a template process; not of
-	 * a process with children (zombies): a template's children are not
-	 * the program's, an image's restart makes them again */
+	/* a snapshot the coordinator lets be a template process. One
+	 * restored by a fork (TEMPLATE_NOW: the round's only process) not
+	 * of a process with children (zombies): a template's children are
+	 * not the program's, an image's restart makes them again. A tree's
+	 * templates only write their images when asked, for a restart. */
 	pid_t template_pid = 0;
 	pid_t *template = forked && (m->flags & CKPT_CHECKPOINT_F_SNAPSHOT) &&
 			  (m->flags & CKPT_CHECKPOINT_F_TEMPLATE) &&
-			  process_has_children() == 0 ? &template_pid : NULL;
+			  (!(m->flags & CKPT_CHECKPOINT_F_TEMPLATE_NOW) ||
+			   process_has_children() == 0) ? &template_pid : NULL;
 	int r;
 
 	r = ordered_dir_check(m->ckpt_dir, err, sizeof(err));

@@ -281,6 +281,13 @@ static void drop_stdio(void)
 	}
 }
 
+/* The image is the snapshot's and only this template writes it: once
+ * it is there, a WRITE (each restore of a tree) has nothing to do. */
+static int written_before(void)
+{
+	return access(tpl.final_path, F_OK) == 0;
+}
+
 static void carry_out(uint64_t order)
 {
 	int what = CKPT_TEMPLATE_ORDER_WHAT(order) & ~CKPT_TEMPLATE_F_STOPPED;
@@ -301,6 +308,11 @@ static void carry_out(uint64_t order)
 	if (what == CKPT_TEMPLATE_RESTORE)
 		take_stdio(pidfd);
 	close(pidfd);
+	if (what == CKPT_TEMPLATE_WRITE && written_before()) {
+		report(out, CKPT_TEMPLATE_WRITTEN, 0);
+		close(out);
+		return;
+	}
 	tpl.order_out = out;
 	tpl.restart_flags = CKPT_TEMPLATE_ORDER_WHAT(order) &
 			    CKPT_TEMPLATE_F_STOPPED ? CKPT_RESTART_F_STOPPED : 0;

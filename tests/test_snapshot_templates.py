@@ -16,7 +16,8 @@ import time
 import pytest
 
 from ckpt_harness import app, numbers, reference_output
-from test_snapshots import take_snapshot, wait_joined
+from test_snapshots import (running, take_snapshot, wait_joined,
+                            wait_pid_gone)
 
 STEP = r"^step (\d+) "
 
@@ -29,22 +30,6 @@ def template_pid(session, sid):
     assert m, "snapshot %s of one process is no template: %s" % (
         sid, kinds[sid])
     return int(m.group(1))
-
-
-def running(pid):
-    """Alive and not a zombie."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def wait_gone(pid, timeout=15):
-    deadline = time.monotonic() + timeout
-    while running(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return not running(pid)
 
 
 @pytest.mark.time_limit(120)
@@ -89,17 +74,17 @@ def test_no_template_left(session):
     ta, tb = template_pid(session, a), template_pid(session, b)
     assert running(ta) and running(tb)
     assert session.command("--drop", a).returncode == 0
-    assert wait_gone(ta), "template %d left after --drop" % ta
+    assert wait_pid_gone(ta), "template %d left after --drop" % ta
     assert running(tb)
     assert session.command("--quit").returncode == 0
-    assert wait_gone(tb), "template %d left after --quit" % tb
+    assert wait_pid_gone(tb), "template %d left after --quit" % tb
     p.popen.wait(30)
 
     p = session.launch(COUNTER)
     p.wait_line(COUNT, minimum=5)
     tc = template_pid(session, take_snapshot(session))
     p.sigkill()
-    assert wait_gone(tc), "template %d left after the computation was " \
+    assert wait_pid_gone(tc), "template %d left after the computation was " \
         "killed" % tc
 
 
@@ -120,7 +105,7 @@ def test_drop_while_restored_runs(session):
     assert session.command("--drop", sid).returncode == 0
     assert r.wait_exit() == 0, r.stderr_text()
     assert r.lines()[-1] == ref[-1]
-    assert wait_gone(tpl), "template %d left after its restored process " \
+    assert wait_pid_gone(tpl), "template %d left after its restored process " \
         "ended" % tpl
 
 

@@ -5,13 +5,14 @@ frozen in memory that it can be set back to, any number of times. An
 8-thread program with a mutex, a condition variable and __thread data is
 snapshotted, runs on, is restored and ends exactly as an uninterrupted
 run; the same snapshot is restored 20 times; a tree of 3 processes with
-pipes between them is restored; a snapshot is written out as ordinary
+pipes between them is snapshotted as templates and restored 3 times; a snapshot is written out as ordinary
 images that ckpt_restart takes; bad ids fail clearly with the program
 running on; snapshots are freed on --drop, --quit and when the
 computation ends."""
 
 import os
 import re
+import signal
 import time
 
 import pytest
@@ -37,7 +38,8 @@ def snapshot_dirs(session):
 
 
 def snapshot_kinds(session):
-    """id -> "image" or "template:PID" (the 5th column of --snapshots)."""
+    """id -> "image", "template:PID" or a tree's "templates:PID,..." (the
+    5th column of --snapshots)."""
     r = session.command("--snapshots")
     assert r.returncode == 0, r.stderr
     return {l.split()[0]: l.split()[4] for l in r.stdout.splitlines()}
@@ -128,32 +130,81 @@ def test_restore_same_snapshot_20_times(session):
 
 
 RING = r"^round (\d+)$"
-RING_ARGV = [app("pipe_ring"), "3", "8", "90", "3"]
+# long enough to be running still when the next restore comes
+RING_ARGV = [app("pipe_ring"), "3", "8", "400", "10"]
+
+
+def running(pid):
+    """Alive and not a zombie (a subreaper may not have reaped it yet)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def wait_pid_gone(pid, timeout=15):
+    deadline = time.monotonic() + timeout
+    while running(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not running(pid)
+
+
+def wait_all_joined(session, nprocs, timeout=30):
+    """Every process of a restored tree has joined the coordinator."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r = session.command("--list")
+        if r.stdout.count("restarted=yes") == nprocs:
+            return
+        time.sleep(0.05)
+    raise AssertionError("the restored tree did not join the "
+                         "coordinator: %s" % r.stdout)
 
 
 @pytest.mark.time_limit(300)
 def test_restore_process_tree_with_pipes(session):
     """3 processes (a parent and its children) in a ring of pipes with
-    bytes in flight: restored from a snapshot, they end as an
-    uninterrupted run."""
+    bytes in flight: snapshotted as one template per process, restored
+    3 times from it; each restore begins at the snapshot's round and
+    the last ends as an uninterrupted run."""
     ref = reference_output(RING_ARGV)
     p = session.launch(RING_ARGV)
     p.wait_line(RING, minimum=20)
+    seen = max(numbers(p.lines(), RING))
     taken = session.command("--snapshot")
     assert taken.returncode == 0, taken.stderr
     sid = taken.stdout.strip()
-    assert snapshot_kinds(session)[sid] == "image", \
-        "a process tree is snapshotted as images"
-    assert "snapshot %s is kept as images, not as a template process: " \
-        "the computation has 3 processes" % sid in taken.stderr, \
-        taken.stderr
+    kind = snapshot_kinds(session)[sid]
+    assert re.fullmatch(r"templates:\d+,\d+,\d+", kind), \
+        "a tree of 3 is snapshotted as 3 templates, not %r" % kind
+    assert "kept as images" not in taken.stderr, taken.stderr
     returned = max(numbers(p.lines(), RING))
     p.wait_line(RING, minimum=returned + 15)
-    r = restore(session, sid)
+    firsts, procs = set(), [p]
+    for i in range(3):
+        r = restore(session, sid)
+        r.wait_line(RING)
+        wait_all_joined(session, 3)
+        firsts.add(numbers(r.lines(), RING)[0])
+        for old in procs:
+            assert old.wait_exit(30) != 0, "restore %d: the computation " \
+                "it replaced ended by itself: %r" % (i, old.lines()[-2:])
+        procs = [r]
+    assert len(firsts) == 1, "restores began at rounds %r" % firsts
+    first = firsts.pop()
+    assert seen <= first <= returned + 1, (first, seen, returned)
+    # dropped while the last restore runs: the templates end, the
+    # restored tree keeps the pages it mapped from the images
+    dropped = session.command("--drop", sid)
+    assert dropped.returncode == 0, dropped.stderr
+    for t in kind.split(":")[1].split(","):
+        assert wait_pid_gone(int(t)), "template %s outlived --drop" % t
+    r = procs[0]
     assert r.wait_exit() == 0, "%r %s" % (r.lines()[-5:], r.stderr_text())
     assert r.lines()[-1] == ref[-1]
     rounds = numbers(r.lines(), RING)
-    assert rounds and rounds[0] <= returned + 1, rounds[:3]
+    assert rounds == list(range(first, rounds[-1] + 1)), rounds[:5]
 
 
 COUNT = r"^count (\d+) "
@@ -182,6 +233,51 @@ def test_snapshot_written_out_restarts(session):
     first = assert_continues(rr.lines(), COUNT, 200)
     assert seen < first <= returned + 1
     assert rr.lines()[-1] == ref[-1]
+
+
+@pytest.mark.time_limit(300)
+def test_tree_snapshot_written_out_restarts(session):
+    """--checkpoint --from-snapshot of a tree's templates: each writes
+    its image, ckpt_restart rebuilds the ring from the snapshot's
+    round."""
+    ref = reference_output(RING_ARGV)
+    p = session.launch(RING_ARGV)
+    p.wait_line(RING, minimum=20)
+    seen = max(numbers(p.lines(), RING))
+    sid = take_snapshot(session)
+    assert snapshot_kinds(session)[sid].startswith("templates:")
+    returned = max(numbers(p.lines(), RING))
+    r = session.command("--checkpoint", "--from-snapshot", sid)
+    assert r.returncode == 0, r.stderr
+    images = r.stdout.split()
+    assert len(images) == 3 and all(os.path.dirname(i) == session.ckptdir
+                                    for i in images), images
+    session.kill_all()
+    p.popen.wait(30)
+    rr = session.restart(images)
+    assert rr.wait_exit() == 0, rr.stderr_text()
+    rounds = numbers(rr.lines(), RING)
+    assert rounds and seen <= rounds[0] <= returned + 1, rounds[:3]
+    assert rounds == list(range(rounds[0], rounds[-1] + 1)), rounds[:5]
+    assert rr.lines()[-1] == ref[-1]
+
+
+@pytest.mark.time_limit(300)
+def test_tree_restore_with_a_template_gone(session):
+    """A tree's template killed: the restore fails naming it, with no
+    hang and no partial tree left running."""
+    p = session.launch(RING_ARGV)
+    p.wait_line(RING, minimum=5)
+    sid = take_snapshot(session)
+    kind = snapshot_kinds(session)[sid]
+    gone = int(kind.split(":")[1].split(",")[1])
+    os.kill(gone, signal.SIGKILL)
+    assert wait_pid_gone(gone)
+    r = restore(session, sid)
+    assert r.wait_exit(60) == 1, r.lines()[-3:]
+    assert "the snapshot's template process %d could not write its " \
+        "image: it is gone" % gone in r.stderr_text(), r.stderr_text()
+    assert not numbers(r.lines(), RING), r.lines()[:3]
 
 
 @pytest.mark.time_limit(300)
