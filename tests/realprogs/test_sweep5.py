@@ -1,0 +1,121 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Scenarios found by trying Debian programs nobody had tried under ckpt
+(the log is in docs/real-programs.md).
+
+A loopback TCP connection between two processes of a computation of
+several processes: a socat relay (`TCP-LISTEN:...,fork`) with its clients
+made ckpt_restart fail with "reconnecting the TCP connection ... failed:
+Device or resource busy". ckpt_restart reconnects the two ends over a new
+loopback connection and moves them into the descriptor range it hands to
+the restored processes; when the holes below that range were used up the
+accepted end landed on the range's first slot itself and the first end
+could not be placed there. How many holes there are depends on the
+descriptors ckpt_restart inherited and on how many images it restarts,
+so the test restarts the same images with one more inherited descriptor
+at each of 3..14 (7 hit it with the code of December 2026).
+"""
+
+import os
+
+import pytest
+
+from ckpt_harness import FINISH_TIMEOUT, assert_resumed, numbers
+from realprogs.driver import require
+
+PYTHON = "/usr/bin/python3"
+
+TCP_PAIR = r"""
+import os, signal, socket, sys, time
+n, extra, pace = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+l = socket.socket()
+l.bind(("127.0.0.1", 0))
+l.listen(1)
+idle = []
+for i in range(extra):
+    pid = os.fork()
+    if pid == 0:
+        l.close()
+        while True:
+            time.sleep(1)
+    idle.append(pid)
+echo = os.fork()
+if echo == 0:
+    c = socket.create_connection(l.getsockname())
+    l.close()
+    f = c.makefile("rwb")
+    for line in f:
+        f.write(b"%d\n" % (int(line) * 3 + 1))
+        f.flush()
+    os._exit(0)
+s, _ = l.accept()
+l.close()
+f = s.makefile("rwb")
+h = 0
+for i in range(n):
+    f.write(b"%d\n" % i)
+    f.flush()
+    h = (h * 31 + int(f.readline())) % 1000003
+    print("step", i, h, flush=True)
+    if os.path.exists(pace):
+        time.sleep(0.05)
+f.close()
+s.close()
+os.waitpid(echo, 0)
+for pid in idle:
+    os.kill(pid, signal.SIGTERM)
+    os.waitpid(pid, 0)
+print("final", h, flush=True)
+"""
+
+
+def expected_lines(n):
+    """What TCP_PAIR prints for n steps."""
+    out, h = [], 0
+    for i in range(n):
+        h = (h * 31 + i * 3 + 1) % 1000003
+        out.append("step %d %d" % (i, h))
+    return out + ["final %d" % h]
+
+
+# ckpt_restart with one more descriptor inherited at `fd` (a user's shell
+# may pass any): it moves where ckpt_restart's own descriptors go, and so
+# how many free numbers lie below the range it hands over
+WITH_FD = """
+import os, sys
+fd = int(sys.argv[1])
+os.dup2(os.open("/dev/null", os.O_RDONLY), fd)
+os.execv(sys.argv[2], sys.argv[2:])
+"""
+STEPS = 200
+PROGRESS = r"^step (\d+) "
+
+
+@pytest.mark.time_limit(300)
+def test_tcp_pair_restarted_whatever_fds_are_inherited(session):
+    """Restart the same images with an inherited descriptor at 3..14; each
+    restart must reconnect the pair and finish with the native output."""
+    want = expected_lines(STEPS)
+    # the first run goes slowly (it must not end before the kill), the
+    # restarted ones at full speed
+    pace = os.path.join(session.dir, "slowly")
+    open(pace, "w").close()
+    p = session.launch([PYTHON, "-c", TCP_PAIR, str(STEPS), "0", pace],
+                       name="tcp pair")
+    p.wait_line(PROGRESS, minimum=5)
+    seen = max(numbers(p.lines(), PROGRESS))
+    images = session.checkpoint(expect_images=2)
+    session.kill_all()
+    p.wait_exit(30)
+    before = numbers(p.lines(), PROGRESS)
+    os.unlink(pace)
+    for fd in range(3, 15):
+        r = session.start([PYTHON, "-c", WITH_FD, str(fd),
+                           session.tool("ckpt_restart")] + images,
+                          "restart with fd %d inherited" % fd)
+        rc = r.wait_exit(FINISH_TIMEOUT)
+        assert rc == 0, "%s: exit %d; stderr:\n%s" % (r.name, rc,
+                                                      r.stderr_text())
+        after = numbers(r.lines(), PROGRESS)
+        first = assert_resumed(before, after, PROGRESS, STEPS - 1, seen)
+        assert r.lines() == want[first:], "%s: output differs: %r" % (
+            r.name, r.lines()[:5])
