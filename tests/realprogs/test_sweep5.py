@@ -90,24 +90,28 @@ STEPS = 200
 PROGRESS = r"^step (\d+) "
 
 
-@pytest.mark.time_limit(300)
-def test_tcp_pair_restarted_whatever_fds_are_inherited(session):
-    """Restart the same images with an inherited descriptor at 3..14; each
-    restart must reconnect the pair and finish with the native output."""
-    want = expected_lines(STEPS)
-    # the first run goes slowly (it must not end before the kill), the
-    # restarted ones at full speed
-    pace = os.path.join(session.dir, "slowly")
+def launch_paced(session, argv, name, images):
+    """Launch argv (its last argument: the pacing file; the first run goes
+    slowly so that it cannot end before the kill, the restarted ones at
+    full speed), checkpoint it past step 5 and kill it. Returns (images,
+    progress seen before the checkpoint, progress printed before the
+    kill)."""
+    pace = argv[-1]
     open(pace, "w").close()
-    p = session.launch([PYTHON, "-c", TCP_PAIR, str(STEPS), "0", pace],
-                       name="tcp pair")
+    p = session.launch(argv, name=name)
     p.wait_line(PROGRESS, minimum=5)
     seen = max(numbers(p.lines(), PROGRESS))
-    images = session.checkpoint(expect_images=2)
+    images = session.checkpoint(expect_images=images)
     session.kill_all()
     p.wait_exit(30)
-    before = numbers(p.lines(), PROGRESS)
     os.unlink(pace)
+    return images, seen, numbers(p.lines(), PROGRESS)
+
+
+def restart_with_each_fd(session, images, seen, before, want):
+    """Restart the images with an inherited descriptor at 3..14; each
+    restart must finish with the output of an uninterrupted run."""
+    last = numbers(want, PROGRESS)[-1]
     for fd in range(3, 15):
         r = session.start([PYTHON, "-c", WITH_FD, str(fd),
                            session.tool("ckpt_restart")] + images,
@@ -116,6 +120,50 @@ def test_tcp_pair_restarted_whatever_fds_are_inherited(session):
         assert rc == 0, "%s: exit %d; stderr:\n%s" % (r.name, rc,
                                                       r.stderr_text())
         after = numbers(r.lines(), PROGRESS)
-        first = assert_resumed(before, after, PROGRESS, STEPS - 1, seen)
+        first = assert_resumed(before, after, PROGRESS, last, seen)
         assert r.lines() == want[first:], "%s: output differs: %r" % (
             r.name, r.lines()[:5])
+
+
+@pytest.mark.time_limit(300)
+def test_tcp_pair_restarted_whatever_fds_are_inherited(session):
+    """Two processes talking over a loopback TCP connection (EBUSY with
+    an inherited descriptor at 7, before December 2026)."""
+    pace = os.path.join(session.dir, "slowly")
+    images, seen, before = launch_paced(
+        session, [PYTHON, "-c", TCP_PAIR, str(STEPS), "0", pace],
+        "tcp pair", 2)
+    restart_with_each_fd(session, images, seen, before,
+                         expected_lines(STEPS))
+
+
+FIFO_LOOP = r"""
+import os, sys, time
+n, fifo, pace = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+if not os.path.exists(fifo):
+    os.mkfifo(fifo)
+rw = os.open(fifo, os.O_RDWR)
+h = 0
+for i in range(n):
+    os.write(rw, b"%d\n" % (i * 3 + 1))
+    h = (h * 31 + int(os.read(rw, 100))) % 1000003
+    print("step", i, h, flush=True)
+    if os.path.exists(pace):
+        time.sleep(0.05)
+print("final", h, flush=True)
+"""
+
+
+@pytest.mark.time_limit(300)
+def test_fifo_restarted_whatever_fds_are_inherited(session):
+    """A FIFO open for reading and writing: ckpt_restart opens its three
+    ends and hands over the one the process had; the ends it did not
+    need could sit on the slot the needed one was to take (EBUSY, with an
+    inherited descriptor at 3, 4 or 5, before December 2026)."""
+    pace = os.path.join(session.dir, "slowly")
+    fifo = os.path.join(session.dir, "fifo")
+    images, seen, before = launch_paced(
+        session, [PYTHON, "-c", FIFO_LOOP, str(STEPS), fifo, pace],
+        "fifo loop", 1)
+    restart_with_each_fd(session, images, seen, before,
+                         expected_lines(STEPS))
