@@ -20,7 +20,7 @@ import os
 import pytest
 
 from ckpt_harness import FINISH_TIMEOUT, assert_resumed, numbers
-from realprogs.driver import require
+from realprogs.driver import Program, check_program, require
 
 PYTHON = "/usr/bin/python3"
 
@@ -167,3 +167,26 @@ def test_fifo_restarted_whatever_fds_are_inherited(session):
         "fifo loop", 1)
     restart_with_each_fd(session, images, seen, before,
                          expected_lines(STEPS))
+
+
+class ReaderOutlivesWriters(Program):
+    """A shell pipeline whose writers end at once and whose reader goes on
+    slowly: at the checkpoint the pipe holds the bytes of seq and sed,
+    both ended, and only the reader's end is among the images. ckpt_restart
+    took such a pipe on stdin for one leading outside the computation and
+    gave the reader its own stdin (EOF) instead: the reader stopped at the
+    line of the checkpoint."""
+    name = "pipe-reader-outlives-writers"
+
+    def argv(self, run):
+        return ["/bin/sh", "-c", "seq 1 500 | sed 's/^/line /' | "
+                "(sleep 1; while read l; do echo \"$l\"; sleep 0.01; done)"]
+
+    def finished(self, run):
+        return run.stdout_lines()[-1:] == ["line 500"]
+
+
+@pytest.mark.time_limit(300)
+def test_pipe_reader_outlives_writers(session):
+    require("/bin/sh", "dash")
+    check_program(session, ReaderOutlivesWriters())
