@@ -2,8 +2,12 @@
 """Scenarios found by trying Debian programs nobody had tried under ckpt
 (the log is in docs/real-programs.md).
 
-A loopback TCP connection between two processes of a computation of
-several processes: a socat relay (`TCP-LISTEN:...,fork`) with its clients
+Three faults of ckpt_restart, each with its test here: a TCP connection
+and a FIFO restarted with an inherited descriptor at each of 3..14, and a
+pipe whose writers ended before the checkpoint (`seq | sed | read loop`,
+found with find | xargs -P2; its story is in the class's docstring).
+
+A loopback TCP connection between two processes: a socat relay (`TCP-LISTEN:...,fork`) with its clients
 made ckpt_restart fail with "reconnecting the TCP connection ... failed:
 Device or resource busy". ckpt_restart reconnects the two ends over a new
 loopback connection and moves them into the descriptor range it hands to
