@@ -137,6 +137,22 @@ static int reopen_end(int rfd, int mode)
 	return fd < 0 ? -errno : fd;
 }
 
+/* Every end moved to `floor` or above: opened at the lowest free numbers,
+ * an end may sit on a slot of the kept range that another end is to be
+ * placed at (once the holes below the range are used up). */
+static int lift_ends(int ends[NENDS], int floor)
+{
+	for (int i = 0; i < NENDS; i++) {
+		int moved = fcntl(ends[i], F_DUPFD, floor);
+
+		if (moved < 0)
+			return -errno;
+		close(ends[i]);
+		ends[i] = moved;
+	}
+	return 0;
+}
+
 /* Open all three ends (the write end refills it); keep those some fd
  * had, blocking again (libckpt then sets each holder's saved status
  * flags), placed in the kept range. */
@@ -160,6 +176,8 @@ static int open_fifo(struct fifo_need *f, int *next_fd)
 	if (r == 0 && f->data)
 		r = refill_pipe(f->data_img, f->data, f->size ? f->size :
 				65536, ends[END_WRITE]);
+	if (r == 0)
+		r = lift_ends(ends, *next_fd + NENDS);
 	for (int i = 0; i < NENDS && r == 0; i++) {
 		if (!f->needs[i])
 			continue;

@@ -3,9 +3,12 @@
  * The pipes of a restarted computation, made once by ckpt_restart before
  * it forks the process tree: every pipe some image holds on a fd above 2,
  * or whose two ends are both among the images (a pipe between two
- * processes on their stdio, as in a shell pipeline). A pipe on 0-2 with
- * only one end among the images leads outside the computation: the
- * restored process takes ckpt_restart's own stdio instead.
+ * processes on their stdio, as in a shell pipeline), or that held bytes
+ * in flight (drained: libckpt drains only the computation's own pipes,
+ * and a pipe whose writers have all ended keeps them for its reader). Any
+ * other pipe on 0-2 with only one end among the images leads outside the
+ * computation: the restored process takes ckpt_restart's own stdio
+ * instead.
  * Each pipe gets its saved size and the bytes that were in flight at the
  * checkpoint (saved once, in the image of the process that drained it),
  * and both ends are handed to every restored process at fixed numbers;
@@ -171,7 +174,11 @@ int restart_pipes_create(struct ckpt_image *imgs, int n,
 	for (int i = 0; i < nneeds; i++) {
 		struct pipe_need *p = &needs[i];
 
-		if (!p->above_stdio && !(p->has_read && p->has_write))
+		/* bytes in flight: the pipe was drained, so it was the
+		 * computation's even with its writers gone (`seq | sed |
+		 * (sleep 2; while read l; ...)` once seq and sed ended) */
+		if (!p->above_stdio && !(p->has_read && p->has_write) &&
+		    !p->data)
 			continue;
 		r = make_pipe(p, &plan->pipes[plan->npipes], keep_fd_end);
 		if (r < 0) {

@@ -151,14 +151,17 @@ static int reconnect(struct tcp_end *a, struct tcp_end *b,
 		return r;
 	make_room(fds[0], fds[1], qa);
 	make_room(fds[1], fds[0], qb);
-	fds[0] = restart_tcp_hand(plan, a->ino, fds[0], keep_fd_end);
-	if (fds[0] < 0) {
-		close(fds[1]);
-		return -EBUSY;
-	}
-	fds[1] = restart_tcp_hand(plan, b->ino, fds[1], keep_fd_end);
-	if (fds[1] < 0)
-		return -EBUSY;
+	/* as a pair: the accepted end may sit at *keep_fd_end already (the
+	 * kernel's lowest free number once the holes below are used up) */
+	r = place_pair(fds, *keep_fd_end);
+	if (r < 0)
+		return r;
+	fds[0] = (*keep_fd_end)++;
+	fds[1] = (*keep_fd_end)++;
+	plan->sockets[plan->nsockets].ino = a->ino;
+	plan->sockets[plan->nsockets++].fd = fds[0];
+	plan->sockets[plan->nsockets].ino = b->ino;
+	plan->sockets[plan->nsockets++].fd = fds[1];
 	a->done = b->done = 1;
 	r = send_image_bytes(a->img, a->f->data_offset + ia, qa, fds[1]);
 	return r ? r : send_image_bytes(b->img, b->f->data_offset + ib, qb,
