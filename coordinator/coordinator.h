@@ -221,7 +221,8 @@ struct round_image {
 	char program[64];
 	char host[64];
 	int32_t vpid, pid;
-	int64_t size;			/* bytes; -1: on another host */
+	int64_t size;			/* bytes; -1: on another host; -2:
+					   not read yet (json_replies.c) */
 	int64_t written_ms;		/* since the round began; -1 unknown */
 	int64_t durable_ms;
 };

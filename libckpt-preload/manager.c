@@ -11,6 +11,7 @@
 #include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,9 +168,16 @@ static int send_result(uint16_t type, uint64_t gen, int error,
 	res.error = error;
 	if (path)
 		ckpt_fmt(res.path, sizeof(res.path), "%s", path);
-	if (message)
+	if (message && message[0]) {
 		ckpt_fmt(res.message, sizeof(res.message), "%s", message);
-	return ckpt_msg_send(ckpt.coord_fd, type, &res, sizeof(res));
+		return ckpt_msg_send(ckpt.coord_fd, type, &res, sizeof(res));
+	}
+	/* no message: the path's end is the payload's (a shorter payload
+	 * reads as zero-filled, docs/protocol.md): about 100 bytes to copy
+	 * instead of 4.6 KiB, four times per process and round */
+	return ckpt_msg_send(ckpt.coord_fd, type, &res,
+			     offsetof(struct ckpt_msg_result, path) +
+			     strlen(res.path) + 1);
 }
 
 /* SUSPENDED, with the process's children to a coordinator that takes
