@@ -511,6 +511,7 @@ static void round_start_into(struct coordinator *co, uint32_t flags,
 		c->proc.round_generation = r->generation;
 		c->proc.state = PROC_SUSPENDING;
 		buf_free(&c->proc.unrestored);
+		members_forget_children(c);
 		send_do(c, CKPT_MSG_DO_SUSPEND, r->generation, r->flags,
 			r->dir);
 	}

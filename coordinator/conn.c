@@ -280,5 +280,6 @@ void conn_free(struct conn *c)
 	buf_free(&c->in);
 	buf_free(&c->out);
 	buf_free(&c->proc.unrestored);
+	members_forget_children(c);
 	free(c);
 }

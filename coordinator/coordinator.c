@@ -119,7 +119,7 @@ static void accept_process(struct coordinator *co, struct conn *c,
 	co->ever_had_process = true;
 	w.computation_id = co->computation_id;
 	w.interval_s = co->interval_s;
-	w.flags = CKPT_WELCOME_F_UNRESTORED;
+	w.flags = CKPT_WELCOME_F_UNRESTORED | CKPT_WELCOME_F_CHILDREN;
 	w.phase_timeout_ms = (uint32_t)co->phase_timeout_ms;
 	w.write_timeout_ms = (uint32_t)co->write_timeout_ms;
 	conn_send(c, CKPT_MSG_WELCOME, &w, sizeof(w));
@@ -161,6 +161,8 @@ static void handle_process_msg(struct coordinator *co, struct conn *c,
 		res.path[sizeof(res.path) - 1] = '\0';
 		res.message[sizeof(res.message) - 1] = '\0';
 		ckpt_sanitize_in_place(res.message, false);
+		if (hdr->type == CKPT_MSG_SUSPENDED)
+			members_note_children(co, c, &res, p, hdr->len);
 		round_on_result(co, c, hdr->type, &res);
 		break;
 	case CKPT_MSG_UNRESTORED:

@@ -114,6 +114,10 @@ struct process_info {
 	uint64_t round_generation;	/* round it takes part in */
 	struct buf unrestored;		/* this round: what its restart will
 					   not restore, one line each */
+	pid_t *children;		/* this round: its children, as its
+					   SUSPENDED listed them */
+	int nchildren;
+	bool children_listed;		/* else read from /proc */
 	char image_tmp[4096];		/* this round: its temporary image,
 					   from WRITTEN or SYNCED */
 	bool kill_sent;
@@ -217,7 +221,8 @@ struct round_image {
 	char program[64];
 	char host[64];
 	int32_t vpid, pid;
-	int64_t size;			/* bytes; -1: on another host */
+	int64_t size;			/* bytes; -1: on another host; -2:
+					   not read yet (json_replies.c) */
 	int64_t written_ms;		/* since the round began; -1 unknown */
 	int64_t durable_ms;
 };
@@ -490,6 +495,10 @@ const char *describe_tracer(pid_t pid, char *buf, size_t len);
 const char *stopped_by_tracer_hint(pid_t pid, char *buf, size_t len);
 int local_children(pid_t pid, pid_t *out, int max);
 void members_on_join(struct coordinator *co, struct conn *c);
+void members_note_children(struct coordinator *co, struct conn *c,
+			   const struct ckpt_msg_result *res, const char *p,
+			   uint32_t len);
+void members_forget_children(struct conn *c);
 bool members_on_left_while_suspending(struct coordinator *co,
 				      struct conn *c);
 int members_complete(struct coordinator *co);

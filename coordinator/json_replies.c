@@ -212,14 +212,19 @@ void json_reply_list(struct coordinator *co, struct conn *c)
 /* --- the images of a round ------------------------------------------ */
 
 /* Its size when the coordinator can see it: written on this host by a
- * process the kernel vouched for, or an image it committed itself. */
-static int64_t image_size(const char *path, const struct conn *c)
+ * process the kernel vouched for, or an image it committed itself. Only
+ * a JSON reply tells it, so it is looked up then (image_size): a stat
+ * per image of every round was part of the coordinator's share of it
+ * (docs/performance.md, "Scale"). */
+#define IMAGE_SIZE_UNREAD (-2)
+
+static int64_t image_size(const struct round_image *im)
 {
 	struct stat st;
 
-	if (c && !c->local_peer)
-		return -1;
-	return stat(path, &st) == 0 ? (int64_t)st.st_size : -1;
+	if (im->size != IMAGE_SIZE_UNREAD)
+		return im->size;
+	return stat(im->path, &st) == 0 ? (int64_t)st.st_size : -1;
 }
 
 void round_images_add(struct round *r, const char *path,
@@ -238,7 +243,7 @@ void round_images_add(struct round *r, const char *path,
 	if (!im->path)
 		return;
 	r->nimages++;
-	im->size = image_size(path, c);
+	im->size = c && !c->local_peer ? -1 : IMAGE_SIZE_UNREAD;
 	im->durable_ms = now_ms() - r->start_ms;
 	im->written_ms = c ? c->proc.written_ms : -1;
 	if (c) {
@@ -266,7 +271,7 @@ static void json_image(struct json_out *j, const struct round_image *im)
 {
 	json_open(j, NULL, '{');
 	json_str(j, "path", im->path);
-	json_i64_or_null(j, "size_bytes", im->size);
+	json_i64_or_null(j, "size_bytes", image_size(im));
 	json_i64_or_null(j, "vpid", im->pid ? im->vpid : -1);
 	json_i64_or_null(j, "pid", im->pid ? im->pid : -1);
 	json_str(j, "host", im->host[0] ? im->host : NULL);

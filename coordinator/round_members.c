@@ -207,11 +207,50 @@ int local_children(pid_t pid, pid_t *out, int max)
 	return n;
 }
 
+void members_forget_children(struct conn *c)
+{
+	free(c->proc.children);
+	c->proc.children = NULL;
+	c->proc.nchildren = 0;
+	c->proc.children_listed = false;
+}
+
+/* A SUSPENDED that lists the process's children (CKPT_RESULT_F_CHILDREN,
+ * docs/protocol.md): kept for this round, so /proc is not read for them.
+ * Only from a process on this host: the pids are its pid namespace's,
+ * which is ours only for a pid the kernel vouched for. */
+void members_note_children(struct coordinator *co, struct conn *c,
+			   const struct ckpt_msg_result *res, const char *p,
+			   uint32_t len)
+{
+	size_t n;
+
+	members_forget_children(c);
+	if (!round_in(co, c) || res->generation != co->round.generation ||
+	    !(res->flags & CKPT_RESULT_F_CHILDREN) || len < sizeof(*res) ||
+	    !proc_on_this_host(c))
+		return;
+	n = (len - sizeof(*res)) / sizeof(int32_t);
+	if (n > CKPT_SUSPENDED_MAX_CHILDREN)
+		return;
+	c->proc.children = malloc(n ? n * sizeof(pid_t) : 1);
+	if (!c->proc.children)
+		return; /* read from /proc then */
+	memcpy(c->proc.children, p + sizeof(*res), n * sizeof(pid_t));
+	c->proc.nchildren = (int)n;
+	c->proc.children_listed = true;
+}
+
 static void expect_children_of(struct coordinator *co, struct conn *c)
 {
-	pid_t kids[COORD_MAX_EXPECTED];
-	int n = local_children(c->proc.local_pid, kids, COORD_MAX_EXPECTED);
+	pid_t read_kids[COORD_MAX_EXPECTED], *kids = c->proc.children;
+	int n = c->proc.nchildren;
 
+	if (!c->proc.children_listed) {
+		kids = read_kids;
+		n = local_children(c->proc.local_pid, kids,
+				   COORD_MAX_EXPECTED);
+	}
 	for (int i = 0; i < n; i++)
 		if (!member_with_pid(co, kids[i]))
 			expect(&co->round, kids[i], c->proc.local_pid);
@@ -226,6 +265,7 @@ void members_on_join(struct coordinator *co, struct conn *c)
 	c->proc.round_generation = r->generation;
 	c->proc.state = PROC_SUSPENDING;
 	round_timeouts_on_answer(c);
+	members_forget_children(c);
 	r->nprocs++;
 	conn_send(c, CKPT_MSG_DO_SUSPEND, &(struct ckpt_msg_do_checkpoint){
 			  .generation = r->generation },

@@ -166,6 +166,7 @@ extern const struct ckpt_resource_ops signal_resource_ops;
 extern const struct ckpt_resource_ops file_resource_ops;
 extern const struct ckpt_resource_ops zombie_resource_ops;
 int process_has_children(void);
+int process_list_children(pid_t *out, int max);
 extern const struct ckpt_resource_ops session_resource_ops;
 extern const struct ckpt_resource_ops process_group_resource_ops;
 extern const struct ckpt_resource_ops saved_files_resource_ops;

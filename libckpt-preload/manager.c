@@ -11,6 +11,7 @@
 #include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,9 +168,42 @@ static int send_result(uint16_t type, uint64_t gen, int error,
 	res.error = error;
 	if (path)
 		ckpt_fmt(res.path, sizeof(res.path), "%s", path);
-	if (message)
+	if (message && message[0]) {
 		ckpt_fmt(res.message, sizeof(res.message), "%s", message);
-	return ckpt_msg_send(ckpt.coord_fd, type, &res, sizeof(res));
+		return ckpt_msg_send(ckpt.coord_fd, type, &res, sizeof(res));
+	}
+	/* no message: the path's end is the payload's (a shorter payload
+	 * reads as zero-filled, docs/protocol.md): about 100 bytes to copy
+	 * instead of 4.6 KiB, four times per process and round */
+	return ckpt_msg_send(ckpt.coord_fd, type, &res,
+			     offsetof(struct ckpt_msg_result, path) +
+			     strlen(res.path) + 1);
+}
+
+/* SUSPENDED, with the process's children to a coordinator that takes
+ * them (it would read them from /proc otherwise: one directory and one
+ * file per thread, for every process of the round, all on its time).
+ * Listed now that every thread is stopped: none can fork until the
+ * round lets it run again. */
+static int send_suspended(uint64_t gen)
+{
+	static struct {
+		struct ckpt_msg_result res;
+		pid_t pids[CKPT_SUSPENDED_MAX_CHILDREN]; /* int32_t */
+	} msg;
+	int n = -1;
+
+	_Static_assert(sizeof(pid_t) == sizeof(int32_t), "pid_t is int32_t");
+	if (ckpt.coord_flags & CKPT_WELCOME_F_CHILDREN)
+		n = process_list_children(msg.pids,
+					  CKPT_SUSPENDED_MAX_CHILDREN);
+	if (n < 0)
+		return send_result(CKPT_MSG_SUSPENDED, gen, 0, NULL, NULL);
+	memset(&msg.res, 0, sizeof(msg.res));
+	msg.res.generation = gen;
+	msg.res.flags = CKPT_RESULT_F_CHILDREN;
+	return ckpt_msg_send(ckpt.coord_fd, CKPT_MSG_SUSPENDED, &msg,
+			     sizeof(msg.res) + n * sizeof(msg.pids[0]));
 }
 
 static void handle_write_image(const struct ckpt_msg_do_checkpoint *m,
@@ -615,7 +649,7 @@ static void handle_suspend(const struct ckpt_msg_do_checkpoint *first)
 			handle_write(&m, 1);
 			return;
 		}
-		send_result(CKPT_MSG_SUSPENDED, m.generation, 0, NULL, NULL);
+		send_suspended(m.generation);
 		/* an older coordinator's DO_WRITE lacks the flags */
 		memset(&msg.do_ckpt, 0, sizeof(msg.do_ckpt));
 		r = ckpt_msg_recv(ckpt.coord_fd, &msg, sizeof(msg), &len,

@@ -105,6 +105,33 @@ static void count_child(pid_t real)
 	nchildren++;
 }
 
+static pid_t *listed;
+static int nlisted, listed_max;
+
+static void list_child(pid_t real)
+{
+	if (nlisted < listed_max)
+		listed[nlisted] = real;
+	nlisted++;
+}
+
+/* The children of every thread of the process (alive or zombies) into
+ * out: how many, -E2BIG when there are more than max, -errno when /proc
+ * cannot tell. For the coordinator (SUSPENDED), which then need not
+ * read them from /proc itself. */
+int process_list_children(pid_t *out, int max)
+{
+	int r;
+
+	listed = out;
+	listed_max = max;
+	nlisted = 0;
+	r = for_each_child(list_child);
+	if (r < 0)
+		return r;
+	return nlisted > max ? -E2BIG : nlisted;
+}
+
 /* 1 when some thread of the process has a child (alive or a zombie), 0
  * when none has, -errno when /proc cannot tell. */
 int process_has_children(void)

@@ -36,7 +36,9 @@
 enum ckpt_msg_type {
 	/* process -> coordinator */
 	CKPT_MSG_HELLO = 1,		/* struct ckpt_msg_hello */
-	CKPT_MSG_SUSPENDED = 2,		/* struct ckpt_msg_result */
+	CKPT_MSG_SUSPENDED = 2,		/* struct ckpt_msg_result; with
+					   CKPT_RESULT_F_CHILDREN, the
+					   process's children follow */
 	CKPT_MSG_WRITTEN = 3,		/* struct ckpt_msg_result: image data
 					   written; threads resumed, or with
 					   CKPT_HELLO_F_RESUME_BARRIER still
@@ -126,6 +128,8 @@ struct ckpt_msg_hello {
 
 /* ckpt_msg_welcome.flags (0 from an older coordinator) */
 #define CKPT_WELCOME_F_UNRESTORED 0x1	/* takes CKPT_MSG_UNRESTORED */
+#define CKPT_WELCOME_F_CHILDREN	0x2	/* takes SUSPENDED with the
+					   process's children */
 
 struct ckpt_msg_welcome {
 	uint64_t computation_id;
@@ -201,10 +205,18 @@ struct ckpt_msg_do_checkpoint {
 					   (was reserved: 0) */
 };
 
+/* ckpt_msg_result.flags (0 from an older libckpt) */
+#define CKPT_RESULT_F_CHILDREN	0x1	/* SUSPENDED only: followed by one
+					   int32_t pid per child of any of
+					   its threads (all of them, as
+					   /proc/self/task/<tid>/children
+					   list them once it is stopped) */
+#define CKPT_SUSPENDED_MAX_CHILDREN 4096 /* more: sent without the list */
+
 struct ckpt_msg_result {
 	uint64_t generation;
 	int32_t error;			/* 0 or a positive errno */
-	uint32_t reserved;
+	uint32_t flags;			/* CKPT_RESULT_F_*; was reserved */
 	char path[4096];		/* image path (DURABLE) */
 	char message[512];		/* human-readable error, with context */
 };
