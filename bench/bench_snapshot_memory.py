@@ -41,10 +41,14 @@ REPORT = """
 python
 import os as _os
 def _allocated(top):
-    total = 0
+    # each inode once: a kept snapshot may be a hard link of ckpt's image
+    seen, total = set(), 0
     for d, _, files in _os.walk(top):
         for n in files:
-            total += _os.lstat(_os.path.join(d, n)).st_blocks * 512
+            st = _os.lstat(_os.path.join(d, n))
+            if (st.st_dev, st.st_ino) not in seen:
+                seen.add((st.st_dev, st.st_ino))
+                total += st.st_blocks * 512
     return total
 def _report():
     s = SESSION

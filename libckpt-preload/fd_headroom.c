@@ -50,6 +50,15 @@ void fd_headroom_give_back(void)
 	raised_to = 0;
 }
 
+/* r: RLIMIT_NOFILE as the program set it, while a round has it raised
+ * (what a checkpoint saves and a restart puts back). */
+void fd_headroom_program_limit(struct rlimit *r)
+{
+	if (raised_to && r->rlim_cur == raised_to &&
+	    r->rlim_max == before.rlim_max)
+		*r = before;
+}
+
 /* err of a round that failed with EMFILE: why, and what helps. */
 void fd_headroom_explain(int r, char *err, size_t errlen)
 {

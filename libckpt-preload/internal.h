@@ -273,6 +273,8 @@ int manager_fd_close(int fd);
 void fd_headroom_take(void);
 void fd_headroom_give_back(void);
 void fd_headroom_explain(int r, char *err, size_t errlen);
+struct rlimit;
+void fd_headroom_program_limit(struct rlimit *r);
 int ckpt_open_raw(const char *path, int flags);
 int ckpt_read_small_file(const char *path, char *buf, size_t len);
 

@@ -28,6 +28,8 @@ static int process_save(void)
 	umask(saved_umask);
 	for (int i = 0; i < RLIM_NLIMITS; i++)
 		saved_limit_ok[i] = getrlimit(i, &saved_limits[i]) == 0;
+	if (saved_limit_ok[RLIMIT_NOFILE])
+		fd_headroom_program_limit(&saved_limits[RLIMIT_NOFILE]);
 	for (int i = 0; i < 3; i++)
 		if (getitimer(i, &saved_timers[i]) < 0)
 			memset(&saved_timers[i], 0, sizeof(saved_timers[i]));

@@ -512,6 +512,21 @@ class CommandJob:
             pass
 
 
+def keep_image(image, kept):
+    """kept names the image as it is now. A hard link where it can: the
+    next checkpoint replaces the image by rename, never in place
+    (docs/image-format.md), so the link keeps this one's bytes without
+    a copy; a copy across filesystems."""
+    try:
+        os.unlink(kept)
+    except FileNotFoundError:
+        pass
+    try:
+        os.link(image, kept)
+    except OSError:
+        shutil.copyfile(image, kept)
+
+
 class ImageBackend:
     """Snapshots as checkpoint images: take = ckpt_command --checkpoint,
     restore = ckpt_restart --stopped + attach. An in-memory backend
@@ -536,7 +551,7 @@ class ImageBackend:
             raise CkptError("ckpt: checkpoint failed: %s" % job.said())
         image = self.image_of(job.out)
         kept = os.path.join(self.s.dir, "snapshot-%d.img" % number)
-        shutil.copyfile(image, kept)
+        keep_image(image, kept)
         return kept
 
     def image_of(self, out):

@@ -192,6 +192,8 @@ def test_program_at_its_soft_fd_limit_is_checkpointed(session):
     p.sigkill()
     r = session.restart([image])
     r.wait_line(PROGRESS, minimum=seen + 5)
+    assert soft_nofile(r.pid) == 64, \
+        "the restarted program got the round's raised soft limit"
     after = numbers(r.lines(), PROGRESS)
     assert after[0] <= seen + 1 and \
         after == list(range(after[0], after[0] + len(after))), after[:5]
