@@ -7,8 +7,7 @@
  * back when the round ends (unless the program changed it meanwhile).
  * Descriptors libckpt opened above the old limit stay valid. When the
  * soft limit is already the hard one there is no room to take: a round
- * that fails with EMFILE says so (fd_headroom_explain). A child forked
- * by the program while the limit is raised gets the program's back.
+ * that fails with EMFILE says so (fd_headroom_explain).
  */
 #include <errno.h>
 #include <string.h>

@@ -934,7 +934,6 @@ static void after_fork_in_child(void)
 	if (vpid_taken_by_another(ckpt_real_getpid()))
 		syscall(SYS_exit_group, 0);
 	manager_fds_after_fork_in_child();
-	fd_headroom_give_back(); /* the parent's round's, not the child's */
 	if (ckpt.coord_fd >= 0) {
 		ckpt_mark_own_fd(ckpt.coord_fd, 0);
 		close(ckpt.coord_fd);
