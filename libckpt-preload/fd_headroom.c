@@ -23,8 +23,12 @@ void fd_headroom_take(void)
 {
 	struct rlimit r;
 
-	if (raised_to || getrlimit(RLIMIT_NOFILE, &r) < 0 ||
-	    r.rlim_cur == RLIM_INFINITY || r.rlim_cur >= r.rlim_max)
+	if (getrlimit(RLIMIT_NOFILE, &r) < 0 ||
+	    (raised_to && r.rlim_cur == raised_to))
+		return;
+	/* raised_to of a round this memory was saved in, before a restart */
+	raised_to = 0;
+	if (r.rlim_cur == RLIM_INFINITY || r.rlim_cur >= r.rlim_max)
 		return;
 	before = r;
 	r.rlim_cur = r.rlim_max - r.rlim_cur > FD_HEADROOM ?
