@@ -151,12 +151,24 @@ int extent_span(const struct loader *l, const struct ckpt_region *r,
 		uint64_t *last);
 void map_span(struct loader *l, const struct ckpt_extent *e, uint64_t first,
 	      uint64_t last);
+void verify_span(const struct loader *l, const struct ckpt_extent *e,
+		 uint64_t first, uint64_t last);
 void extent_map_prepare(struct loader *l);
 
 /* extent_patch.c */
-void patch_span(const struct loader *l, const struct ckpt_extent *e,
-		uint64_t first, uint64_t last);
+void extent_patch_prepare(struct loader *l);
+void patch_region_start(const struct loader *l, const struct ckpt_region *r);
+void patch_region_finish(const struct loader *l);
 int extent_patchable(const struct loader *l, const struct ckpt_extent *e);
+
+/* threads.c: a helper thread of the loader's own */
+struct loader_thread {
+	unsigned char *stack_top;	/* in the work area */
+	int tid;			/* cleared by the kernel at exit */
+};
+int loader_thread_start(struct loader_thread *t, void (*fn)(void *),
+			void *arg);
+void loader_thread_join(struct loader_thread *t, const char *what);
 
 /* extent_decode.c */
 void extent_decode_prepare(struct loader *l);

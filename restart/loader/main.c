@@ -67,6 +67,7 @@ void loader_main(const uint64_t *kernel_sp)
 	locate_self(&l);
 	image_read(&l);
 	extent_map_prepare(&l);
+	extent_patch_prepare(&l);
 	extent_decode_prepare(&l);
 	progress_start(&l, l.progress);
 	maps_read(&l);
