@@ -21,7 +21,7 @@ import sys
 import tempfile
 
 # bench_scale first: it imports bench, which imports it back
-import bench_scale  # noqa: F401
+import bench_scale
 import bench as bench_py
 
 
@@ -66,7 +66,7 @@ def main():
     workdir = tempfile.mkdtemp(prefix="ckb-chain-")
     bench = bench_py.Bench(workdir)
     try:
-        bench.start_coordinator()
+        bench.start_coordinator(bench_scale.COORDINATOR_OPTIONS)
         full, chain = make_images(bench, args.mib, args.chain)
         best = {}
         for _ in range(args.repeat):

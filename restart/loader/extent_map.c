@@ -80,8 +80,11 @@ void extent_map_prepare(struct loader *l)
 	chain_choose_map_source(l);
 	if (l->map_image &&
 	    l->work_end - l->work_next >= LOADER_VERIFY_BUF + l->page_size)
-		l->verify_buf = (unsigned char *)work_alloc(l,
-							  LOADER_VERIFY_BUF);
+		/* filled whole when there is that much to verify */
+		l->verify_buf = (unsigned char *)
+			(l->map_source_bytes >= LOADER_VERIFY_BUF ?
+			 work_alloc_populated(l, LOADER_VERIFY_BUF) :
+			 work_alloc(l, LOADER_VERIFY_BUF));
 }
 
 /* Hash e where it is mapped, its pages brought in read-only from the

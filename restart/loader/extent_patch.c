@@ -51,7 +51,8 @@ static struct {
 	const struct ckpt_region *r;
 	unsigned char *buf;		/* LOADER_VERIFY_BUF bytes */
 	struct loader_thread thread;	/* stack_top 0: no thread */
-	int threaded;			/* this region's patches in it */
+	int pending;			/* this region has patches */
+	int threaded;			/* put in by the thread */
 	int vm_writev_refused;
 	uint64_t bytes;			/* put in, for the progress line */
 	enum patch_failure why;
@@ -216,13 +217,31 @@ void extent_patch_prepare(struct loader *l)
 	pat.thread.stack_top = (unsigned char *)mem + LOADER_PATCH_WORK;
 }
 
+/* 1 if a mapped span of r holds an extent to put in here. */
+static int region_has_patches(const struct loader *l,
+			      const struct ckpt_region *r)
+{
+	const struct ckpt_extent *e = &l->extents[r->first_extent];
+	uint64_t n = r->nextents, last;
+
+	for (uint64_t i = 0; i < n; i = last + 1) {
+		if (!extent_span(l, r, e, n, i, &last))
+			continue;
+		for (uint64_t k = i; k <= last; k++)
+			if (patchable(l, &e[k]))
+				return 1;
+	}
+	return 0;
+}
+
 /* The region's spans are mapped: put its patches in, in the patcher's
  * thread where there is one (patch_region_finish() waits for it). */
 void patch_region_start(const struct loader *l, const struct ckpt_region *r)
 {
 	pat.r = r;
 	pat.bytes = 0;
-	pat.threaded = l->verify_buf && pat.thread.stack_top &&
+	pat.pending = l->verify_buf && l->nlinks && region_has_patches(l, r);
+	pat.threaded = pat.pending && pat.thread.stack_top &&
 		       loader_thread_start(&pat.thread, patch_region, NULL);
 }
 
@@ -242,9 +261,9 @@ static void report_patch_failure(void)
 
 /* The region's patches are in (or put in now, by the loader's thread),
  * every one checked; a failure is reported here. */
-void patch_region_finish(const struct loader *l)
+void patch_region_finish(void)
 {
-	if (!l->verify_buf)
+	if (!pat.pending)
 		return;
 	if (pat.threaded)
 		loader_thread_join(&pat.thread, "the thread putting in the "

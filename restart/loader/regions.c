@@ -255,7 +255,7 @@ static void region_fill(struct loader *l, const struct ckpt_region *r)
 	for (uint64_t i = 0; i < n; i = last + 1)
 		if (extent_span(l, r, e, n, i, &last))
 			verify_span(l, e, i, last);
-	patch_region_finish(l);
+	patch_region_finish();
 	for (uint64_t i = 0; i < n; i = last + 1) {
 		mapped = extent_span(l, r, e, n, i, &last);
 		for (uint64_t k = i; k <= last; k++) {
