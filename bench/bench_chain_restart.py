@@ -8,7 +8,8 @@ a chain of --chain (10) incremental images. Then, --repeat (5) times,
 for each build given with --build (a directory holding bin/ and lib/,
 as build/ does; this tree's build/ when none is given): restart of the
 full image and of the chain's last image, until the program answers.
-Prints the best of each and the ratio chain/full per build.
+Prints the best and the median of each and the ratio chain/full per
+build.
 
     bench/bench_chain_restart.py --build /tmp/old --build build
 
@@ -17,6 +18,7 @@ Every wait is bounded; a failure prints the tool's stderr and exits 1."""
 import argparse
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 
@@ -68,20 +70,21 @@ def main():
     try:
         bench.start_coordinator(bench_scale.COORDINATOR_OPTIONS)
         full, chain = make_images(bench, args.mib, args.chain)
-        best = {}
+        times = {}
         for _ in range(args.repeat):
             for b in builds:
                 for kind, images in (("full", full), ("chain", chain)):
-                    t = restart_with(bench, b, images)
-                    best[b, kind] = min(best.get((b, kind), t), t)
+                    times.setdefault((b, kind), []).append(
+                        restart_with(bench, b, images))
         print("fill_idle %d MiB, 1%% written per checkpoint, chain of %d, "
               "best of %d, load average %s" % (
                   args.mib, args.chain, args.repeat,
                   open("/proc/loadavg").read().split()[0]))
         for b in builds:
-            print("%s: full %.1f ms, chain %.1f ms: %.2fx" % (
-                b, best[b, "full"] * 1e3, best[b, "chain"] * 1e3,
-                best[b, "chain"] / best[b, "full"]))
+            for what, pick in (("best", min), ("median", statistics.median)):
+                f, c = pick(times[b, "full"]), pick(times[b, "chain"])
+                print("%s: %s: full %.1f ms, chain %.1f ms: %.2fx" % (
+                    b, what, f * 1e3, c * 1e3, c / f))
     except bench_py.BenchError as e:
         print("bench_chain_restart: %s" % e, file=sys.stderr)
         return 1

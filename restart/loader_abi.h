@@ -90,9 +90,11 @@ enum loader_arg {
 
 /* A chain's changed pages are put in by a thread of the loader with a
  * buffer and a stack of its own (restart/loader/extent_patch.c), in the
- * work area when extents are mapped from a chain. */
+ * work area when extents are mapped from a chain. The buffer holds one
+ * batch (256 scattered pages and the bytes between them in their file). */
+#define LOADER_PATCH_BUF	(1ULL << 20)
 #define LOADER_PATCH_STACK	(64ULL << 10)
-#define LOADER_PATCH_WORK	(LOADER_VERIFY_BUF + LOADER_PATCH_STACK)
+#define LOADER_PATCH_WORK	(LOADER_PATCH_BUF + LOADER_PATCH_STACK)
 
 /* The decompression of compressed extents (restart/loader/extent_decode.c):
  * per thread a zstd context, a buffer for one extent's stored bytes and

@@ -49,7 +49,8 @@ enum patch_failure {
 static struct {
 	const struct loader *l;
 	const struct ckpt_region *r;
-	unsigned char *buf;		/* LOADER_VERIFY_BUF bytes */
+	unsigned char *buf;		/* buf_size bytes */
+	uint64_t buf_size;
 	struct loader_thread thread;	/* stack_top 0: no thread */
 	int pending;			/* this region has patches */
 	int threaded;			/* put in by the thread */
@@ -66,14 +67,14 @@ static struct {
 static int patchable(const struct loader *l, const struct ckpt_extent *e)
 {
 	return e->source != l->map_source && e->source <= l->nlinks &&
-	       e->encoding == CKPT_EXTENT_RAW && e->len <= LOADER_VERIFY_BUF;
+	       e->encoding == CKPT_EXTENT_RAW && e->len <= pat.buf_size;
 }
 
 static int fits(const struct patch_batch *b, const struct ckpt_extent *e)
 {
 	return b->n < PATCH_BATCH && e->file_offset >= b->end &&
 	       e->file_offset - b->end <= PATCH_GAP_MAX &&
-	       e->file_offset + e->len - b->win <= LOADER_VERIFY_BUF;
+	       e->file_offset + e->len - b->win <= pat.buf_size;
 }
 
 static void fail_patch(enum patch_failure why, const struct ckpt_extent *e,
@@ -200,21 +201,37 @@ static void patch_region(void *unused)
 	}
 }
 
+/* The bytes of the image's extents that lie in another file than the
+ * map source: at most what the patcher puts in. */
+static uint64_t bytes_outside_map_source(const struct loader *l)
+{
+	uint64_t n = 0;
+
+	for (uint32_t i = 0; i < l->hdr.nextents; i++)
+		if (l->extents[i].source != l->map_source)
+			n += l->extents[i].len;
+	return n;
+}
+
 /* Before the point of no return: the patcher's buffer and stack from the
- * work area (ckpt_restart made it LOADER_PATCH_WORK larger for a chain),
- * else it shares the verify buffer and runs after the verification. */
+ * work area (ckpt_restart made it LOADER_PATCH_WORK larger for a chain;
+ * the buffer made in one call when it will be filled whole), else it
+ * shares the verify buffer and runs after the verification. */
 void extent_patch_prepare(struct loader *l)
 {
-	uint64_t mem;
-
 	pat.l = l;
 	pat.buf = l->verify_buf;
+	pat.buf_size = LOADER_VERIFY_BUF;
 	if (!l->verify_buf || !l->nlinks ||
 	    l->work_end - l->work_next < LOADER_PATCH_WORK + l->page_size)
 		return;
-	mem = work_alloc(l, LOADER_PATCH_WORK);
-	pat.buf = (unsigned char *)mem;
-	pat.thread.stack_top = (unsigned char *)mem + LOADER_PATCH_WORK;
+	pat.buf = (unsigned char *)
+		(bytes_outside_map_source(l) >= LOADER_PATCH_BUF ?
+		 work_alloc_populated(l, LOADER_PATCH_BUF) :
+		 work_alloc(l, LOADER_PATCH_BUF));
+	pat.buf_size = LOADER_PATCH_BUF;
+	pat.thread.stack_top = (unsigned char *)
+		work_alloc(l, LOADER_PATCH_STACK) + LOADER_PATCH_STACK;
 }
 
 /* 1 if a mapped span of r holds an extent to put in here. */
