@@ -905,17 +905,22 @@ def timed_checkpoints(bench, app, count, argv_extra):
     return out, images
 
 
+def launch_uncompacted(bench, mib, chain):
+    """fill_idle of mib MiB whose chain of `chain` images is measured as a
+    chain: no background compaction into a full image while it grows
+    (docs/image-format.md, "Compaction")."""
+    bench.env["CKPT_CHAIN_COMPACT"] = str(chain + 1)
+    try:
+        return bench.launch(mib)
+    finally:
+        del bench.env["CKPT_CHAIN_COMPACT"]
+
+
 def measure_incremental(bench, mib, chain, repeat):
     """Full (plain) checkpoints against the deltas of a chain of `chain`
     images, 1% of the memory written before each; restart of the chain's
     last image against the restart of the full one."""
-    # the chain measured as a chain: no background compaction into a
-    # full image while it grows (docs/image-format.md, "Compaction")
-    bench.env["CKPT_CHAIN_COMPACT"] = str(chain + 1)
-    try:
-        app = bench.launch(mib)
-    finally:
-        del bench.env["CKPT_CHAIN_COMPACT"]
+    app = launch_uncompacted(bench, mib, chain)
     try:
         full, full_images = timed_checkpoints(bench, app, repeat, [])
         incr, chain_images = timed_checkpoints(bench, app, chain,

@@ -88,6 +88,14 @@ enum loader_arg {
  * extents of at most 4 MiB. */
 #define LOADER_VERIFY_BUF	(4ULL << 20)
 
+/* A chain's changed pages are put in by a thread of the loader with a
+ * buffer and a stack of its own (restart/loader/extent_patch.c), in the
+ * work area when extents are mapped from a chain. The buffer holds one
+ * batch (256 scattered pages and the bytes between them in their file). */
+#define LOADER_PATCH_BUF	(1ULL << 20)
+#define LOADER_PATCH_STACK	(64ULL << 10)
+#define LOADER_PATCH_WORK	(LOADER_PATCH_BUF + LOADER_PATCH_STACK)
+
 /* The decompression of compressed extents (restart/loader/extent_decode.c):
  * per thread a zstd context, a buffer for one extent's stored bytes and
  * (helpers) a stack, plus a scratch TLS page; in the work area when the
@@ -101,8 +109,8 @@ enum loader_arg {
 				  LOADER_DECODE_STACK))
 
 /* work_bytes: metadata block + saved vdso code (page multiple) + the
- * verify buffer when extents are mapped + LOADER_DECODE_WORK for an
- * image with compressed extents. */
+ * verify buffer when extents are mapped (+ LOADER_PATCH_WORK from a
+ * chain) + LOADER_DECODE_WORK for an image with compressed extents. */
 static inline uint64_t loader_range_size(uint64_t rw_end, uint64_t work_bytes)
 {
 	return rw_end + LOADER_PARAMS_SIZE + LOADER_PAGE + LOADER_STAGE_SIZE +

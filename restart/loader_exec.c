@@ -385,6 +385,8 @@ int loader_exec(const struct ckpt_image *img, const char *image_path,
 				 image_vdso_code_size(img) +
 				 (image_memory_mapped(img) ? LOADER_VERIFY_BUF +
 				  LOADER_PAGE : 0) +
+				 (image_memory_mapped(img) && img->hdr.nlinks ?
+				  LOADER_PATCH_WORK : 0) +
 				 (image_has_compressed_extents(img) ?
 				  LOADER_DECODE_WORK : 0));
 	if (loader_choose_base(img, size, &base)) {

@@ -102,4 +102,5 @@ void chain_choose_map_source(struct loader *l)
 	for (unsigned s = 1; s <= l->nlinks; s++)
 		if (bytes[s] > bytes[l->map_source])
 			l->map_source = s;
+	l->map_source_bytes = bytes[l->map_source];
 }

@@ -15,8 +15,6 @@
  * blob stays free of the legacy code and its relocations.
  */
 #define ZSTD_STATIC_LINKING_ONLY
-#include <linux/futex.h>
-#include <linux/sched.h>
 #include <zstd.h>
 #include "ckpt/hash.h"
 #include "loader.h"
@@ -24,7 +22,6 @@
 
 #define JOBS_MAX		64
 #define ZSTD_FRAME_MAGIC	0xFD2FB528u
-#define JOIN_TIMEOUT_S		120
 
 enum decode_failure {
 	DECODE_OK,
@@ -44,8 +41,7 @@ struct decode_job {
 struct decode_thread {
 	ZSTD_DCtx *dctx;
 	unsigned char *in;		/* CKPT_EXTENT_MAX bytes */
-	unsigned char *stack_top;	/* helpers only */
-	int tid;			/* cleared by the kernel at exit */
+	struct loader_thread thread;	/* helpers only */
 };
 
 static struct {
@@ -179,7 +175,8 @@ void extent_decode_prepare(struct loader *l)
 		if (!t->dctx)
 			loader_fail("preparing the zstd decompressor failed");
 		t->in = (unsigned char *)(mem + LOADER_DECODE_DCTX);
-		t->stack_top = t->in + CKPT_EXTENT_MAX + LOADER_DECODE_STACK;
+		t->thread.stack_top = t->in + CKPT_EXTENT_MAX +
+				      LOADER_DECODE_STACK;
 	}
 }
 
@@ -253,32 +250,6 @@ static void decode_jobs(void *arg)
 		decode_one(t, &dec.job[i]);
 }
 
-static void start_helper(struct decode_thread *t)
-{
-	const unsigned long flags = CLONE_VM | CLONE_FS | CLONE_FILES |
-		CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM |
-		CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID;
-	long tid = arch_clone_thread(flags, t->stack_top, &t->tid,
-				     decode_jobs, t);
-
-	if (tid < 0)	/* the others do its share */
-		t->tid = 0;
-}
-
-static void join_helper(struct decode_thread *t)
-{
-	struct { long sec, nsec; } second = { 1, 0 };
-	int tid;
-
-	for (int s = 0; s < JOIN_TIMEOUT_S &&
-			(tid = __atomic_load_n(&t->tid, __ATOMIC_ACQUIRE)); s++)
-		__syscall6(__NR_futex, (long)&t->tid, FUTEX_WAIT, tid,
-			   (long)&second, 0, 0);
-	if (__atomic_load_n(&t->tid, __ATOMIC_ACQUIRE))
-		loader_fail("a decompression thread did not finish in %d s",
-			    JOIN_TIMEOUT_S);
-}
-
 static void report_failure(void)
 {
 	const struct ckpt_extent *e = dec.failure.e;
@@ -325,11 +296,14 @@ void extent_decode_wait(const struct loader *l)
 	if (helpers > dec.njobs - 1)
 		helpers = dec.njobs - 1;
 	dec.next = 0;
-	for (unsigned i = 1; i <= helpers; i++)
-		start_helper(&dec.thread[i]);
+	for (unsigned i = 1; i <= helpers; i++)	/* else the others do its
+						   share */
+		loader_thread_start(&dec.thread[i].thread, decode_jobs,
+				    &dec.thread[i]);
 	decode_jobs(&dec.thread[0]);
 	for (unsigned i = 1; i <= helpers; i++)
-		join_helper(&dec.thread[i]);
+		loader_thread_join(&dec.thread[i].thread,
+				   "a decompression thread");
 	dec.njobs = 0;
 	if (dec.failed)
 		report_failure();

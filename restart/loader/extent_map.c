@@ -80,8 +80,11 @@ void extent_map_prepare(struct loader *l)
 	chain_choose_map_source(l);
 	if (l->map_image &&
 	    l->work_end - l->work_next >= LOADER_VERIFY_BUF + l->page_size)
-		l->verify_buf = (unsigned char *)work_alloc(l,
-							  LOADER_VERIFY_BUF);
+		/* filled whole when there is that much to verify */
+		l->verify_buf = (unsigned char *)
+			(l->map_source_bytes >= LOADER_VERIFY_BUF ?
+			 work_alloc_populated(l, LOADER_VERIFY_BUF) :
+			 work_alloc(l, LOADER_VERIFY_BUF));
 }
 
 /* Hash e where it is mapped, its pages brought in read-only from the
@@ -93,6 +96,11 @@ static void verify_in_place(const struct loader *l,
 		loader_fail("memory %lx-%lx: checksum mismatch: the saved data%s "
 			    "is corrupt", e->addr, e->addr + e->len,
 			    extent_source_name(l, e));
+}
+
+static int in_verify_buf(const struct loader *l, const struct ckpt_extent *e)
+{
+	return l->verify_buf && e->len <= LOADER_VERIFY_BUF;
 }
 
 /* len bytes at file offset off of the span's file into the verify
@@ -118,25 +126,23 @@ static void read_window(const struct loader *l, const struct ckpt_extent *e,
 	}
 }
 
-/* The map source's extents of the span, hashed in the verify buffer,
- * read in windows of its size (a delta splits the full image's memory
- * into many extents: one read each would cost a system call per few
- * pages). 1 if an extent is larger than the buffer: hashed in place. */
-static int verify_span(struct loader *l, const struct ckpt_extent *e,
-		       uint64_t first, uint64_t last)
+/* The map source's extents of the span e[first..last] (mapped by
+ * map_span()), hashed in the verify buffer, read in windows of its size
+ * (a delta splits the full image's memory into many extents: one read
+ * each would cost a system call per few pages). An extent larger than the
+ * buffer was hashed where it is mapped. The data is read once, as fast as
+ * cat reads it: no instruction of the program runs on unverified memory,
+ * and the pages are in the page cache for the mapping. */
+void verify_span(const struct loader *l, const struct ckpt_extent *e,
+		 uint64_t first, uint64_t last)
 {
 	uint64_t end = e[last].file_offset + e[last].len, win = 0, wlen = 0;
-	int larger = 0;
 
 	for (uint64_t k = first; k <= last; k++) {
 		const struct ckpt_extent *x = &e[k];
 
-		if (x->source != l->map_source)
+		if (x->source != l->map_source || !in_verify_buf(l, x))
 			continue;
-		if (!l->verify_buf || x->len > LOADER_VERIFY_BUF) {
-			larger = 1;
-			continue;
-		}
 		if (!wlen || x->file_offset + x->len > win + wlen) {
 			win = x->file_offset;
 			wlen = end - win < LOADER_VERIFY_BUF ? end - win :
@@ -149,25 +155,35 @@ static int verify_span(struct loader *l, const struct ckpt_extent *e,
 				    "saved data%s is corrupt", x->addr,
 				    x->addr + x->len, extent_source_name(l, x));
 	}
-	return larger;
+}
+
+/* 1 if an extent of the map source in the span is hashed where it is
+ * mapped (larger than the verify buffer, or no buffer). */
+static int span_verified_in_place(const struct loader *l,
+				  const struct ckpt_extent *e, uint64_t first,
+				  uint64_t last)
+{
+	for (uint64_t k = first; k <= last; k++)
+		if (e[k].source == l->map_source && !in_verify_buf(l, &e[k]))
+			return 1;
+	return 0;
 }
 
 /*
- * Verify the map source's extents of the span e[first..last], then map
- * the span private and writable at its address (map_regions() then gives
- * the region its protection; a write takes a private copy of the page).
- * The data is read once through the verify buffer, as fast as cat
- * reads it, and hashed there: no instruction of the program runs on
- * unverified memory, and the pages are in the page cache for the
- * mapping. The mapping itself costs no reads; the program's first
- * touches fault the pages in. The other extents of the span are copied
- * over it by the caller, each checked where it lands.
+ * Map the span e[first..last] private and writable at its address
+ * (map_regions() then gives the region its protection; a write takes a
+ * private copy of the page). The mapping itself costs no reads; the
+ * program's first touches fault the pages in. Its map source's extents
+ * are verified by verify_span() (those larger than the verify buffer
+ * here, populated and hashed where they are mapped); the other extents
+ * of the span are put over it by the caller (extent_patch.c), each
+ * checked too.
  */
 void map_span(struct loader *l, const struct ckpt_extent *e, uint64_t first,
 	      uint64_t last)
 {
 	uint64_t addr = e[first].addr, len = e[last].addr + e[last].len - addr;
-	int populate = verify_span(l, e, first, last);
+	int populate = span_verified_in_place(l, e, first, last);
 	long ret;
 
 	ret = sys_mmap(addr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE |
@@ -179,8 +195,7 @@ void map_span(struct loader *l, const struct ckpt_extent *e, uint64_t first,
 			    e[first].file_offset, extent_source_name(l, &e[first]),
 			    ret < 0 ? errno_text(ret) : "mapped elsewhere");
 	for (uint64_t k = first; k <= last && populate; k++)
-		if (e[k].source == l->map_source &&
-		    !(l->verify_buf && e[k].len <= LOADER_VERIFY_BUF))
+		if (e[k].source == l->map_source && !in_verify_buf(l, &e[k]))
 			verify_in_place(l, &e[k]);
 	if (!l->image_mapped_at)
 		l->image_mapped_at = addr;

@@ -70,6 +70,7 @@ struct loader {
 	unsigned nlinks;
 	unsigned map_source;		/* the one file mapped from: 0 the
 					   image, n link n-1 */
+	uint64_t map_source_bytes;	/* its bytes that may be mapped */
 	unsigned char *verify_buf;	/* LOADER_VERIFY_BUF bytes or 0 */
 	char image_path[4096];
 	char coord_addr[512];
@@ -112,6 +113,7 @@ void parse_kernel_stack(struct loader *l, const uint64_t *sp);
 
 /* main.c */
 uint64_t work_alloc(struct loader *l, uint64_t len);
+uint64_t work_alloc_populated(struct loader *l, uint64_t len);
 
 /* image.c */
 void image_read(struct loader *l);
@@ -151,12 +153,24 @@ int extent_span(const struct loader *l, const struct ckpt_region *r,
 		uint64_t *last);
 void map_span(struct loader *l, const struct ckpt_extent *e, uint64_t first,
 	      uint64_t last);
+void verify_span(const struct loader *l, const struct ckpt_extent *e,
+		 uint64_t first, uint64_t last);
 void extent_map_prepare(struct loader *l);
 
 /* extent_patch.c */
-void patch_span(const struct loader *l, const struct ckpt_extent *e,
-		uint64_t first, uint64_t last);
+void extent_patch_prepare(struct loader *l);
+void patch_region_start(const struct loader *l, const struct ckpt_region *r);
+void patch_region_finish(void);
 int extent_patchable(const struct loader *l, const struct ckpt_extent *e);
+
+/* threads.c: a helper thread of the loader's own */
+struct loader_thread {
+	unsigned char *stack_top;	/* in the work area */
+	int tid;			/* cleared by the kernel at exit */
+};
+int loader_thread_start(struct loader_thread *t, void (*fn)(void *),
+			void *arg);
+void loader_thread_join(struct loader_thread *t, const char *what);
 
 /* extent_decode.c */
 void extent_decode_prepare(struct loader *l);

@@ -36,8 +36,7 @@ static void locate_self(struct loader *l)
 	add_own_mapping(l, l->self_start, l->self_end);
 }
 
-/* Anonymous memory in the work area, never where the image goes. */
-uint64_t work_alloc(struct loader *l, uint64_t len)
+static uint64_t work_map(struct loader *l, uint64_t len, int populate)
 {
 	uint64_t addr = l->work_next;
 	long ret;
@@ -47,7 +46,8 @@ uint64_t work_alloc(struct loader *l, uint64_t len)
 		loader_fail("the loader's work area is too small for %lu bytes",
 			    len);
 	ret = sys_mmap(addr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE |
-		       MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+		       MAP_ANONYMOUS | MAP_FIXED_NOREPLACE |
+		       (populate ? MAP_POPULATE : 0), -1, 0);
 	if (ret < 0 || (uint64_t)ret != addr)
 		loader_fail("allocating %lu bytes at %lx for the loader failed: "
 			    "%s", len, addr, ret < 0 ? errno_text(ret) :
@@ -55,6 +55,19 @@ uint64_t work_alloc(struct loader *l, uint64_t len)
 	l->work_next += len;
 	add_own_mapping(l, addr, addr + len);
 	return addr;
+}
+
+/* Anonymous memory in the work area, never where the image goes. */
+uint64_t work_alloc(struct loader *l, uint64_t len)
+{
+	return work_map(l, len, 0);
+}
+
+/* The same, its pages made in one call: for a buffer that is filled
+ * whole, where a fault per page would cost more (in a VM above all). */
+uint64_t work_alloc_populated(struct loader *l, uint64_t len)
+{
+	return work_map(l, len, 1);
 }
 
 void loader_main(const uint64_t *kernel_sp) __attribute__((noreturn));
@@ -67,6 +80,7 @@ void loader_main(const uint64_t *kernel_sp)
 	locate_self(&l);
 	image_read(&l);
 	extent_map_prepare(&l);
+	extent_patch_prepare(&l);
 	extent_decode_prepare(&l);
 	progress_start(&l, l.progress);
 	maps_read(&l);

@@ -238,9 +238,10 @@ void region_read_data(const struct loader *l, const struct ckpt_region *r,
 }
 
 /* The region's saved pages at their addresses: mapped from the image
- * where the rule allows (extent_map.c), then the rest read in or
- * decompressed, over the mappings where a span covers them (in batches
- * where they can be: extent_patch.c). */
+ * where the rule allows (extent_map.c) and verified while the pages
+ * deltas changed are put over the mappings (extent_patch.c), then the
+ * rest read in or decompressed, over the mappings where a span covers
+ * them. */
 static void region_fill(struct loader *l, const struct ckpt_region *r)
 {
 	const struct ckpt_extent *e = region_extents(l, r);
@@ -250,10 +251,13 @@ static void region_fill(struct loader *l, const struct ckpt_region *r)
 	for (uint64_t i = 0; i < n; i = last + 1)
 		if (extent_span(l, r, e, n, i, &last))
 			map_span(l, e, i, last);
+	patch_region_start(l, r);
+	for (uint64_t i = 0; i < n; i = last + 1)
+		if (extent_span(l, r, e, n, i, &last))
+			verify_span(l, e, i, last);
+	patch_region_finish();
 	for (uint64_t i = 0; i < n; i = last + 1) {
 		mapped = extent_span(l, r, e, n, i, &last);
-		if (mapped)
-			patch_span(l, e, i, last);
 		for (uint64_t k = i; k <= last; k++) {
 			if (mapped && (e[k].source == l->map_source ||
 				       extent_patchable(l, &e[k])))
