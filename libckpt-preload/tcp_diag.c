@@ -136,6 +136,18 @@ static int dump_into_table(int nl, const void *req, size_t len)
 	}
 }
 
+/* A dump request of type (msg: len bytes starting with its header),
+ * zeroed past the header. */
+static void dump_request_header(void *msg, size_t len, int type)
+{
+	struct nlmsghdr *nlh = msg;
+
+	memset(msg, 0, len);
+	nlh->nlmsg_len = len;
+	nlh->nlmsg_type = type;
+	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+}
+
 /* One family's dump (SOCK_DIAG_BY_FAMILY): 0 or -errno. */
 static int dump_family(int nl, int family)
 {
@@ -144,10 +156,7 @@ static int dump_family(int nl, int family)
 		struct inet_diag_req_v2 req;
 	} msg;
 
-	memset(&msg, 0, sizeof(msg));
-	msg.nlh.nlmsg_len = sizeof(msg);
-	msg.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
-	msg.nlh.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+	dump_request_header(&msg, sizeof(msg), SOCK_DIAG_BY_FAMILY);
 	msg.req.sdiag_family = family;
 	msg.req.sdiag_protocol = IPPROTO_TCP;
 	msg.req.idiag_states = STATES_DESCRIBED;
@@ -168,10 +177,7 @@ static int dump_both_families(int nl)
 		struct inet_diag_req req;
 	} msg;
 
-	memset(&msg, 0, sizeof(msg));
-	msg.nlh.nlmsg_len = sizeof(msg);
-	msg.nlh.nlmsg_type = TCPDIAG_GETSOCK;
-	msg.nlh.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+	dump_request_header(&msg, sizeof(msg), TCPDIAG_GETSOCK);
 	msg.req.idiag_family = AF_UNSPEC;
 	msg.req.idiag_states = STATES_DESCRIBED;
 	msg.req.idiag_ext = 1 << (INET_DIAG_SKMEMINFO - 1);
