@@ -6,14 +6,16 @@ checkpointed together, killed, and restarted by ckpt_restart_script.sh
 --host OLD=NEW[@ADDR] with the hosts swapped, or one host moved to a third
 namespace with another address: both conversations continue exactly,
 between the new addresses. A bad map stops the script before anything
-starts."""
+starts. A listener moved to a third host accepts a new client from
+another host at its new address."""
 
 import os
 import re
+import time
 
 import pytest
 
-from ckpt_harness import app, assert_resumed, Proc
+from ckpt_harness import app, assert_resumed, Proc, tool
 from netns_hosts import hosts_fixture
 from test_multi_host import file_numbers, last_line, wait_progress
 
@@ -225,3 +227,112 @@ def test_bad_host_maps_are_clear_errors_and_restart_nothing(hosts):
     rc, s = run_script(h, [])
     assert rc == 0, s.stderr_text()
     assert_continued(progs, runs)
+
+
+# A server outside any test app: accepts clients one after another on
+# HOST:PORT, answers each one's line with "LINE N" (N counts the clients
+# served, so a restart must continue it) and prints the client's address
+# and the address it was reached at (as the program sees them).
+ACCEPT_SERVER = r"""
+import socket, sys
+l = socket.socket()
+l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+l.bind((sys.argv[1], int(sys.argv[2])))
+l.listen(8)
+print("listening", flush=True)
+n = 0
+while True:
+    c, peer = l.accept()
+    line = c.makefile("rb").readline().strip()
+    n += 1
+    c.sendall(line + b" %d\n" % n)
+    print("served %d from %s at %s" % (n, peer[0], c.getsockname()[0]),
+          flush=True)
+    c.close()
+"""
+
+# A client outside the computation: connects to HOST:PORT (retrying while
+# nothing listens there yet, 30 s at most), sends LINE, prints the answer.
+ACCEPT_CLIENT = r"""
+import socket, sys, time
+deadline = time.monotonic() + 30
+while True:
+    try:
+        c = socket.create_connection((sys.argv[1], int(sys.argv[2])), 5)
+        break
+    except OSError as e:
+        if time.monotonic() > deadline:
+            sys.exit("no server at %s:%s: %s" % (sys.argv[1],
+                                                  sys.argv[2], e))
+        time.sleep(0.1)
+c.settimeout(20)
+c.sendall(sys.argv[3].encode() + b"\n")
+print(c.makefile("rb").readline().decode().strip(), flush=True)
+"""
+
+ACCEPT_PORT = "7002"
+
+
+def client_answer(h, host, addr, line, server):
+    """ACCEPT_CLIENT run on host against addr: the server's answer (server:
+    the Proc whose stderr tells why there was none)."""
+    p = h.start(host, ["/usr/bin/python3", "-c", ACCEPT_CLIENT, addr,
+                       ACCEPT_PORT, line], "client on %s" % host)
+    assert p.wait_exit(60) == 0, "%s\n%s:\n%s\ncoordinator:\n%s" % (
+        p.stderr_text(), server.name, server.stderr_text(),
+        h.coordinator.stderr_text())
+    return "\n".join(p.lines()).strip()
+
+
+def wait_line(path, pattern, proc, timeout=60):
+    """The first line of path matching pattern, waited for."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with open(path, "rb") as f:
+            text = f.read().replace(b"\0", b"").decode()
+        m = re.search(pattern, text, re.M)
+        if m:
+            return m
+        assert proc.alive(), "%s exited: %s" % (proc.name,
+                                                proc.stderr_text())
+        time.sleep(0.05)
+    raise AssertionError("%s: no line %r in %s within %ds" % (
+        proc.name, pattern, path, timeout))
+
+
+@pytest.mark.time_limit(150)
+def test_listener_moved_to_another_host_accepts_new_clients(hosts):
+    """A server on host a, listening on a's address, serves a client from
+    host b; checkpointed while it waits in accept(), killed, and
+    restarted on host c at c's address: a new client from host b
+    connects to c's address and is served, the server's count of
+    clients continues (2), and the server sees b's address as its
+    client's and a's (the address it bound) as the one it was reached
+    at."""
+    h = hosts
+    a, b, c = h.names
+    h.start_coordinator()
+    out = os.path.join(h.dir_of(a), "accept-server")
+    with open(out, "wb") as f:
+        server = h.launch(a, ["/usr/bin/python3", "-c", ACCEPT_SERVER,
+                              h.addrs[0], ACCEPT_PORT], stdout=f)
+    wait_line(out, r"^listening$", server)
+    assert client_answer(h, b, h.addrs[0], "before", server) == "before 1"
+    wait_line(out, r"^served 1 ", server)
+    r = h.command("--checkpoint")
+    assert len(r.stdout.split()) == 1, r.stdout
+    server.sigkill()
+    os.truncate(out, 0)
+    # one host's computation: ckpt_restart on the new host, given the map
+    # (the script says so for --host)
+    h.fresh_coordinator()
+    s = h.start(c, [tool("ckpt_restart"), "--coord", h.coord, "--host-map",
+                    "%s=%s" % (h.addrs[0], h.addrs[2])] + r.stdout.split(),
+                "ckpt_restart on %s" % c,
+                env=dict(h.env, CKPT_DIR=h.dir_of(a)))
+    assert client_answer(h, b, h.addrs[2], "after", s) == "after 2"
+    m = wait_line(out, r"^served 2 from (\S+) at (\S+)$", s)
+    assert m.groups() == (h.addrs[1], h.addrs[0]), m.group(0)
+    assert_came_back_on(h, "python3", c, h.addrs[2])
+    h.command("--kill")
+    s.wait_exit(60)
