@@ -513,6 +513,17 @@ def checkpoint_silently(s, expect_images=None):
     return images
 
 
+def checkpoint_while_running(s, proc):
+    """One ckpt_command --checkpoint of a computation that goes on: it must
+    succeed and proc must still run. Returns the image paths."""
+    r = s.command("--checkpoint")
+    assert r.returncode == 0, (
+        "a checkpoint of %s failed: %s" % (proc.name, r.stderr))
+    assert proc.alive(), "%s ended during the checkpoints: %r" % (
+        proc.name, proc.lines()[-3:])
+    return [l for l in r.stdout.splitlines() if l.strip()]
+
+
 def restart_and_checkpoint_again(s, images, progress, minimum):
     """Restart images, wait for progress >= minimum, checkpoint the
     restarted computation (silently) and kill it. Returns (the restarted

@@ -10,7 +10,7 @@ right status."""
 
 import pytest
 
-from ckpt_harness import app, numbers
+from ckpt_harness import app, checkpoint_while_running, numbers
 
 N = 2000
 ROUND = r"^round (\d+) ok$"
@@ -22,12 +22,7 @@ def test_checkpoints_during_fork_exec_and_exit(session):
     p.wait_line(ROUND, minimum=50)
     images = None
     for _ in range(8):
-        r = session.command("--checkpoint")
-        assert r.returncode == 0, (
-            "a checkpoint during fork/exec failed: %s" % r.stderr)
-        images = [l for l in r.stdout.splitlines() if l.strip()]
-        assert p.alive(), "the program ended during the checkpoints: %r" % (
-            p.lines()[-3:])
+        images = checkpoint_while_running(session, p)
     session.kill_all()
     p.popen.wait(30)
     before = numbers(p.lines(), ROUND)
