@@ -172,5 +172,12 @@ def free_port():
     return port
 
 
+def unpack_result(payload):
+    """A RESULT as the coordinator reads it: a shorter payload (libckpt
+    sends one only up to the end of its text) is zero-filled
+    (docs/protocol.md)."""
+    return RESULT.unpack_from(payload.ljust(RESULT.size, b"\0"))
+
+
 def cstr(b):
     return b.split(b"\0", 1)[0].decode()

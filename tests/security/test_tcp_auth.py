@@ -396,7 +396,7 @@ def test_ckpt_dir_outside_the_rule_is_refused(session):
             rtype, payload = c.recv()
             if rtype != w.MSG_UNRESTORED:
                 break
-        g, err, _, path, msg = w.RESULT.unpack_from(payload)
+        g, err, _, path, msg = w.unpack_result(payload)
         results.append((d, rtype, g, err, w.cstr(msg), w.cstr(path)))
         return rtype
 
