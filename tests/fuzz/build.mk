@@ -26,7 +26,7 @@ FUZZ_SRCS_coord_msg := coordinator/conn.c coordinator/listener.c \
 	coordinator/round_timeouts.c coordinator/auth_handshake.c \
 	coordinator/tracer.c coordinator/proc_files.c coordinator/conn_events.c \
 	coordinator/snapshots.c \
-	coordinator/json_replies.c \
+	coordinator/json_replies.c coordinator/image_twins.c \
 	$(CLIENT_SRCS)
 
 $(FUZZ_DIR)/fuzz_coord_msg: tests/fuzz/fuzz_coord_msg.c \
