@@ -57,6 +57,7 @@ int checkpoint_suspend(uint64_t generation, const char *dir, char *err,
 	if (r < 0)
 		return r;
 	shared_begin_round(generation, dir);
+	tcp_refill_begin_round(generation, dir);
 	unrestored_begin();
 	pending_capture_process();
 	for (size_t i = 0; i < ckpt_nresources; i++) {
@@ -127,6 +128,7 @@ int checkpoint_restore_resources(const struct ckpt_restart_args *args)
 {
 	int r;
 
+	tcp_refill_forget();	/* its bytes are in the peer's image */
 	for (size_t i = 0; i < ckpt_nresources; i++) {
 		if (!ckpt_resources[i]->restore)
 			continue;

@@ -191,7 +191,9 @@ static void settle_tcp(const struct saved_fd *s)
 	int left = socket_state_settle(s->fd, &settle_budget_ms);
 	char what[512];
 
-	if (!left || sockets_describe(s->fd, what, sizeof(what)) < 0)
+	/* a receiver on this host moves them (tcp_refill.c) */
+	if (!left || tcp_refill_note_stuck(s->fd, &sock_info[s->sock]) ||
+	    sockets_describe(s->fd, what, sizeof(what)) < 0)
 		return;
 	unrestored_add("fd %d: %s: %d bytes sent and not yet received by "
 		       "the peer; a restart loses them if the peer is in the "
@@ -500,7 +502,7 @@ static int save_queue(const struct saved_fd *s, int mfd,
 		if (r <= 0)
 			return r;
 	}
-	r = tcp ? sockets_peek_into(s->fd, mfd, &queued) :
+	r = tcp ? tcp_refill_save_queue(s->fd, si, mfd, &queued) :
 		  udp_queue_save(s->fd, mfd, &queued, &si->ndgrams);
 	if (r < 0)
 		return r;
@@ -766,6 +768,7 @@ static int files_write(struct image_writer *w)
 					  size);
 	}
 	close_in_flight();
+	tcp_refill_end_write();
 	return r;
 }
 

@@ -212,6 +212,8 @@ const char *unrestored_text(void);
 
 /* socket_names.c */
 int sockets_describe(int fd, char *out, size_t len);
+long sockets_diag_ask(const void *req, size_t len, void *reply,
+		      size_t replylen);
 
 /* event_fds.c: eventfd, timerfd, signalfd, epoll (for files.c) */
 int event_fds_kind(const char *link);
@@ -561,6 +563,16 @@ void socket_state_read_deferred(void);
 int socket_state_restore_closed(int fd, const struct ckpt_socket_info *si,
 				int status_flags);
 int socket_state_settle(int fd, int *budget_ms);
+
+/* tcp_refill.c: bytes a TCP sender could not send before a checkpoint,
+ * moved by its receiver and put back before the sender resumes */
+void tcp_refill_begin_round(uint64_t generation, const char *dir);
+void tcp_refill_forget(void);
+int tcp_refill_note_stuck(int fd, const struct ckpt_socket_info *si);
+int tcp_refill_save_queue(int fd, const struct ckpt_socket_info *si,
+			  int memfd, uint64_t *size);
+void tcp_refill_end_write(void);
+void tcp_refill_before_resume(void);
 void socket_state_restore_options(int fd, const struct ckpt_socket_info *si);
 
 /* wrappers/signalfd_read.c: reads of this fd (a signalfd) name senders

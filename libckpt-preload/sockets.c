@@ -65,6 +65,25 @@ static uint32_t peer_from_reply(const char *buf, long len, uint32_t ino)
 	return 0;
 }
 
+/* One sock_diag request (req: len bytes, its header first) and the
+ * first part of its answer into reply: the bytes received, or -errno. */
+long sockets_diag_ask(const void *req, size_t len, void *reply,
+		      size_t replylen)
+{
+	int nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC,
+			NETLINK_SOCK_DIAG);
+	long n;
+
+	if (nl < 0)
+		return -errno;
+	n = send(nl, req, len, 0) == (ssize_t)len ?
+	    recv(nl, reply, replylen, 0) : -1;
+	if (n < 0)
+		n = -errno;
+	close(nl);
+	return n;
+}
+
 /* 1 and *peer when Unix socket ino is connected to a peer, 0 when it is
  * not, -errno on failure (sock_diag: UNIX_DIAG_PEER). */
 int sockets_unix_peer(uint64_t ino, uint32_t *peer)
@@ -74,7 +93,6 @@ int sockets_unix_peer(uint64_t ino, uint32_t *peer)
 		struct unix_diag_req req;
 	} msg;
 	char reply[4096];
-	int nl, r;
 	long n;
 
 	memset(&msg, 0, sizeof(msg));
@@ -87,19 +105,9 @@ int sockets_unix_peer(uint64_t ino, uint32_t *peer)
 	msg.req.udiag_show = UDIAG_SHOW_PEER;
 	msg.req.udiag_cookie[0] = INET_DIAG_NOCOOKIE;
 	msg.req.udiag_cookie[1] = INET_DIAG_NOCOOKIE;
-	nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
-	if (nl < 0)
-		return -errno;
-	if (send(nl, &msg, sizeof(msg), 0) != sizeof(msg)) {
-		r = -errno;
-		close(nl);
-		return r;
-	}
-	n = recv(nl, reply, sizeof(reply), 0);
-	r = n < 0 ? -errno : 0;
-	close(nl);
-	if (r < 0)
-		return r;
+	n = sockets_diag_ask(&msg, sizeof(msg), reply, sizeof(reply));
+	if (n < 0)
+		return n;
 	*peer = peer_from_reply(reply, n, ino);
 	return *peer != 0;
 }

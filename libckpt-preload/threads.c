@@ -639,6 +639,9 @@ int threads_suspend_all(char *err, size_t errlen)
 
 void threads_resume_all(void)
 {
+	/* bytes a TCP peer read out of this process's send queue go back
+	 * before the program writes again */
+	tcp_refill_before_resume();
 	debugger_note(CKPT_DEBUGGER_RELEASING, nslots);
 	__atomic_store_n(&round_active, 0, __ATOMIC_RELEASE);
 	__atomic_add_fetch(&resume_word, 1, __ATOMIC_RELEASE);
