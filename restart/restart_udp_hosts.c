@@ -36,7 +36,7 @@
 #include "restart_tcp.h"
 #include "restart_udp.h"
 
-#define MEET_TIMEOUT_MS		30000
+#define MEET_TIMEOUT_MS		15000
 #define MAX_PEERS		64
 #define HANDED_BYTES_MAX	(64U << 20)
 #define MEET_PORT_BASE		49152
@@ -72,6 +72,7 @@ struct peer {
 	struct buf in;
 	size_t parsed;
 	int ended;			/* its end record is in */
+	int said_sent;			/* its "sent" byte is in */
 	int handed;			/* both lists went across */
 	const char *failed;		/* what went wrong, or NULL */
 };
@@ -315,6 +316,16 @@ static void accept_peers(int lfd, long long deadline)
 			peers[i].failed = "its ckpt_restart did not connect";
 }
 
+/* Its "sent" byte, when read with the end of its list (a side that has
+ * read ours already sends it at once). */
+static void check_said_sent(struct peer *p, size_t end)
+{
+	if (p->in.len > end && p->in.p[end] == 'S')
+		p->said_sent = 1;
+	else if (p->in.len > end)
+		p->failed = "it sent bytes after its list";
+}
+
 /* Walk the records read so far; a bad hello or record fails the peer. */
 static void parse_in(struct peer *p, uint64_t computation_id)
 {
@@ -332,11 +343,16 @@ static void parse_in(struct peer *p, uint64_t computation_id)
 		}
 		p->parsed = sizeof(hello);
 	}
-	while (p->parsed && !p->ended &&
+	if (p->ended) {
+		check_said_sent(p, p->parsed + sizeof(r));
+		return;
+	}
+	while (p->parsed &&
 	       p->in.len - p->parsed >= sizeof(r)) {
 		memcpy(&r, p->in.p + p->parsed, sizeof(r));
 		if (r.h.size == END_OF_DGRAMS) {
 			p->ended = 1;
+			check_said_sent(p, p->parsed + sizeof(r));
 			return;
 		}
 		if (r.h.size > 65536 || r.h.from_len > sizeof(r.h.from) ||
@@ -457,7 +473,7 @@ static void trade_sent(long long deadline)
 	for (int i = 0; i < npeers; i++) {
 		struct peer *p = &peers[i];
 
-		if (p->fd < 0 || p->failed)
+		if (p->fd < 0 || p->failed || p->said_sent)
 			continue;
 		if (wait_fd(p->fd, POLLIN, deadline) < 0 ||
 		    recv(p->fd, &c, 1, MSG_DONTWAIT) != 1 || c != 'S')
