@@ -66,7 +66,7 @@ def checkpoint_and_kill(h, progs):
     """Each program launched on its host, one checkpoint once the sender
     has sent 40 numbers, then all killed and
     their outputs emptied. Returns ({tag: (out, seen, before)}, the
-    number of datagrams saved in the receiver's image)."""
+    number of datagrams saved in the receiver's image, its path)."""
     h.start_coordinator()
     runs = {}
     for host, tag, argv, _ in progs:
@@ -88,7 +88,7 @@ def checkpoint_and_kill(h, progs):
         result[tag] = (out, seen[tag], file_numbers(out, prog))
         os.truncate(out, 0)
     recv_image = [i for i in images if i.startswith(h.dir_of(h.names[1]))]
-    return result, queued_at_checkpoint(recv_image[0])
+    return result, queued_at_checkpoint(recv_image[0]), recv_image[0]
 
 
 def assert_every_datagram_once(progs, runs, err):
@@ -108,7 +108,7 @@ def test_datagrams_queued_between_hosts_come_from_their_sender(hosts,
     h = hosts
     a, b = h.names
     progs = programs(h)
-    runs, queued = checkpoint_and_kill(h, progs)
+    runs, queued, _ = checkpoint_and_kill(h, progs)
     assert queued >= 5, "only %d datagrams waited at the receiver: the " \
         "test proves nothing" % queued
     args = [] if where == "same hosts" else [
@@ -116,3 +116,27 @@ def test_datagrams_queued_between_hosts_come_from_their_sender(hosts,
     rc, s = run_script(h, args)
     assert rc == 0, s.stderr_text()
     assert_every_datagram_once(progs, runs, s.stderr_text())
+
+
+@pytest.mark.time_limit(150)
+def test_sender_host_not_restarted_is_named_and_bounded(hosts):
+    """Only the receiver's host is restarted: its ckpt_restart waits for
+    the sender host's (15 s at most), names it and the datagrams it then
+    sends from this host, and goes on."""
+    h = hosts
+    a, b = h.names
+    runs, queued, image = checkpoint_and_kill(h, programs(h))
+    t0 = time.monotonic()
+    r = h.start(b, [tool("ckpt_restart"), "--coord", h.coord,
+                    "--peer-hosts", h.addrs[0], image],
+                "ckpt_restart on " + b)
+    want = re.compile(r"warning: host %s \(--peer-hosts\): its ckpt_restart "
+                      r"did not connect; (\d+) datagrams from it waiting "
+                      r"here are sent from this host instead" %
+                      re.escape(h.addrs[0]))
+    while not want.search(r.stderr_text()):
+        assert time.monotonic() - t0 < 90, r.stderr_text()
+        time.sleep(0.1)
+    assert int(want.search(r.stderr_text()).group(1)) == queued, (
+        queued, r.stderr_text())
+    h.command("--kill", check=False, timeout=20)
