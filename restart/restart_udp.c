@@ -175,10 +175,10 @@ static int send_or_post(const struct udp_socket *u,
 {
 	struct sockaddr_storage to;
 	socklen_t tolen;
-	int r = restart_udp_hosts_post(&u->si, h, dgram);
 
-	if (r)
-		return r < 0 ? r : 0;
+	/* kept for the source's host; if it cannot be kept, sent here */
+	if (restart_udp_hosts_post(&u->si, h, dgram) == 1)
+		return 0;
 	tolen = restart_udp_destination(u->si.addr, u->si.addr_len, NULL,
 					&to);
 	return restart_udp_send(h, dgram, &to, tolen);

@@ -176,8 +176,10 @@ int restart_udp_hosts_post(const struct ckpt_socket_info *si,
 		if ((e = buf_add(&p->out, &hello, sizeof(hello))) < 0)
 			return e;
 	}
-	e = buf_add(&p->out, &r, sizeof(r));
-	return e < 0 ? e : (e = buf_add(&p->out, bytes, h->size)) < 0 ? e : 1;
+	if ((e = buf_add(&p->out, &r, sizeof(r))) < 0 ||
+	    (e = buf_add(&p->out, bytes, h->size)) < 0)
+		return e;
+	return 1;
 }
 
 /* The port every ckpt_restart of the computation meets on. */
