@@ -8,8 +8,11 @@
  * (a peer of the computation: the source is exact, and a connected
  * receiver accepts it), else from a new socket bound to that address,
  * else (the address is taken by a program outside) from a new loopback
- * port. Datagrams that do not arrive (a connected receiver refuses
- * another source, a full receive buffer) are counted and said.
+ * port. A datagram whose source is on another host of the computation
+ * (--peer-hosts) is handed to that host's ckpt_restart, which sends it
+ * from its restored socket (restart_udp_hosts.c). Datagrams that do not
+ * arrive (a connected receiver refuses another source, a full receive
+ * buffer) are counted and said.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -87,7 +90,6 @@ static int restored_sender(const uint8_t *from, uint32_t family)
 	return -1;
 }
 
-/* A new socket sending from `from` if it is free, else from any port. */
 static long long now_ms(void)
 {
 	struct timespec ts;
@@ -96,6 +98,7 @@ static long long now_ms(void)
 	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }
 
+/* A new socket sending from `from` if it is free, else from any port. */
 static int new_sender(const struct ckpt_socket_dgram *h, uint32_t family)
 {
 	int s = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
