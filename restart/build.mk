@@ -78,6 +78,7 @@ RESTART_OBJS := $(OBJ)/app/restart/ckpt_restart.c.o \
 	$(OBJ)/app/restart/restart_tcp_hosts.c.o \
 	$(OBJ)/app/restart/host_map.c.o \
 	$(OBJ)/app/restart/restart_udp.c.o \
+	$(OBJ)/app/restart/restart_udp_hosts.c.o \
 	$(OBJ)/app/restart/restart_sockets.c.o \
 	$(OBJ)/app/restart/restart_unix_dgram.c.o \
 	$(OBJ)/app/restart/restart_ptys.c.o $(RESTART_COMMON_OBJS)
