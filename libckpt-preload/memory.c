@@ -299,7 +299,8 @@ int memory_drop_zero_pages(struct image_writer *w)
 
 		for (uint32_t k = 0; k < r[i].nextents; k++) {
 			const struct ckpt_extent *x = &e[r[i].first_extent + k];
-			int keep = !memory_restores_as_zeros(r[i].kind, r[i].prot) ||
+			int keep = !memory_restores_as_zeros(r[i].kind,
+							     r[i].prot) ||
 				   r[i].kind == CKPT_REGION_VDSO ||
 				   manager_stack_overlaps(x->addr, x->len);
 			void *slot = keep ? table_push(&out) : NULL;
