@@ -363,15 +363,16 @@ static int add_links(struct chain_writer *c)
 }
 
 /* The open extent's hash, the fold of its page hashes: those of new
- * data computed here, from the bytes about to be written (and kept as
- * the page hashes, but for memory that moves: 0, never matched). */
+ * data not hashed yet (0: compared with no base page) computed here,
+ * from the bytes about to be written (and kept as the page hashes, but
+ * for memory that moves: 0, never matched). */
 static uint64_t extent_hash(struct chain_writer *c)
 {
 	struct open_extent *o = &c->cur;
 	uint64_t *ph = (uint64_t *)c->hashes.base + o->first_hash, acc = 0;
 
 	for (uint64_t i = 0; i < o->len / PAGE; i++) {
-		uint64_t h = o->source ? ph[i] :
+		uint64_t h = o->source || ph[i] ? ph[i] :
 			     ckpt_hash64(o->data + i * PAGE, PAGE, 0);
 
 		ph[i] = c->moving ? 0 : h;
@@ -440,7 +441,8 @@ static int close_extent(struct chain_writer *c)
 }
 
 /* One page into the open extent, or a new one after it; its hash (0:
- * new data, hashed when its extent is closed) into the page hashes. */
+ * new data not hashed yet, hashed when its extent is closed) into the
+ * page hashes. */
 static int add_page(struct chain_writer *c, uint64_t a,
 		    const unsigned char *data, uint32_t source,
 		    uint64_t file_offset, uint64_t hash)
@@ -525,9 +527,12 @@ static int region_page_hashed(const struct ckpt_region *r)
 /*
  * One extent of the memory scan, page by page: referenced where the base
  * has the same page (not written since, or of the same hash), else
- * written. Memory that changes while the image is written (the manager's
- * stack, below a parked thread) is taken from one snapshot, always
- * written, and its page hashes are 0 (never matched).
+ * written, but for a page of zeros in memory restored as zeros: left out
+ * (the scan leaves that test to this walk, which skips the pages known
+ * not written since the base). Memory that changes while the image is
+ * written (the manager's stack, below a parked thread) is taken from one
+ * snapshot, always written whole, and its page hashes are 0 (never
+ * matched).
  */
 static int add_scanned_extent(struct chain_writer *c,
 			      const struct ckpt_region *r,
@@ -538,6 +543,7 @@ static int add_scanned_extent(struct chain_writer *c,
 		     threads_park_area_overlaps(e->addr, e->len);
 	int linkable = c->b && !moving && r->kind != CKPT_REGION_ANON_SHARED &&
 		       r->kind != CKPT_REGION_VDSO;
+	int drop_zeros = !moving && memory_restores_as_zeros(r->kind, r->prot);
 	int rc = 0;
 
 	if (moving) {
@@ -558,13 +564,16 @@ static int add_scanned_extent(struct chain_writer *c,
 			p += (run - 1) * PAGE;
 			continue;
 		}
-		if (linkable && base_find(c->b, a, &source, &off, &bh)) {
-			if (c->tracked && dirty_page_unwritten(a))
-				h = bh;
-			else if ((h = ckpt_hash64(src + p, PAGE, 0)) != bh)
-				source = 0;
+		if (linkable && base_find(c->b, a, &source, &off, &bh) &&
+		    c->tracked && dirty_page_unwritten(a)) {
+			rc = add_page(c, a, src + p, source, off, bh);
+			continue;
 		}
-		rc = add_page(c, a, src + p, source, off, source ? h : 0);
+		if (drop_zeros && memory_page_is_zero(src + p))
+			continue;
+		if (source && (h = ckpt_hash64(src + p, PAGE, 0)) != bh)
+			source = 0;
+		rc = add_page(c, a, src + p, source, off, h);
 	}
 	if (rc == 0)
 		rc = close_extent(c);

@@ -409,6 +409,11 @@ uint64_t pending_process_mask(void);
 struct image_writer;
 int memory_scan(struct image_writer *w, char *err, size_t errlen);
 void memory_reprotect(void);
+/* A page of the region not stored restores as zeros (fresh memory): its
+ * pages of zeros are left out of the image. */
+int memory_restores_as_zeros(int kind, uint32_t prot);
+/* The page at p is all zeros (reads one cache line of a page of data). */
+int memory_page_is_zero(const void *p);
 /* The restart loader kept the kernel's argument area mapped
  * (CKPT_RESTART_F_ARGS_KEPT): later checkpoints leave it out. */
 void memory_note_args_area_kept(void);

@@ -200,6 +200,11 @@ static int page_is_zero(const uint64_t *p)
 	return 1;
 }
 
+int memory_page_is_zero(const void *p)
+{
+	return page_is_zero(p);
+}
+
 /*
  * A run of populated pages, without its pages of zeros when the region is
  * restored as fresh (zero-filled) memory: written zeros, the shared zero
@@ -241,7 +246,7 @@ static int add_data_run(struct scan *s, uint64_t start, uint64_t len,
  * a page not stored reads as zeros; a private file mapping's page not
  * stored would read the file instead. Unreadable pages are not looked
  * at. */
-static int restores_as_zeros(int kind, uint32_t prot)
+int memory_restores_as_zeros(int kind, uint32_t prot)
 {
 	return (prot & PROT_READ) && kind != CKPT_REGION_FILE_PRIVATE &&
 	       kind != CKPT_REGION_VDSO;
@@ -294,7 +299,8 @@ int memory_drop_zero_pages(struct image_writer *w)
 
 		for (uint32_t k = 0; k < r[i].nextents; k++) {
 			const struct ckpt_extent *x = &e[r[i].first_extent + k];
-			int keep = !restores_as_zeros(r[i].kind, r[i].prot) ||
+			int keep = !memory_restores_as_zeros(r[i].kind,
+							     r[i].prot) ||
 				   r[i].kind == CKPT_REGION_VDSO ||
 				   manager_stack_overlaps(x->addr, x->len);
 			void *slot = keep ? table_push(&out) : NULL;
@@ -467,8 +473,10 @@ static int save_region(struct scan *s, const struct maps_vma *m,
 		rc = writer_add_extent(s->w, m->start, m->end - m->start);
 		saved = m->end - m->start;
 	} else {
-		s->skip_zero_pages = restores_as_zeros(kind, m->prot) &&
-				     !s->w->zero_pages_later;
+		/* a forked copy and the chain writer (image_chain.c)
+		 * leave the pages of zeros out themselves */
+		s->skip_zero_pages = memory_restores_as_zeros(kind, m->prot) &&
+				     !s->w->zero_pages_later && !s->w->chain;
 		rc = add_populated_extents(s, kind, m->start, m->end, &saved);
 	}
 	if (rc < 0)

@@ -282,3 +282,46 @@ def test_one_incremental_checkpoint_by_command(session):
             COMMAND_TIMEOUT, env=session.env)
     assert r.returncode == 2 and "--checkpoint only" in r.stderr, r.stderr
     assert struct.calcsize(EXTENT_FMT) == 48
+
+
+MIX_MIB = 8
+MIX_ROUNDS = 60
+MIX_PROGRESS = r"^round (\d+)/"
+MIX = [app("memory_mix"), str(MIX_MIB), str(MIX_ROUNDS)]
+MIX_RANGES = r"^ranges ([0-9a-f]+) ([0-9a-f]+) ([0-9a-f]+)$"
+
+
+@pytest.mark.time_limit(180)
+def test_zero_pages_left_out_of_deltas(session):
+    """A mapping of written zeros, never written again: the chain writer
+    (which tests for zeros itself, the memory scan leaving that to it)
+    stores none of its pages in the full image nor in any delta, and the
+    restart from the last delta is exact."""
+    ref = reference_output(MIX)
+    p = session.launch(MIX, extra=["--incremental"])
+    zeros = int(p.wait_line(MIX_RANGES).group(3), 16)
+    p.wait_line(MIX_PROGRESS, minimum=2)
+    images = []
+    for _ in range(3):
+        start = max(numbers(p.lines(), MIX_PROGRESS))
+        p.wait_line(MIX_PROGRESS, minimum=start + 2)
+        seen = max(numbers(p.lines(), MIX_PROGRESS))
+        images += checkpoint_silently(session, expect_images=1)
+    p.sigkill()
+    before = numbers(p.lines(), MIX_PROGRESS)
+    for n, img in enumerate(images, start=1):
+        im = Image(img)
+        assert im.header()["chain_length"] == n, img
+        stored = [e for e in im.table(EXTENT_FMT, "extents_offset",
+                                      "nextents")
+                  if zeros <= e[0] < zeros + (MIX_MIB << 20)]
+        assert stored == [], "%s stores pages of zeros: %r" % (
+            img, stored[:3])
+    r = session.restart(images[-1:])
+    rc = r.wait_exit(120)
+    assert rc == 0, "exit %d; stderr:\n%s" % (rc, r.stderr_text())
+    lines = r.lines()
+    assert_resumed(before, numbers(lines, MIX_PROGRESS), MIX_PROGRESS,
+                   MIX_ROUNDS, seen)
+    start = ref.index(lines[0])
+    assert lines == ref[start:], "the restarted run's digests differ"
