@@ -209,8 +209,12 @@ static int send_suspended(uint64_t gen)
 static void handle_write_image(const struct ckpt_msg_do_checkpoint *m,
 			       int early);
 
+static size_t unrestored_sent;	/* bytes of the text sent this round */
+
 /* What a restart of this checkpoint will not restore, for ckpt_command
- * (a coordinator that does not take it gets nothing). */
+ * (a coordinator that does not take it gets nothing). Sent again, whole,
+ * when the write phase added lines (tcp_refill.c): the coordinator keeps
+ * the last one until the image is durable. */
 static void send_unrestored(uint64_t gen)
 {
 	static char msg[sizeof(struct ckpt_msg_unrestored) + (16 << 10)];
@@ -218,6 +222,7 @@ static void send_unrestored(uint64_t gen)
 	const char *text = unrestored_text();
 	size_t n = strlen(text) + 1;
 
+	unrestored_sent = strlen(text);
 	if (!text[0] || !(ckpt.coord_flags & CKPT_WELCOME_F_UNRESTORED))
 		return;
 	if (n > sizeof(msg) - sizeof(*u))
@@ -564,6 +569,8 @@ static void handle_write_image(const struct ckpt_msg_do_checkpoint *m,
 	 * the checkpoint has written its memory, so nothing another process
 	 * saves (memory shared with this one, a shared file offset) changes
 	 * under it. The fsync then runs while the program does. */
+	if (strlen(unrestored_text()) != unrestored_sent)
+		send_unrestored(m->generation);
 	send_result(CKPT_MSG_WRITTEN, m->generation, 0, tmp, NULL);
 	if (!await_order(CKPT_MSG_DO_RESUME, m->generation, tmp, 1,
 			 order_wait_ms(0, CKPT_SUSPENDED_IDLE_MS)))

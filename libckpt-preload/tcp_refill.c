@@ -55,7 +55,8 @@
 #define STUCK_MAX 64
 #define KEY_LEN 81		/* 2 x (32 hex digits + 4 of port) + 1 */
 #define DRAIN_MS 3000		/* the receiver reads for at most this */
-#define REFILL_WAIT_MS 10000	/* the sender waits for the refill file */
+#define REFILL_WAIT_MS 10000	/* the sender waits for the refill file,
+				   then for each step of sending it */
 
 struct stuck_send {
 	int fd;
@@ -346,6 +347,18 @@ int tcp_refill_save_queue(int fd, const struct ckpt_socket_info *si,
 		return sockets_peek_into(fd, memfd, size);
 	file_name(stuck_name, sizeof(stuck_name), "stuck", key);
 	file_name(drain_name, sizeof(drain_name), "drain", key);
+	if (nstuck && stuck_pid == ckpt_real_getpid() &&
+	    faccessat(dirfd, stuck_name, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+		/* This process waits for its own peers to read what it puts
+		 * back: taking these bytes too could make a cycle of senders
+		 * each waiting for the other (both directions of a
+		 * connection stuck). */
+		unrestored_add("fd %d: its TCP peer could not send everything "
+			       "before the checkpoint, and this process is "
+			       "such a sender itself: a restart loses the "
+			       "bytes left in the peer's send queue", fd);
+		return sockets_peek_into(fd, memfd, size);
+	}
 	if (renameat2(dirfd, stuck_name, dirfd, drain_name,
 		      RENAME_NOREPLACE) < 0)	/* nothing stuck, or cancelled */
 		return sockets_peek_into(fd, memfd, size);
@@ -390,7 +403,8 @@ void tcp_refill_end_write(void)
 	write_dirfd = -1;
 }
 
-/* All of the refill file's bytes sent on fd, within the deadline. */
+/* All of the refill file's bytes sent on fd; the peer's program reads
+ * them, so the bound is on time without progress. */
 static int send_all(int fd, int file, long deadline)
 {
 	static char buf[65536];
@@ -403,6 +417,7 @@ static int send_all(int fd, int file, long deadline)
 
 			if (w > 0) {
 				off += w;
+				deadline = now_ms() + REFILL_WAIT_MS;
 				continue;
 			}
 			if (w < 0 && errno != EAGAIN && errno != EINTR)

@@ -73,3 +73,22 @@ def test_stuck_bytes_survive_two_restarts(session):
         r.lines()[-3:], lines[-3:])
     assert rc == 0 and lines[-1] == ref[-1], (rc, lines[-4:],
                                               r2.stderr_text())
+
+
+@pytest.mark.time_limit(300)
+def test_both_directions_stuck_keep_running(session):
+    """Each process is a stuck sender and a lagging reader: neither takes
+    the other's bytes (each would wait for the other to read what it puts
+    back), the checkpoint says what a restart would lose, and the running
+    program is untouched."""
+    argv = ARGV + ["both"]
+    p = session.launch(argv)
+    p.wait_line(PROGRESS, minimum=2)
+    r = session.command("--checkpoint")
+    assert r.returncode == 0, "checkpoint failed: %s" % r.stderr
+    assert "is such a sender itself" in r.stderr, r.stderr
+    rc = p.wait_exit()
+    oks = [l for l in p.lines() if l.startswith("OK ")]
+    assert rc == 0 and len(oks) == 2 and oks[0] == oks[1], (
+        rc, p.lines()[-6:], p.stderr_text())
+    assert "putting back" not in p.stderr_text()

@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * tcp_slow_reader MIB PAUSE_MS: a forked child sends MIB MiB of a
+ * tcp_slow_reader MIB PAUSE_MS [both]: a forked child sends MIB MiB of a
  * pseudo-random stream to its parent over TCP on 127.0.0.1 as fast as it
  * can; the parent reads 64 KiB, then sleeps PAUSE_MS, and so on, so the
  * parent's receive buffer is full and most of what is in flight waits in
  * the child's send queue. The parent prints "read K MiB" at each MiB, and
  * at the end "received N" and "OK HASH" when every byte was the stream's
  * next one, else "FAIL at byte N". The child prints "sent N" and exits 0.
+ * With "both", the parent also sends the stream to the child (from a
+ * thread), which reads it the same slow way: both directions lag.
  */
+#include <pthread.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -77,6 +80,31 @@ static void read_stream(int fd, uint64_t total, unsigned long pause_ms)
 	say("OK %016llx", (unsigned long long)h);
 }
 
+struct sending {
+	int fd;
+	uint64_t total;
+};
+
+static void *send_thread(void *arg)
+{
+	struct sending *s = arg;
+
+	send_stream(s->fd, s->total);
+	return NULL;
+}
+
+/* Send from a thread while this thread reads (both directions lag). */
+static void send_and_read(int fd, uint64_t total, unsigned long pause_ms)
+{
+	struct sending s = { fd, total };
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, send_thread, &s) != 0)
+		die(PROG, "pthread_create failed");
+	read_stream(fd, total, pause_ms);
+	pthread_join(t, NULL);
+}
+
 int main(int argc, char **argv)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET };
@@ -85,8 +113,10 @@ int main(int argc, char **argv)
 	int l, fd, status;
 	pid_t child;
 
-	if (argc != 3)
-		die(PROG, "usage: tcp_slow_reader MIB PAUSE_MS");
+	int both = argc == 4 && !strcmp(argv[3], "both");
+
+	if (argc != 3 && !both)
+		die(PROG, "usage: tcp_slow_reader MIB PAUSE_MS [both]");
 	mib = parse_ulong(PROG, "MIB", argv[1], 1, 4096);
 	pause_ms = parse_ulong(PROG, "PAUSE_MS", argv[2], 0, 10000);
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -102,7 +132,10 @@ int main(int argc, char **argv)
 		fd = socket(AF_INET, SOCK_STREAM, 0);
 		if (fd < 0 || connect(fd, (void *)&a, sizeof(a)) < 0)
 			die(PROG, "connect: %s", strerror(errno));
-		send_stream(fd, (uint64_t)mib << 20);
+		if (both)
+			send_and_read(fd, (uint64_t)mib << 20, pause_ms);
+		else
+			send_stream(fd, (uint64_t)mib << 20);
 		close(fd);
 		return 0;
 	}
@@ -110,7 +143,10 @@ int main(int argc, char **argv)
 	if (fd < 0)
 		die(PROG, "accept: %s", strerror(errno));
 	close(l);
-	read_stream(fd, (uint64_t)mib << 20, pause_ms);
+	if (both)
+		send_and_read(fd, (uint64_t)mib << 20, pause_ms);
+	else
+		read_stream(fd, (uint64_t)mib << 20, pause_ms);
 	if (waitpid(child, &status, 0) != child || !WIFEXITED(status) ||
 	    WEXITSTATUS(status) != 0)
 		die(PROG, "the sender did not exit 0");
