@@ -550,12 +550,15 @@ void tcp_diag_load(void);
 const struct tcp_diag_entry *tcp_diag_find(uint64_t ino);
 void tcp_diag_release(void);
 
-/* sockopt_batch.c: SOL_SOCKET options of many sockets at once */
+/* sockopt_batch.c: SOL_SOCKET options (or SIOCINQ) of many sockets at
+ * once */
 struct sockopt_read {
 	int fd, name;
 	void *val;
 	socklen_t len;
-	int res;		/* the option's length, or -errno */
+	int siocinq;		/* 1: ask SIOCINQ, not the option name */
+	int res;		/* the option's length (SIOCINQ: the bytes
+				   to read), or -errno */
 };
 int sockopt_batch_read(struct sockopt_read *(*at)(size_t i), size_t n);
 

@@ -3,8 +3,9 @@
  * Many SOL_SOCKET options of many sockets read with a few system calls:
  * io_uring's socket command SOCKET_URING_OP_GETSOCKOPT (Linux 6.7+,
  * SOL_SOCKET only), a ring-full per io_uring_enter. A checkpoint of a
- * process holding 1,000 TCP connections asks 7,000 of them
- * (docs/performance.md). Where io_uring is missing or refused (older
+ * process holding 1,000 TCP connections asks 7,000 of them, and the
+ * bytes waiting to be read on each (SOCKET_URING_OP_SIOCINQ, FIONREAD's
+ * twin; docs/performance.md). Where io_uring is missing or refused (older
  * kernels, seccomp filters, io_uring_disabled) the caller asks each
  * socket itself.
  *
@@ -19,6 +20,9 @@
 #include <unistd.h>
 #include "internal.h"
 
+#ifndef SOCKET_URING_OP_SIOCINQ
+#define SOCKET_URING_OP_SIOCINQ 0
+#endif
 #ifndef SOCKET_URING_OP_GETSOCKOPT
 #define SOCKET_URING_OP_GETSOCKOPT 2
 #endif
@@ -89,18 +93,23 @@ static int ring_open(struct ring *r)
 
 /* The getsockopt command for rd (the sqe's level, optname, optlen and
  * optval fields of Linux 6.7 sit where older headers name addr,
- * file_index and addr3). */
+ * file_index and addr3), or the SIOCINQ one (no arguments; its answer
+ * is the cqe's result). */
 static void fill_sqe(struct io_uring_sqe *sqe, const struct sockopt_read *rd,
 		     uint64_t index)
 {
 	memset(sqe, 0, sizeof(*sqe));
 	sqe->opcode = IORING_OP_URING_CMD;
 	sqe->fd = rd->fd;
+	sqe->user_data = index;
+	if (rd->siocinq) {
+		sqe->cmd_op = SOCKET_URING_OP_SIOCINQ;
+		return;
+	}
 	sqe->cmd_op = SOCKET_URING_OP_GETSOCKOPT;
 	sqe->addr = (uint64_t)SOL_SOCKET | (uint64_t)(uint32_t)rd->name << 32;
 	sqe->file_index = rd->len;
 	sqe->addr3 = (uint64_t)(uintptr_t)rd->val;
-	sqe->user_data = index;
 }
 
 /* Submit at(first..first+n) (n <= RING_ENTRIES) and collect every answer: they
