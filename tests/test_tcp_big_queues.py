@@ -1,0 +1,98 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""A TCP receive queue larger than a new connection's buffers comes back
+whole. A reader that read fast (TCP autotuning grew its receive buffer
+to tcp_rmem[2]) and then paused holds more than twice
+net.core.rmem_max in its queue; ckpt_restart can put back only what the
+new connection's buffers hold, and the restored sender puts back the
+rest before its program runs (docs/resources.md, TCP). The reader ends
+with the count and hash of an uninterrupted run, as root and as an
+unprivileged user."""
+
+import os
+import re
+
+import pytest
+
+import ckpt_harness
+from ckpt_harness import app, reference_output, run
+
+FAST_MIB, QUEUED_MIB, RCVBUF_MIN_MIB = 64, 14, 20
+# ckpt_restart cannot put the queue back yet (issue 9, branch bigq6):
+# "reconnecting the TCP connection ... failed". strict: a fix shows.
+NOT_YET = pytest.mark.xfail(strict=True, reason="a TCP queue larger than "
+                            "the new connection's buffers is not put back "
+                            "yet")
+PAUSED = r"^paused at (\d+) rcvbuf (\d+)$"
+WROTE = r"^sender wrote (\d+)$"
+GOT = r"^reader got (\d+) ([0-9a-f]{16})$"
+DONE = r"^sender done (\d+) ([0-9a-f]{16})$"
+
+
+def rmem_max():
+    with open("/proc/sys/net/core/rmem_max") as f:
+        return int(f.read())
+
+
+def uninterrupted(tmpdir, paused_at):
+    """The same stream without ckpt, pausing at the same byte."""
+    go = os.path.join(tmpdir, "go-now")
+    open(go, "w").close()
+    lines = reference_output([app("tcp_slow_reader"), go,
+                              str(paused_at >> 20), str(QUEUED_MIB)],
+                             cache=False)
+    return [l for l in lines if re.match(GOT, l) or re.match(DONE, l)]
+
+
+def queued_bytes_saved(s, images):
+    """The largest TCP queue ckpt_inspect shows saved in the images."""
+    best = 0
+    for img in images:
+        for m in re.finditer(r"(\d+) bytes? queued", s.inspect(img)):
+            best = max(best, int(m.group(1)))
+    return best
+
+
+def run_big_queue(s, prog):
+    go = s.path("go")
+    p = s.launch([prog, go, str(FAST_MIB), str(QUEUED_MIB),
+                  str(RCVBUF_MIN_MIB)])
+    paused_at = int(p.wait_line(PAUSED).group(1))
+    p.wait_line(WROTE)
+    images = s.checkpoint(expect_images=2)
+    queued = queued_bytes_saved(s, images)
+    assert queued == QUEUED_MIB << 20, (queued, [s.inspect(i)
+                                                  for i in images])
+    assert queued > 2 * rmem_max(), (queued, rmem_max())
+    s.kill_all()
+    p.popen.wait(30)
+    open(go, "w").close()
+    if s.run_as is not None:
+        os.chown(go, s.run_as, s.run_as)
+    r = s.restart(images)
+    r.wait_exit()
+    out = r.lines()
+    assert not [l for l in out if l.startswith("FAIL")], (out,
+                                                          r.stderr_text())
+    return [l for l in out if re.match(GOT, l) or re.match(DONE, l)], r, \
+        paused_at
+
+
+@NOT_YET
+@pytest.mark.time_limit(300)
+def test_queue_larger_than_new_buffers_comes_back(session, tmp_path):
+    got, r, paused_at = run_big_queue(session, app("tcp_slow_reader"))
+    want = uninterrupted(str(tmp_path), paused_at)
+    assert len(want) == 2, want
+    assert sorted(got) == sorted(want), (got, want, r.stderr_text())
+
+
+@NOT_YET
+@pytest.mark.time_limit(300)
+def test_queue_larger_than_new_buffers_unprivileged(tmp_path):
+    s, (prog,) = ckpt_harness.unprivileged_session([app("tcp_slow_reader")])
+    try:
+        got, r, paused_at = run_big_queue(s, prog)
+    finally:
+        s.close()
+    want = uninterrupted(str(tmp_path), paused_at)
+    assert sorted(got) == sorted(want), (got, want, r.stderr_text())
