@@ -9,7 +9,7 @@
  * SO_RCVBUF is below RCVBUF_MIN_MIB), says "paused at N" and tells the
  * sender (one byte back), then waits until GO_FILE exists. Meanwhile the
  * sender writes QUEUED_MIB MiB more, which wait in the reader's receive
- * queue ("sender wrote N"). Once GO_FILE is there the reader reads to
+ * queue ("sender wrote N unsent 0" once they are all there). Once GO_FILE is there the reader reads to
  * the end (FAST_MIB + QUEUED_MIB) and prints "reader got N HASH"; the sender,
  * told by a last byte back, prints "sender done N HASH". The bytes are
  * a fixed pseudo-random stream which the reader checks byte by byte: a
@@ -22,6 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -98,6 +100,21 @@ static void send_stream(int fd, uint64_t *sent, uint64_t end, uint64_t *h)
 	}
 }
 
+/* Wait (10 s at most) until the peer has every byte written: they wait
+ * in its receive queue. The bytes still not sent. */
+static int wait_until_sent(int fd)
+{
+	struct timespec nap = { 0, 10 * 1000 * 1000 };
+	int unsent = -1;
+
+	for (int i = 0; i < 1000; i++) {
+		if (ioctl(fd, SIOCOUTQ, &unsent) < 0 || unsent == 0)
+			break;
+		nanosleep(&nap, NULL);
+	}
+	return unsent;
+}
+
 static void sender(int fd, uint64_t fast, uint64_t queued)
 {
 	uint64_t sent = 0, h = 0xcbf29ce484222325ULL;
@@ -108,8 +125,9 @@ static void sender(int fd, uint64_t fast, uint64_t queued)
 		send_stream(fd, &sent, sent + MORE, &h);
 	if (c != 'P')
 		die("waiting for the reader to pause");
-	send_stream(fd, &sent, fast + queued, &h);
-	printf("sender wrote %llu\n", (unsigned long long)sent);
+	send_stream(fd, &sent, sent + queued, &h);
+	printf("sender wrote %llu unsent %d\n", (unsigned long long)sent,
+	       wait_until_sent(fd));
 	fflush(stdout);
 	if (read_byte(fd) != 'D')
 		die("waiting for the reader to finish");
@@ -188,7 +206,7 @@ static void reader(int fd, const char *go, uint64_t fast, uint64_t queued,
 	fflush(stdout);
 	write_all(fd, (const unsigned char *)"P", 1);
 	wait_for_file(go);
-	read_stream(fd, &got, fast + queued, &h, 0);
+	read_stream(fd, &got, got + queued, &h, 0);
 	write_all(fd, (const unsigned char *)"D", 1);
 	printf("reader got %llu %016llx\n", (unsigned long long)got,
 	       (unsigned long long)h);
