@@ -111,10 +111,11 @@ static void give_up(struct sending *s, const char *why)
 	struct ckpt_plan_tcp_rest *e = &rests[s->i];
 	struct sockaddr unspec = { .sa_family = AF_UNSPEC };
 
-	ckpt_log("fd %d: %llu of the %llu bytes saved in the queue of its "
-		 "peer could not be put back (%s); the TCP connection is "
-		 "reset", s->fd, (unsigned long long)(e->size - e->sent),
-		 (unsigned long long)e->size, why);
+	ckpt_log("fd %d: the last %llu bytes saved in the queue of its peer "
+		 "could not be put back (%s); the TCP connection is reset, "
+		 "so that both programs see an error rather than a stream "
+		 "with bytes missing", s->fd,
+		 (unsigned long long)(e->size - e->sent), why);
 	connect(s->fd, &unspec, sizeof(unspec));	/* sends a reset */
 	e->state = CKPT_PLAN_REST_GIVEN_UP;
 	publish(s->i);

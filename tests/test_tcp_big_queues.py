@@ -6,22 +6,19 @@ net.core.rmem_max in its queue; ckpt_restart can put back only what the
 new connection's buffers hold, and the restored sender puts back the
 rest before its program runs (docs/resources.md, TCP). The reader ends
 with the count and hash of an uninterrupted run, as root and as an
-unprivileged user."""
+unprivileged user; a reader that never reads gets its connection reset
+after 30 s, said on stderr, rather than a stream with bytes missing."""
 
 import os
 import re
+import time
 
 import pytest
 
 import ckpt_harness
-from ckpt_harness import app, reference_output, run
+from ckpt_harness import app, reference_output
 
 FAST_MIB, QUEUED_MIB, RCVBUF_MIN_MIB = 64, 13, 20
-# ckpt_restart cannot put the queue back yet (issue 9, branch bigq6):
-# "reconnecting the TCP connection ... failed". strict: a fix shows.
-NOT_YET = pytest.mark.xfail(strict=True, reason="a TCP queue larger than "
-                            "the new connection's buffers is not put back "
-                            "yet")
 PAUSED = r"^paused at (\d+) rcvbuf (\d+)$"
 WROTE = r"^sender wrote (\d+) unsent (-?\d+)$"
 GOT = r"^reader got (\d+) ([0-9a-f]{16})$"
@@ -52,8 +49,9 @@ def queued_bytes_saved(s, images):
     return best
 
 
-def run_big_queue(s, prog):
-    go = s.path("go")
+def checkpoint_paused(s, prog, go):
+    """Launch, checkpoint while the reader pauses, kill: the images and
+    the byte the reader paused at."""
     p = s.launch([prog, go, str(FAST_MIB), str(QUEUED_MIB),
                   str(RCVBUF_MIN_MIB)])
     paused_at = int(p.wait_line(PAUSED).group(1))
@@ -67,6 +65,12 @@ def run_big_queue(s, prog):
     assert queued > 2 * rmem_max(), (queued, rmem_max())
     s.kill_all()
     p.popen.wait(30)
+    return images, paused_at
+
+
+def run_big_queue(s, prog):
+    go = s.path("go")
+    images, paused_at = checkpoint_paused(s, prog, go)
     open(go, "w").close()
     if s.run_as is not None:
         os.chown(go, s.run_as, s.run_as)
@@ -79,14 +83,12 @@ def run_big_queue(s, prog):
         paused_at
 
 
-
 @pytest.mark.time_limit(300)
 def test_queue_larger_than_new_buffers_comes_back(session, tmp_path):
     got, r, paused_at = run_big_queue(session, app("tcp_slow_reader"))
     want = uninterrupted(str(tmp_path), paused_at)
     assert len(want) == 2, want
     assert sorted(got) == sorted(want), (got, want, r.stderr_text())
-
 
 
 @pytest.mark.time_limit(300)
@@ -98,3 +100,25 @@ def test_queue_larger_than_new_buffers_unprivileged(tmp_path):
         s.close()
     want = uninterrupted(str(tmp_path), paused_at)
     assert sorted(got) == sorted(want), (got, want, r.stderr_text())
+
+
+@pytest.mark.time_limit(300)
+def test_reader_that_never_reads_gets_a_reset(session):
+    s = session
+    go = s.path("go")
+    images, _ = checkpoint_paused(s, app("tcp_slow_reader"), go)
+    r = s.restart(images)
+    # the reader waits for go: the sender's process gives up after 30 s
+    deadline = time.monotonic() + 120
+    while "is reset" not in r.stderr_text():
+        assert time.monotonic() < deadline, r.stderr_text()
+        time.sleep(0.2)
+    assert re.search(r"fd \d+: the last \d+ bytes saved in the queue of "
+                     r"its peer could not be put back \(the peer read "
+                     r"nothing for 30 s\); the TCP connection is reset",
+                     r.stderr_text()), r.stderr_text()
+    open(go, "w").close()
+    r.wait_exit()
+    out = r.lines()
+    assert not [l for l in out if re.match(GOT, l) or re.match(DONE, l)], out
+    assert [l for l in out if "reset" in l], out
