@@ -4,7 +4,8 @@
  * process_tree.c) writes it into a memfd shared by every process it
  * forks, before any of them runs the loader; libckpt reads it at restore
  * (vpid/vpid.c: the pid map, libckpt-preload/handover.c: the pipes, the
- * socket pairs and the open files several processes shared). Not on
+ * socket pairs and the open files several processes shared;
+ * libckpt-preload/tcp_rest.c: the rest of TCP queues). Not on
  * disk; the fd is handed through the loader in struct ckpt_restart_args
  * (version 2: plan_fd).
  *
