@@ -29,6 +29,7 @@
 #include "../protocol/client_internal.h"
 
 #define REST_STALL_MS	30000
+#define REST_STALL_TEXT	"30 s"
 #define REST_POLL_MS	100
 
 static struct ckpt_plan_tcp_rest rests[CKPT_PLAN_MAX_TCP_RESTS];
@@ -134,15 +135,19 @@ static void send_round(struct sending *s, int *n)
 
 		if (r == 0 && ckpt_cc_now_ms() - s[j].last_progress_ms >
 		    REST_STALL_MS)
-			give_up(&s[j], "the peer read nothing for 30 s");
+			give_up(&s[j], "the peer read nothing for "
+				REST_STALL_TEXT);
 		else if (r < 0)
 			give_up(&s[j], strerror(-r));
 		else if (r == 1) {
 			rests[s[j].i].state = CKPT_PLAN_REST_DONE;
 			publish(s[j].i);
 		}
-		if (r != 0 || rests[s[j].i].state)
-			s[j--] = s[--*n];
+		if (r != 0 || rests[s[j].i].state) {	/* done with it */
+			--*n;
+			s[j] = s[*n];
+			p[j--] = p[*n];
+		}
 	}
 }
 

@@ -18,7 +18,7 @@ import pytest
 import ckpt_harness
 from ckpt_harness import app, reference_output
 
-FAST_MIB, QUEUED_MIB, RCVBUF_MIN_MIB = 64, 13, 20
+FAST_MIB, QUEUED_MIB, RCVBUF_MIN_MIB = 32, 13, 20
 PAUSED = r"^paused at (\d+) rcvbuf (\d+)$"
 WROTE = r"^sender wrote (\d+) unsent (-?\d+)$"
 GOT = r"^reader got (\d+) ([0-9a-f]{16})$"

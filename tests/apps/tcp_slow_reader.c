@@ -137,18 +137,23 @@ static void sender(int fd, uint64_t fast, uint64_t queued)
 	exit(0);
 }
 
-/* Wait until the receive queue stops growing (the sender has filled the
- * window, or has nothing more to send; 2 s at most): reading it all at
- * once then shows autotuning a whole window per round trip, and it
- * doubles the buffer, however loaded the machine is. */
+/* Wait until the receive queue holds half its buffer (about the window
+ * the reader offers) or stops growing for 50 ms (the sender has nothing
+ * more to send); 2 s at most. Reading it all at once then shows
+ * autotuning a whole window per round trip, and it doubles the buffer,
+ * however loaded the machine is. */
 static void wait_until_queue_full(int fd)
 {
 	struct timespec nap = { 0, NAP_MS * 1000 * 1000 };
-	int before = -1, now = 0;
+	int before = -1, now = 0, still = 0, rcvbuf = 0;
+	socklen_t len = sizeof(rcvbuf);
 
+	getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, &len);
 	for (int i = 0; i < 2000 / NAP_MS; i++) {
-		if (ioctl(fd, FIONREAD, &now) < 0 ||
-		    (now == before && now > 0))
+		if (ioctl(fd, FIONREAD, &now) < 0 || now >= rcvbuf / 2)
+			return;
+		still = now == before && now > 0 ? still + 1 : 0;
+		if (still * NAP_MS >= 50)
 			return;
 		before = now;
 		nanosleep(&nap, NULL);
