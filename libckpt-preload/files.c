@@ -1395,6 +1395,14 @@ static int restore_fds(int image_fd, int epolls)
 	return 0;
 }
 
+int files_saved_socket_fd(uint64_t ino)
+{
+	for (int i = 0; i < nsaved; i++)
+		if (saved[i].ino == ino && saved[i].sock >= 0)
+			return saved[i].fd;
+	return -1;
+}
+
 static int files_restore(const struct ckpt_restart_args *args)
 {
 	int image_fd = move_out_of_the_way(args->image_fd), r = 0;

@@ -119,6 +119,8 @@ int handover_take_plan(int plan_fd, int (*move_fd)(int))
 			       offsetof(struct ckpt_restart_plan, shm));
 	if (r == 0)
 		r = host_moves_take(plan_fd);
+	if (r == 0)
+		r = tcp_rest_take(plan_fd, move_fd);
 	if (r < 0)
 		return r;
 	nshm = head.nshm;

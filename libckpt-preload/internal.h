@@ -600,6 +600,13 @@ void netlink_restore_options(int fd, const struct ckpt_socket_info *si);
  * (ckpt_restart --host-map). Take this restart's moves from the plan;
  * 0 or -errno. */
 int host_moves_take(int plan_fd);
+/* tcp_rest.c: the rest of TCP queues ckpt_restart could not put back;
+ * take the plan's table (0 or -errno), then, after the restart barrier,
+ * send what this process sends and wait for what it shares. */
+int tcp_rest_take(int plan_fd, int (*move_fd)(int));
+void tcp_rest_send(void);
+/* files.c: the restored fd of the saved socket ino, or -1. */
+int files_saved_socket_fd(uint64_t ino);
 /* sa, or a copy in *moved with a moved host's new address. */
 const struct sockaddr *host_moves_apply(const struct sockaddr *sa,
 					socklen_t len,

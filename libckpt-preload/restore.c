@@ -13,6 +13,7 @@
  *   5. unmap the loader
  *   6. wait until every process of the restart is that far
  *      (restart_barrier.c)
+ *   6b. put back the rest of TCP queues that did not fit (tcp_rest.c)
  *   7. release the threads and become the main thread; the manager
  *      thread rejoins the coordinator (manager.c)
  */
@@ -161,6 +162,7 @@ void ckpt_restore_entry(struct ckpt_restart_args *args)
 	record_inputs_restarted();
 	lock_order_restarted();
 	restart_barrier_wait();
+	tcp_rest_send();
 	debugger_stop_if_asked(restart_args.flags);
 	threads_release_restored();
 }

@@ -76,6 +76,8 @@ int socket_record_info(const struct ckpt_image *img,
 		       struct ckpt_socket_info *si, uint64_t *ino);
 int send_image_bytes(const struct ckpt_image *img, uint64_t off,
 		     uint64_t left, int into);
+int send_image_bytes_that_fit(const struct ckpt_image *img, uint64_t off,
+			      uint64_t left, int into, uint64_t *sent);
 
 /* Reconnect every TCP connection whose two ends are both among the
  * images (restart_tcp.c), with the bytes queued both ways, as fds from

@@ -65,26 +65,41 @@ static int note_end(struct socket_end *ends, int *n,
 	return 0;
 }
 
-/* Send `left` bytes of the image from offset off into socket `into`, so
- * that they wait in its peer's queue. 0 or -errno (-ENOBUFS: more than
- * the new connection holds). */
-int send_image_bytes(const struct ckpt_image *img, uint64_t off,
-		     uint64_t left, int into)
+/* Send bytes of the image from offset off into socket `into`, so that
+ * they wait in its peer's queue, until `left` are sent or the new
+ * connection holds no more; *sent: how many went. 0 or -errno. */
+int send_image_bytes_that_fit(const struct ckpt_image *img, uint64_t off,
+			      uint64_t left, int into, uint64_t *sent)
 {
 	char buf[65536];
 
-	while (left) {
-		ssize_t n = pread(img->fd, buf, left < sizeof(buf) ?
-				  left : sizeof(buf), off);
+	*sent = 0;
+	while (*sent < left) {
+		uint64_t want = left - *sent;
+		ssize_t n = pread(img->fd, buf, want < sizeof(buf) ?
+				  want : sizeof(buf), off + *sent), w;
 
 		if (n <= 0)
 			return n < 0 ? -errno : -EIO;
-		if (send(into, buf, n, MSG_DONTWAIT) != n)
-			return errno == EAGAIN ? -ENOBUFS : -EIO;
-		off += n;
-		left -= n;
+		w = send(into, buf, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (w < 0)
+			return errno == EAGAIN ? 0 : -errno;
+		*sent += w;
+		if (w < n)
+			return 0;
 	}
 	return 0;
+}
+
+/* All `left` bytes as above, or -ENOBUFS: more than the new connection
+ * holds. */
+int send_image_bytes(const struct ckpt_image *img, uint64_t off,
+		     uint64_t left, int into)
+{
+	uint64_t sent;
+	int r = send_image_bytes_that_fit(img, off, left, into, &sent);
+
+	return r ? r : sent < left ? -ENOBUFS : 0;
 }
 
 /* Put the bytes queued for `e` into the queue of the end it is read

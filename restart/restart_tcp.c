@@ -163,9 +163,13 @@ static int reconnect(struct tcp_end *a, struct tcp_end *b,
 	plan->sockets[plan->nsockets].ino = b->ino;
 	plan->sockets[plan->nsockets++].fd = fds[1];
 	a->done = b->done = 1;
-	r = send_image_bytes(a->img, a->f->data_offset + ia, qa, fds[1]);
-	return r ? r : send_image_bytes(b->img, b->f->data_offset + ib, qb,
-					fds[0]);
+	r = restart_tcp_put_queue(plan, a->img, a->f->data_offset + ia, qa,
+				  fds[1], b->ino, b->img->hdr.vpid,
+				  keep_fd_end);
+	return r ? r : restart_tcp_put_queue(plan, b->img,
+					     b->f->data_offset + ib, qb,
+					     fds[0], a->ino,
+					     a->img->hdr.vpid, keep_fd_end);
 }
 
 int restart_tcp_create(struct ckpt_image *imgs, int n,

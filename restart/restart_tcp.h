@@ -28,6 +28,14 @@ void socket_canonical(const uint8_t *addr, uint8_t out[18]);
 /* fd in the plan's socket table as the end `ino`; its new number. */
 int restart_tcp_hand(struct ckpt_restart_plan *plan, uint64_t ino, int fd,
 		     int *keep_fd_end);
+/* Put `size` bytes of img at off into the queue of the peer of `into`
+ * (the new socket of end into_ino, held by process vpid): what fits now,
+ * the rest through the plan for that process to send
+ * (restart_tcp_rest.c). 0 or -errno. */
+int restart_tcp_put_queue(struct ckpt_restart_plan *plan,
+			  const struct ckpt_image *img, uint64_t off,
+			  uint64_t size, int into, uint64_t into_ino,
+			  int32_t vpid, int *keep_fd_end);
 /* Meet the ckpt_restart of each partner host for every end not done
  * whose peer is on one of restart_peer_hosts. 0 or -errno after printing
  * why. */

@@ -4,7 +4,8 @@
  * process_tree.c) writes it into a memfd shared by every process it
  * forks, before any of them runs the loader; libckpt reads it at restore
  * (vpid/vpid.c: the pid map, libckpt-preload/handover.c: the pipes, the
- * socket pairs and the open files several processes shared). Not on
+ * socket pairs and the open files several processes shared;
+ * libckpt-preload/tcp_rest.c: the rest of TCP queues). Not on
  * disk; the fd is handed through the loader in struct ckpt_restart_args
  * (version 2: plan_fd).
  *
@@ -24,6 +25,7 @@
 #define CKPT_PLAN_MAX_SOCKETS		4096
 #define CKPT_PLAN_MAX_SHM		256
 #define CKPT_PLAN_MAX_HOST_MOVES	64
+#define CKPT_PLAN_MAX_TCP_RESTS		256
 
 /* One restored process. real_pid is written by the process itself
  * right after ckpt_restart's fork made it; state by its libckpt once its
@@ -101,6 +103,25 @@ struct ckpt_plan_host_move {
 	uint8_t from[16], to[16];	/* 4 bytes used for AF_INET */
 };
 
+/* The bytes of a saved TCP queue that did not fit into the new
+ * connection's buffers (restart/restart_tcp_rest.c): `size` bytes at
+ * `offset` of the plan's tcp_rest_fd (a memfd). The process `vpid`
+ * writes them into its end `ino` (so they wait in its peer's queue)
+ * after the restart barrier and before its program runs; other holders
+ * of that end wait for state DONE (libckpt-preload/tcp_rest.c). `sent`
+ * is how far the sender got: they wait while it grows. */
+struct ckpt_plan_tcp_rest {
+	uint64_t ino;			/* the sending end's inode */
+	uint64_t offset;
+	uint64_t size;
+	uint64_t sent;			/* written by the sender */
+	int32_t vpid;
+	uint32_t state;			/* CKPT_PLAN_REST_* */
+};
+
+#define CKPT_PLAN_REST_DONE	1	/* all sent */
+#define CKPT_PLAN_REST_GIVEN_UP	2	/* the connection was reset */
+
 struct ckpt_restart_plan {
 	uint64_t magic;			/* CKPT_RESTART_PLAN_MAGIC */
 	uint32_t version;		/* CKPT_RESTART_PLAN_VERSION */
@@ -121,6 +142,11 @@ struct ckpt_restart_plan {
 	uint32_t nhost_moves;
 	uint32_t reserved;
 	struct ckpt_plan_host_move host_moves[CKPT_PLAN_MAX_HOST_MOVES];
+	/* appended: the rest of TCP queues (tcp_rest_fd valid when
+	 * ntcp_rests > 0) */
+	uint32_t ntcp_rests;
+	int32_t tcp_rest_fd;
+	struct ckpt_plan_tcp_rest tcp_rests[CKPT_PLAN_MAX_TCP_RESTS];
 };
 
 #endif /* CKPT_RESTART_PLAN_H */
