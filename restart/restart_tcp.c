@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,7 +186,7 @@ static int listen_loopback(struct loopback *lb, int family, int above)
 	int moved;
 
 	lb->len = ckpt_loopback_addr(family, &lb->addr);
-	lb->fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	lb->fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (lb->fd < 0)
 		return -errno;
 	if (bind(lb->fd, (void *)&lb->addr, lb->len) < 0 ||
@@ -205,16 +206,26 @@ static int listen_loopback(struct loopback *lb, int family, int above)
 	return 0;
 }
 
+#define ACCEPT_TIMEOUT_MS 10000
+
 /* The connection accepted on lb whose peer is at `from`; a stranger's
- * connecting to the port meanwhile is closed. */
+ * connecting to the port meanwhile is closed. The connection is queued
+ * once connect returns: the wait is for a strange case only. */
 static int accept_from(const struct loopback *lb,
 		       const struct sockaddr_storage *from, socklen_t len)
 {
 	for (int tries = 0; tries < 64; tries++) {
+		struct pollfd p = { .fd = lb->fd, .events = POLLIN };
 		struct sockaddr_storage peer;
 		socklen_t plen = sizeof(peer);
-		int fd = accept(lb->fd, (void *)&peer, &plen);
+		int fd = accept(lb->fd, (void *)&peer, &plen), r;
 
+		if (fd < 0 && errno == EAGAIN) {
+			r = poll(&p, 1, ACCEPT_TIMEOUT_MS);
+			if (r <= 0)
+				return r < 0 ? -errno : -ETIMEDOUT;
+			continue;
+		}
 		if (fd < 0)
 			return -errno;
 		if (plen == len && !memcmp(&peer, from, len))
