@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include "ckpt/sockaddr_text.h"
 #include "restart_tcp.h"
@@ -303,6 +304,41 @@ static int reconnect(struct tcp_end *a, struct tcp_end *b,
 					fds[0]);
 }
 
+/* The free numbers below the kept range, each taken by a copy of fd
+ * until close_fillers: the connections made next then come out at the
+ * top of the range, where place_pair leaves them, instead of in those
+ * holes (the range starts above the saved fds) with a move per end. The
+ * count. */
+static int fillers[65536];
+
+static int fill_holes(int fd, int below)
+{
+	int n = 0, f = 3;
+
+	while (n < (int)(sizeof(fillers) / sizeof(fillers[0]))) {
+		f = fcntl(fd, F_DUPFD_CLOEXEC, f);
+		if (f < 0)
+			break;
+		if (f >= below) {
+			close(f);
+			break;
+		}
+		fillers[n++] = f++;
+	}
+	return n;
+}
+
+static void close_fillers(int n)
+{
+	for (int i = 0, j; i < n; i = j + 1) {
+		for (j = i; j + 1 < n && fillers[j + 1] == fillers[j] + 1; j++)
+			;
+		if (syscall(SYS_close_range, fillers[i], fillers[j], 0) < 0)
+			for (int k = i; k <= j; k++)
+				close(fillers[k]);
+	}
+}
+
 static void say_reconnect_failed(const struct tcp_end *a, int err)
 {
 	fprintf(stderr, "ckpt_restart: %s: fd %d: reconnecting the TCP "
@@ -316,7 +352,7 @@ static int reconnect_partners(struct tcp_end *ends, int n,
 {
 	static int order[CKPT_PLAN_MAX_SOCKETS];
 	struct loopback lb[2] = { { .fd = -1 }, { .fd = -1 } };
-	int r = 0;
+	int r = 0, nfillers = -1;
 
 	sort_ends(ends, n, order);
 	for (int i = 0; i < n && r == 0; i++) {
@@ -328,11 +364,14 @@ static int reconnect_partners(struct tcp_end *ends, int n,
 		if (l->fd < 0)
 			r = listen_loopback(l, a->si.family,
 					    *keep_fd_end + n + 2);
+		if (r == 0 && nfillers < 0)
+			nfillers = fill_holes(l->fd, *keep_fd_end);
 		if (r == 0)
 			r = reconnect(a, b, l, plan, keep_fd_end);
 		if (r < 0)
 			say_reconnect_failed(a, r);
 	}
+	close_fillers(nfillers);
 	for (int i = 0; i < 2; i++)
 		if (lb[i].fd >= 0)
 			close(lb[i].fd);

@@ -27,7 +27,7 @@ N = 300
 TRACED = ("socket,connect,accept,accept4,bind,listen,getsockname,"
           "getpeername,getsockopt,setsockopt,fcntl,dup,dup2,dup3,close,"
           "close_range,pread64,newfstatat,fstat")
-PER_CONNECTION_MAX = 24
+PER_CONNECTION_MAX = 20
 
 
 def traced_calls(path):
