@@ -875,6 +875,21 @@ static int move_out_of_the_way(int fd)
 	return n;
 }
 
+/* A handed-over fd (handover.c) stays where it is when no saved fd needs
+ * its number: ckpt_restart puts them above the saved ones when it can.
+ * No close-on-exec needed: handover_close_all closes them all before
+ * the program runs. */
+static int handed_floor;
+
+static int keep_handed_fd(int fd)
+{
+	if (fd >= handed_floor) {
+		ckpt_mark_own_fd(fd, 1);
+		return fd;
+	}
+	return move_out_of_the_way(fd);
+}
+
 static int place_fd(int newfd, int fd)
 {
 	if (newfd < 0)
@@ -1415,7 +1430,8 @@ static int files_restore(const struct ckpt_restart_args *args)
 		stdio_copy[i] = move_out_of_the_way(fcntl(i, F_DUPFD_CLOEXEC,
 							  3));
 	pipes_reset_outside();
-	r = handover_take_plan(plan_fd, move_out_of_the_way);
+	handed_floor = above_saved_fds();
+	r = handover_take_plan(plan_fd, keep_handed_fd);
 	if (r < 0) {
 		ckpt_log("cannot read the fds of the restart plan: %s",
 			 strerror(-r));

@@ -154,13 +154,15 @@ uint32_t multicast_count(int fd, uint64_t ino)
  * second process is no error) and key them by the new inode. */
 void multicast_rejoin(int fd, uint64_t old_ino)
 {
-	uint64_t ino = inode_of(fd);
+	uint64_t ino = 0;
 
 	for (int i = 0; i < ngroups; i++) {
 		struct membership *m = &groups[i];
 
 		if (m->fd != fd || m->ino != old_ino)
 			continue;
+		if (!ino)	/* an fstat only for a socket in a group */
+			ino = inode_of(fd);
 		/* the system call: the wrapper would note it once more */
 		if (syscall(SYS_setsockopt, fd, m->level, m->name, m->req,
 			    m->len) < 0 &&

@@ -641,6 +641,7 @@ int image_open(struct ckpt_image *img, const char *path, int open_flags)
 
 void image_close(struct ckpt_image *img)
 {
+	image_forget_records(img);
 	if (img->fd >= 0)
 		close(img->fd);
 	img->fd = -1;

@@ -110,6 +110,8 @@ void image_link_path(const struct ckpt_image *img, uint32_t i, char *buf,
 int image_socket_info(const struct ckpt_image *img,
 		      const struct ckpt_fd_info *f,
 		      struct ckpt_socket_info *si);
+/* Forget the socket records image_socket_info read ahead from img. */
+void image_forget_records(const struct ckpt_image *img);
 const char *region_kind_name(uint32_t kind);
 const char *fd_kind_name(uint32_t kind);
 const char *arch_name(uint32_t arch);

@@ -497,6 +497,46 @@ int image_check_fields(struct ckpt_image *img)
 	return err;
 }
 
+/* The socket records of an image lie close together (libckpt packs
+ * them): read a window of them at a time instead of one pread each
+ * (thousands for a program with many connections). */
+#define RECORD_WINDOW (64 * 1024)
+
+static struct {
+	const struct ckpt_image *img;
+	int fd;
+	uint64_t off, len;
+	char buf[RECORD_WINDOW];
+} window;
+
+static int read_record(const struct ckpt_image *img, void *dst, size_t len,
+		       uint64_t off)
+{
+	ssize_t n;
+
+	if (len > RECORD_WINDOW)
+		return pread(img->fd, dst, len, off) == (ssize_t)len ? 0 : -1;
+	if (window.img != img || window.fd != img->fd || off < window.off ||
+	    off + len > window.off + window.len) {
+		window.img = NULL;
+		n = pread(img->fd, window.buf, RECORD_WINDOW, off);
+		if (n < (ssize_t)len)
+			return -1;
+		window.img = img;
+		window.fd = img->fd;
+		window.off = off;
+		window.len = (uint64_t)n;
+	}
+	memcpy(dst, window.buf + (off - window.off), len);
+	return 0;
+}
+
+void image_forget_records(const struct ckpt_image *img)
+{
+	if (window.img == img)
+		window.img = NULL;
+}
+
 /* The struct ckpt_socket_info at the start of a socket record's data, as
  * an image of any size has it: fields an older image lacks read as none
  * (no datagrams, options unset). 0 or -EINVAL. */
@@ -509,7 +549,7 @@ int image_socket_info(const struct ckpt_image *img,
 
 	memset(si, 0, sizeof(*si));
 	if (have < CKPT_SOCKET_INFO_SIZE_V1 ||
-	    pread(img->fd, si, have, f->data_offset) != (ssize_t)have)
+	    read_record(img, si, have, f->data_offset) < 0)
 		return -EINVAL;
 	size = ckpt_socket_info_size(si);
 	if (size < CKPT_SOCKET_INFO_SIZE_V1 || size > f->data_size)

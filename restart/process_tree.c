@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -89,21 +90,17 @@ static int build_tree(struct tree *t)
 }
 
 
-/* The plan and the pipes and sockets handed to the restored processes
- * take a range of descriptor numbers that the loader keeps open; it must
- * start above every descriptor ckpt_restart has (the shell may have
- * passed it any), so the range holds nothing else. */
-static int above_open_fds(int fd)
+/* The highest fd number open in ckpt_restart (the shell may have passed
+ * it any), -1 if unknown. */
+static int highest_open_fd(void)
 {
 	char buf[4096];
-	int dir, top = -1, moved;
+	int dir, top = -1;
 	long n;
 
-	if (fd < 0)
-		return fd;
 	dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dir < 0)
-		return fd;
+		return -1;
 	while ((n = syscall(SYS_getdents64, dir, buf, sizeof(buf))) > 0)
 		for (long pos = 0; pos < n;) {
 			struct dirent64 *d = (struct dirent64 *)(buf + pos);
@@ -114,7 +111,46 @@ static int above_open_fds(int fd)
 				top = atoi(d->d_name);
 		}
 	close(dir);
-	if (fd >= top)
+	return top;
+}
+
+/* Above every fd number the images saved, when the fds the plan may hand
+ * over (at most two per saved fd) fit below the limit there: a restored
+ * process then keeps each handed fd where it is instead of moving it out
+ * of its saved fds' way (libckpt-preload/files.c), two system calls per
+ * fd in every process. 0 if not. */
+static int above_saved_fds(const struct tree *t)
+{
+	struct rlimit lim;
+	int top = 2;
+	uint64_t nfds = 0;
+
+	for (int i = 0; i < t->n; i++) {
+		nfds += t->imgs[i].hdr.nfds;
+		for (uint32_t j = 0; j < t->imgs[i].hdr.nfds; j++)
+			if (t->imgs[i].fds[j].fd > top)
+				top = t->imgs[i].fds[j].fd;
+	}
+	if (getrlimit(RLIMIT_NOFILE, &lim) < 0 ||
+	    (uint64_t)top + 1 + 2 * nfds + 64 > lim.rlim_cur ||
+	    top + 1 + 2 * nfds + 64 > 65536)
+		return 0;
+	return top + 1;
+}
+
+/* The plan and the pipes and sockets handed to the restored processes
+ * take a range of descriptor numbers that the loader keeps open; it must
+ * start above every descriptor ckpt_restart has, so the range holds
+ * nothing else, and above `floor`. */
+static int above_open_fds(int fd, int floor)
+{
+	int top = highest_open_fd(), moved;
+
+	if (fd < 0)
+		return fd;
+	if (top < floor - 1)
+		top = floor - 1;
+	if (fd > top)
 		return fd;
 	moved = fcntl(fd, F_DUPFD, top + 1);
 	close(fd);
@@ -132,7 +168,8 @@ static int create_plan(struct tree *t)
 			CKPT_PLAN_MAX_PROCS);
 		return -E2BIG;
 	}
-	fd = above_open_fds(memfd_create("ckpt-restart-plan", 0));
+	fd = above_open_fds(memfd_create("ckpt-restart-plan", 0),
+			    above_saved_fds(t));
 	if (fd < 0 || ftruncate(fd, sizeof(*plan)) < 0) {
 		fprintf(stderr, "ckpt_restart: creating the restart plan "
 			"failed: %s\n", strerror(errno));

@@ -102,10 +102,35 @@ static int note_fd(struct pipe_need *needs, int *n,
  * first + 1, the top of the kept range. The ends are moved above that
  * range first: pipe() takes the lowest free numbers, so one end may sit
  * just where the other must go. Anything else there is an error. */
+/* fd duplicated to exactly `want` and closed: 0; else -1, fd kept. */
+static int dup_exactly(int fd, int want)
+{
+	int n = fcntl(fd, F_DUPFD, want);
+
+	if (n == want) {
+		close(fd);
+		return 0;
+	}
+	if (n >= 0)
+		close(n);
+	return -1;
+}
+
 int place_pair(const int fds[2], int first)
 {
 	int hi[2] = { -1, -1 }, r = 0;
 
+	if (fds[0] == first && fds[1] == first + 1)	/* already there */
+		return 0;
+	/* Both in holes below the range (ckpt_restart's kept range starts
+	 * above the saved fds when it can): one move each. */
+	if (fds[0] < first && fds[1] < first &&
+	    dup_exactly(fds[0], first) == 0) {
+		int rest[2] = { first, fds[1] };
+
+		return dup_exactly(fds[1], first + 1) == 0 ? 0 :
+		       place_pair(rest, first);
+	}
 	for (int i = 0; i < 2; i++) {
 		hi[i] = fcntl(fds[i], F_DUPFD, first + 2);
 		if (hi[i] < 0)

@@ -12,10 +12,14 @@
  * libckpt, which restores it as closed by the peer.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include "ckpt/sockaddr_text.h"
 #include "restart_tcp.h"
@@ -45,26 +49,37 @@ int socket_same_address(const uint8_t *a, const uint8_t *b)
 	return !memcmp(ca, cb, sizeof(ca));
 }
 
-static int partners(const struct tcp_end *a, const struct tcp_end *b)
-{
-	return a != b && !b->done && b->img &&
-	       a->si.family == b->si.family &&
-	       socket_same_address(a->si.addr, b->si.peer) &&
-	       socket_same_address(a->si.peer, b->si.addr);
-}
-
 static int is_tcp_record(const struct ckpt_fd_info *f)
 {
 	return f->kind == CKPT_FD_SOCKET_OUTSIDE &&
 	       f->data_size >= CKPT_SOCKET_INFO_SIZE_V1;
 }
 
+/* The ends by inode, open addressing: a socket several processes hold
+ * is one end (a linear search per record was quadratic). */
+#define INO_SLOTS (2 * CKPT_PLAN_MAX_SOCKETS)
+
+static int ino_slots[INO_SLOTS];	/* index of the end + 1; 0: free */
+
+static int *ino_slot(const struct tcp_end *ends, uint64_t ino)
+{
+	uint32_t h = (uint32_t)((ino * 0x9e3779b97f4a7c15ULL) >> 40);
+
+	for (;; h++) {
+		int *slot = &ino_slots[h % INO_SLOTS];
+
+		if (!*slot || ends[*slot - 1].ino == ino)
+			return slot;
+	}
+}
+
 static int note_end(struct tcp_end *ends, int *n, const struct ckpt_image *img,
 		    const struct ckpt_fd_info *f)
 {
 	struct ckpt_socket_info si;
-	struct tcp_end *e = NULL;
+	struct tcp_end *e;
 	uint64_t ino;
+	int *slot;
 
 	if (socket_record_info(img, f, &si, &ino) < 0)
 		return -EINVAL;
@@ -72,10 +87,8 @@ static int note_end(struct tcp_end *ends, int *n, const struct ckpt_image *img,
 	    si.type != SOCK_STREAM ||
 	    !(si.flags & (CKPT_SOCK_F_QUEUE_SAVED | CKPT_SOCK_F_QUEUE)))
 		return 0;
-	for (int i = 0; i < *n && !e; i++)
-		if (ends[i].ino == ino)
-			e = &ends[i];
-	if (e)
+	slot = ino_slot(ends, ino);
+	if (*slot)
 		return 0;
 	if (*n == CKPT_PLAN_MAX_SOCKETS)
 		return -E2BIG;
@@ -85,7 +98,66 @@ static int note_end(struct tcp_end *ends, int *n, const struct ckpt_image *img,
 	e->si = si;
 	e->img = img;
 	e->f = f;
+	socket_canonical(si.addr, e->local);
+	socket_canonical(si.peer, e->remote);
+	*slot = *n;
 	return 0;
+}
+
+/* Order of the ends by (family, local address, peer address): an end's
+ * partner is found by a binary search for (family, peer, local). */
+static int key_cmp(int family, const uint8_t *local, const uint8_t *remote,
+		   const struct tcp_end *b)
+{
+	int c = family - b->si.family;
+
+	if (!c)
+		c = memcmp(local, b->local, sizeof(b->local));
+	return c ? c : memcmp(remote, b->remote, sizeof(b->remote));
+}
+
+static const struct tcp_end *sorted_ends;
+
+static int end_cmp(const void *x, const void *y)
+{
+	const struct tcp_end *a = &sorted_ends[*(const int *)x];
+
+	return key_cmp(a->si.family, a->local, a->remote,
+		       &sorted_ends[*(const int *)y]);
+}
+
+static void sort_ends(const struct tcp_end *ends, int n, int *order)
+{
+	for (int i = 0; i < n; i++)
+		order[i] = i;
+	sorted_ends = ends;
+	qsort(order, n, sizeof(*order), end_cmp);
+}
+
+/* The end not done yet whose addresses are a's the other way round. */
+static struct tcp_end *partner_of(const struct tcp_end *a,
+				  struct tcp_end *ends, const int *order, int n)
+{
+	int lo = 0, hi = n;
+
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+
+		if (key_cmp(a->si.family, a->remote, a->local,
+			    &ends[order[mid]]) > 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < n; lo++) {
+		struct tcp_end *b = &ends[order[lo]];
+
+		if (key_cmp(a->si.family, a->remote, a->local, b))
+			return NULL;
+		if (b != a && !b->done && b->img)
+			return b;
+	}
+	return NULL;
 }
 
 /* Room for `queued` bytes in flight to the socket: the receiver's and
@@ -100,25 +172,88 @@ static void make_room(int to, int from, uint64_t queued)
 	setsockopt(from, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
 }
 
-/* A new loopback TCP connection of `family`: fds[0] connected, fds[1]
- * accepted. 0 or -errno. */
-static int loopback_pair(int family, int fds[2])
-{
-	struct sockaddr_storage ss;
-	socklen_t len = ckpt_loopback_addr(family, &ss);
-	int l, r = 0;
+/* One listener per family on a loopback port, for all the connections:
+ * each is connected and accepted at once, so the accepted one is its
+ * peer (checked by address). It sits above the numbers the connections
+ * will take, which then come out where place_pair wants them. */
+struct loopback {
+	int fd;
+	struct sockaddr_storage addr;
+	socklen_t len;
+};
 
-	l = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	fds[0] = socket(family, SOCK_STREAM, 0);
+static int listen_loopback(struct loopback *lb, int family, int above)
+{
+	int moved;
+
+	lb->len = ckpt_loopback_addr(family, &lb->addr);
+	lb->fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (lb->fd < 0)
+		return -errno;
+	if (bind(lb->fd, (void *)&lb->addr, lb->len) < 0 ||
+	    getsockname(lb->fd, (void *)&lb->addr, &lb->len) < 0 ||
+	    listen(lb->fd, 16) < 0) {
+		int e = errno;
+
+		close(lb->fd);
+		lb->fd = -1;
+		return -e;
+	}
+	moved = fcntl(lb->fd, F_DUPFD_CLOEXEC, above);
+	if (moved >= 0) {	/* else it stays lower: place_pair moves */
+		close(lb->fd);
+		lb->fd = moved;
+	}
+	return 0;
+}
+
+#define ACCEPT_TIMEOUT_MS 10000
+
+/* The connection accepted on lb whose peer is at `from`; a stranger's
+ * connecting to the port meanwhile is closed. The connection is queued
+ * once connect returns: the wait is for a strange case only. */
+static int accept_from(const struct loopback *lb,
+		       const struct sockaddr_storage *from, socklen_t len)
+{
+	for (int tries = 0; tries < 64; tries++) {
+		struct pollfd p = { .fd = lb->fd, .events = POLLIN };
+		struct sockaddr_storage peer;
+		socklen_t plen = sizeof(peer);
+		int fd = accept(lb->fd, (void *)&peer, &plen), r;
+
+		if (fd < 0 && errno == EAGAIN) {
+			r = poll(&p, 1, ACCEPT_TIMEOUT_MS);
+			if (r <= 0)
+				return r < 0 ? -errno : -ETIMEDOUT;
+			continue;
+		}
+		if (fd < 0)
+			return -errno;
+		if (plen == len && !memcmp(&peer, from, len))
+			return fd;
+		close(fd);
+	}
+	return -ECONNABORTED;
+}
+
+/* A new loopback TCP connection: fds[0] connected, fds[1] accepted. 0 or
+ * -errno. */
+static int loopback_pair(const struct loopback *lb, int fds[2])
+{
+	struct sockaddr_storage me;
+	socklen_t len = sizeof(me);
+	int r = 0;
+
 	fds[1] = -1;
-	if (l < 0 || fds[0] < 0 || bind(l, (void *)&ss, len) < 0 ||
-	    getsockname(l, (void *)&ss, &len) < 0 || listen(l, 1) < 0 ||
-	    connect(fds[0], (void *)&ss, len) < 0 ||
-	    (fds[1] = accept(l, NULL, NULL)) < 0)
+	fds[0] = socket(lb->addr.ss_family, SOCK_STREAM, 0);
+	if (fds[0] < 0)
+		return -errno;
+	if (connect(fds[0], (const void *)&lb->addr, lb->len) < 0 ||
+	    getsockname(fds[0], (void *)&me, &len) < 0)
 		r = -errno;
-	if (l >= 0)
-		close(l);
-	if (r < 0 && fds[0] >= 0)
+	else if ((fds[1] = accept_from(lb, &me, len)) < 0)
+		r = fds[1];
+	if (r < 0)
 		close(fds[0]);
 	return r;
 }
@@ -137,7 +272,8 @@ int restart_tcp_hand(struct ckpt_restart_plan *plan, uint64_t ino, int fd,
 
 /* a's end connected to b's end, each with the bytes queued for it. */
 static int reconnect(struct tcp_end *a, struct tcp_end *b,
-		     struct ckpt_restart_plan *plan, int *keep_fd_end)
+		     const struct loopback *lb, struct ckpt_restart_plan *plan,
+		     int *keep_fd_end)
 {
 	uint32_t ia = ckpt_socket_info_size(&a->si);
 	uint32_t ib = ckpt_socket_info_size(&b->si);
@@ -146,7 +282,7 @@ static int reconnect(struct tcp_end *a, struct tcp_end *b,
 
 	if (plan->nsockets + 2 > CKPT_PLAN_MAX_SOCKETS)
 		return -E2BIG;
-	r = loopback_pair(a->si.family, fds);
+	r = loopback_pair(lb, fds);
 	if (r < 0)
 		return r;
 	make_room(fds[0], fds[1], qa);
@@ -172,12 +308,87 @@ static int reconnect(struct tcp_end *a, struct tcp_end *b,
 					     a->img->hdr.vpid, keep_fd_end);
 }
 
+/* The free numbers below the kept range, each taken by a copy of fd
+ * until close_fillers: the connections made next then come out at the
+ * top of the range, where place_pair leaves them, instead of in those
+ * holes (the range starts above the saved fds) with a move per end. The
+ * count. */
+static int fillers[65536];
+
+static int fill_holes(int fd, int below)
+{
+	int n = 0, f = 3;
+
+	while (n < (int)(sizeof(fillers) / sizeof(fillers[0]))) {
+		f = fcntl(fd, F_DUPFD_CLOEXEC, f);
+		if (f < 0)
+			break;
+		if (f >= below) {
+			close(f);
+			break;
+		}
+		fillers[n++] = f++;
+	}
+	return n;
+}
+
+static void close_fillers(int n)
+{
+	for (int i = 0, j; i < n; i = j + 1) {
+		for (j = i; j + 1 < n && fillers[j + 1] == fillers[j] + 1; j++)
+			;
+		if (syscall(SYS_close_range, fillers[i], fillers[j], 0) < 0)
+			for (int k = i; k <= j; k++)
+				close(fillers[k]);
+	}
+}
+
+static void say_reconnect_failed(const struct tcp_end *a, int err)
+{
+	fprintf(stderr, "ckpt_restart: %s: fd %d: reconnecting the TCP "
+		"connection socket:[%llu] failed: %s\n", a->img->path, a->f->fd,
+		(unsigned long long)a->ino, strerror(-err));
+}
+
+/* Each end with its partner among the images connected again. */
+static int reconnect_partners(struct tcp_end *ends, int n,
+			      struct ckpt_restart_plan *plan, int *keep_fd_end)
+{
+	static int order[CKPT_PLAN_MAX_SOCKETS];
+	struct loopback lb[2] = { { .fd = -1 }, { .fd = -1 } };
+	int r = 0, nfillers = -1;
+
+	sort_ends(ends, n, order);
+	for (int i = 0; i < n && r == 0; i++) {
+		struct tcp_end *a = &ends[i], *b;
+		struct loopback *l = &lb[a->si.family == AF_INET6];
+
+		if (a->done || !(b = partner_of(a, ends, order, n)))
+			continue;
+		if (l->fd < 0)
+			r = listen_loopback(l, a->si.family,
+					    *keep_fd_end + n + 2);
+		if (r == 0 && nfillers < 0)
+			nfillers = fill_holes(l->fd, *keep_fd_end);
+		if (r == 0)
+			r = reconnect(a, b, l, plan, keep_fd_end);
+		if (r < 0)
+			say_reconnect_failed(a, r);
+	}
+	close_fillers(nfillers);
+	for (int i = 0; i < 2; i++)
+		if (lb[i].fd >= 0)
+			close(lb[i].fd);
+	return r;
+}
+
 int restart_tcp_create(struct ckpt_image *imgs, int n,
 		       struct ckpt_restart_plan *plan, int *keep_fd_end)
 {
 	static struct tcp_end ends[CKPT_PLAN_MAX_SOCKETS];
 	int nends = 0, r;
 
+	memset(ino_slots, 0, sizeof(ino_slots));
 	for (int i = 0; i < n; i++)
 		for (uint32_t j = 0; j < imgs[i].hdr.nfds; j++) {
 			if (!is_tcp_record(&imgs[i].fds[j]))
@@ -186,23 +397,6 @@ int restart_tcp_create(struct ckpt_image *imgs, int n,
 			if (r < 0)
 				return r;
 		}
-	for (int i = 0; i < nends; i++) {
-		struct tcp_end *a = &ends[i];
-
-		for (int j = i + 1; j < nends && !a->done; j++) {
-			if (!partners(a, &ends[j]))
-				continue;
-			r = reconnect(a, &ends[j], plan, keep_fd_end);
-			if (r < 0) {
-				fprintf(stderr, "ckpt_restart: %s: fd %d: "
-					"reconnecting the TCP connection "
-					"socket:[%llu] failed: %s\n",
-					a->img->path, a->f->fd,
-					(unsigned long long)a->ino,
-					strerror(-r));
-				return r;
-			}
-		}
-	}
-	return restart_tcp_meet(ends, nends, plan, keep_fd_end);
+	r = reconnect_partners(ends, nends, plan, keep_fd_end);
+	return r < 0 ? r : restart_tcp_meet(ends, nends, plan, keep_fd_end);
 }

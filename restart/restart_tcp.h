@@ -14,6 +14,7 @@ struct tcp_end {
 	struct ckpt_socket_info si;
 	const struct ckpt_image *img;	/* the record with the queue */
 	const struct ckpt_fd_info *f;
+	uint8_t local[18], remote[18];	/* socket_canonical of addr, peer */
 	int done;
 };
 
