@@ -60,22 +60,39 @@ static void wait_rejoined(struct ckpt_control *c)
 /* The restored process's stdin (ours to write) and stdout (to read). */
 struct app_pipes {
 	int to_app, from_app;
+	int reports;	/* the template's reports on the restored process */
 };
 
 /* Our ends: closing them lets nothing of a killed process linger. */
 static void close_pipes(struct app_pipes *p)
 {
-	int *ends[2] = { &p->to_app, &p->from_app };
+	int *ends[3] = { &p->to_app, &p->from_app, &p->reports };
 
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 3; i++) {
 		if (*ends[i] >= 0)
 			close(*ends[i]);
 		*ends[i] = -1;
 	}
 }
 
+/* How the restored process ended, from its template's report. */
+static void fail_ended(int reports)
+{
+	struct ckpt_template_report rep;
+	char how[128];
+	int r = template_read_report(reports, WAIT_MS, &rep);
+
+	if (r == 0 && rep.event == CKPT_TEMPLATE_EXITED)
+		snprintf(how, sizeof(how), "the restored process closed its "
+			 "stdout and ended with wait status 0x%x", rep.value);
+	else
+		snprintf(how, sizeof(how), "the restored process closed its "
+			 "stdout (no end report: %s)", template_strerror(r));
+	fail("%s", how);
+}
+
 /* One line from the restored process within WAIT_MS, or a failure. */
-static void read_line(int fd, char *line, size_t len)
+static void read_line(int fd, int reports, char *line, size_t len)
 {
 	struct pollfd pf = { fd, POLLIN, 0 };
 	size_t got = 0;
@@ -88,7 +105,7 @@ static void read_line(int fd, char *line, size_t len)
 			     "within 10 s");
 		n = read(fd, line + got, 1);
 		if (n <= 0)
-			fail("%s", "the restored process closed its stdout");
+			fail_ended(reports);
 		if (line[got] == '\n')
 			break;
 		got++;
@@ -124,14 +141,14 @@ static void restore(struct ckpt_control *c, uint64_t id, struct app_pipes *p)
 	if (r < 0)
 		fail("the template's order to restore: %s",
 		     template_strerror(r));
-	close(rfd);	/* its end report is not wanted */
+	p->reports = rfd;
 }
 
 int main(int argc, char **argv)
 {
 	int rounds = argc == 3 ? atoi(argv[1]) : 0;
 	long count = argc == 3 ? atol(argv[2]) : -1;
-	struct app_pipes p = { -1, -1 };
+	struct app_pipes p = { -1, -1, -1 };
 	struct ckpt_control_error err;
 	struct ckpt_control c;
 
@@ -151,7 +168,7 @@ int main(int argc, char **argv)
 		if (write(p.to_app, "r\n", 2) != 2)
 			fail("writing to the restored process: %s",
 			     strerror(errno));
-		read_line(p.from_app, line, sizeof(line));
+		read_line(p.from_app, p.reports, line, sizeof(line));
 		snprintf(want, sizeof(want), "echo %ld r", ++count);
 		if (strcmp(line, want))
 			fail("the restored process answered '%s'", line);
