@@ -51,20 +51,12 @@ static int order_restore_on(const struct template_ref *t,
 			    struct app_pipes *p)
 {
 	struct ckpt_template_report rep;
-	int in[2], out[2], saved_in, saved_out, rfd, r;
+	int in[2], out[2], rfd, r;
 
 	if (pipe(in) < 0 || pipe(out) < 0)
 		return -errno;
-	saved_in = dup(0);
-	saved_out = dup(1);
-	dup2(in[0], 0);
-	dup2(out[1], 1);
-	r = template_order(t, CKPT_TEMPLATE_RESTORE, &rfd, ORDER_WAIT_MS,
-			   &rep);
-	dup2(saved_in, 0);
-	dup2(saved_out, 1);
-	close(saved_in);
-	close(saved_out);
+	r = template_restore_on(t, (int[3]){ in[0], out[1], 2 },
+				ORDER_WAIT_MS, &rfd, &rep);
 	close(in[0]);
 	close(out[1]);
 	if (r == 0)
@@ -139,28 +131,20 @@ static uint64_t restore(struct ckpt_control *c, uint64_t id,
 	return now_us() - t0;
 }
 
-/* A restored process answers before it has joined the coordinator
- * again: the next snapshot waits for it (untimed, at most 10 s). */
+/* The next snapshot waits for the restored process to have joined the
+ * coordinator again (untimed, at most 10 s). */
 static void wait_rejoined(struct ckpt_control *c)
 {
-	struct ckpt_control_reply rep;
 	struct ckpt_control_error err;
-	struct timespec slice = { 0, 2000000 };
+	int r = template_wait_restored_joined(c, 10000, &err);
 
-	for (int i = 0; i < 5000; i++) {
-		int joined;
-
-		if (ckpt_control_list(c, &rep, &err) < 0)
-			die("list", &err);
-		joined = strstr(rep.text, "restarted=yes") != NULL;
-		ckpt_control_reply_free(&rep);
-		if (joined)
-			return;
-		nanosleep(&slice, NULL);
+	if (r == -ETIMEDOUT) {
+		fprintf(stderr, "snapshot_api: the restored process did not "
+			"join the coordinator within 10 s\n");
+		exit(1);
 	}
-	fprintf(stderr, "snapshot_api: the restored process did not join "
-		"the coordinator within 10 s\n");
-	exit(1);
+	if (r < 0)
+		die("list", &err);
 }
 
 int main(int argc, char **argv)

@@ -16,7 +16,10 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
+
+#include "ckpt/control.h"
 
 #include "template_orders.h"
 
@@ -116,6 +119,61 @@ int template_order(const struct template_ref *t, int what, int *rfd,
 	if (r < 0)
 		close(*rfd);
 	return r;
+}
+
+/* RESTORE with stdio[0..2] as the restored process's stdio (the
+ * template takes the requester's fds 0-2 when it reads the order, so
+ * ours are swapped for them meanwhile): 0 with the STARTED report in
+ * *rep and *rfd the read end for the later ones, or -errno. */
+int template_restore_on(const struct template_ref *t, const int stdio[3],
+			int ms, int *rfd, struct ckpt_template_report *rep)
+{
+	int saved[3], r;
+
+	for (int fd = 0; fd < 3; fd++) {
+		saved[fd] = dup(fd);
+		if (saved[fd] < 0 || dup2(stdio[fd], fd) < 0) {
+			r = -errno;
+			while (fd >= 0) {
+				if (saved[fd] >= 0) {
+					dup2(saved[fd], fd);
+					close(saved[fd]);
+				}
+				fd--;
+			}
+			return r;
+		}
+	}
+	r = template_order(t, CKPT_TEMPLATE_RESTORE, rfd, ms, rep);
+	for (int fd = 0; fd < 3; fd++) {
+		dup2(saved[fd], fd);
+		close(saved[fd]);
+	}
+	return r;
+}
+
+/* A restored process answers before it has joined the coordinator
+ * again, and a restore kills only processes that joined: until the
+ * coordinator lists one "restarted=yes" (0), ms passed (-ETIMEDOUT), or
+ * a list failed (its -errno, *err said). */
+int template_wait_restored_joined(struct ckpt_control *c, int ms,
+				  struct ckpt_control_error *err)
+{
+	struct timespec slice = { 0, 2000000 };
+
+	for (int waited = 0; waited <= ms; waited += 2) {
+		struct ckpt_control_reply rep;
+		int joined, r = ckpt_control_list(c, &rep, err);
+
+		if (r < 0)
+			return r;
+		joined = strstr(rep.text, "restarted=yes") != NULL;
+		ckpt_control_reply_free(&rep);
+		if (joined)
+			return 0;
+		nanosleep(&slice, NULL);
+	}
+	return -ETIMEDOUT;
 }
 
 const char *template_strerror(int r)

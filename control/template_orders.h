@@ -19,6 +19,12 @@ int template_parse(const char *text, struct template_ref *t);
 int template_read_report(int fd, int ms, struct ckpt_template_report *rep);
 int template_order(const struct template_ref *t, int what, int *rfd,
 		   int ms, struct ckpt_template_report *rep);
+int template_restore_on(const struct template_ref *t, const int stdio[3],
+			int ms, int *rfd, struct ckpt_template_report *rep);
+struct ckpt_control;
+struct ckpt_control_error;
+int template_wait_restored_joined(struct ckpt_control *c, int ms,
+				  struct ckpt_control_error *err);
 const char *template_strerror(int r);
 int template_write_image(const struct template_ref *t);
 

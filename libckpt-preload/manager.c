@@ -432,7 +432,7 @@ static void handle_write(const struct ckpt_msg_do_checkpoint *m, int early)
 {
 	__atomic_store_n(&image_in_flight, 1, __ATOMIC_RELEASE);
 	handle_write_image(m, early);
-	template_reap_helper();	/* after the answer, not in the stall */
+	template_reap_helper();	/* a failed round's: not in the stall */
 	image_settled();
 }
 
@@ -485,12 +485,16 @@ static int await_order(int want, uint64_t generation, const char *tmp,
 	return 0;
 }
 
-/* A template snapshot is done: "template:PID:IMAGE". */
+/* A template snapshot is done: "template:PID:IMAGE". The helper that
+ * forked the template has exited first: until then the template is its
+ * child, in this process's tree, and a restore's kill of the tree (the
+ * coordinator's, right after this answer) would kill it too. */
 static void send_template_durable(uint64_t generation, pid_t template_pid,
 				  const char *path)
 {
 	char text[4096];
 
+	template_reap_helper();
 	ckpt_fmt(text, sizeof(text), "%s%d:%s", CKPT_TEMPLATE_PATH_PREFIX,
 		 (int)template_pid, path);
 	send_result(CKPT_MSG_DURABLE, generation, 0, text, NULL);

@@ -21,7 +21,9 @@
  * Lifetime: the template is no child of the program (the manager makes it
  * through a short-lived CLONE_VM helper that exits at once, so it is
  * reparented to the nearest subreaper; the manager goes on once the
- * helper has forked and reaps it after the snapshot's answer) and ends when the snapshot's
+ * helper has forked and reaps it before the snapshot's answer, so that
+ * the template is out of the process's tree when a restore kills that
+ * tree) and ends when the snapshot's
  * directory goes (--drop, the coordinator's exit: inotify) or when the
  * coordinator dies (its pidfd). It never stops: it sleeps in poll(2).
  */
@@ -510,8 +512,10 @@ static int wait_forked(void)
 	return -ETIMEDOUT;
 }
 
-/* The helper's end, then its stack and the report page go: after the
- * snapshot's answer (the manager's), or on the next snapshot. */
+/* The helper's end, then its stack and the report page go: before the
+ * snapshot's answer (the manager's, once the threads resumed), or on the
+ * next snapshot. Once the helper is reaped the template is no
+ * descendant of this process. */
 void template_reap_helper(void)
 {
 	long r;

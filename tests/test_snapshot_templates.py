@@ -11,11 +11,13 @@ after --drop, --quit, or when the computation is killed."""
 import os
 import re
 import signal
+import subprocess
 import time
 
 import pytest
 
-from ckpt_harness import app, numbers, reference_output
+from ckpt_harness import ROOT, app, numbers, reference_output, run
+from test_embedding import build
 from test_snapshots import (running, take_snapshot, wait_joined,
                             wait_pid_gone)
 
@@ -234,3 +236,29 @@ def test_unreaped_children_survive_restore(session):
                       "restore")
     assert r.wait_exit() == 0, "%r %s" % (r.lines()[-3:], r.stderr_text())
     assert r.lines()[-1] == "OK zombies", r.lines()[-3:]
+
+
+RESTORES_SRC = os.path.join(ROOT, "tests", "embedding", "template_restores.c")
+
+
+@pytest.mark.time_limit(300)
+def test_control_restores_in_a_row(session, tmp_path):
+    """Template snapshots restored through libckpt-control one right
+    after the other, each restore sent the moment the snapshot answered
+    (tests/embedding/template_restores.c): every restored process answers
+    with the next number after the snapshot's. A snapshot's answer used
+    to come before its template had left the process's tree, and the
+    restore's kill of that tree killed the template too (a restore then
+    waited 10 s for nothing, in about one round of a hundred)."""
+    tool = build(RESTORES_SRC, str(tmp_path / "template_restores"),
+                 ["-I" + os.path.join(ROOT, "include")],
+                 [os.path.join(ROOT, "build", "lib", "libckpt-control.a")])
+    p = session.launch([app("stdin_echo")], stdin=subprocess.PIPE)
+    p.wait_line(r"^ready tty=0$")
+    os.write(p.popen.stdin.fileno(), b"a\nb\nc\n")
+    p.wait_line(r"^echo (\d+) ", minimum=3)
+    rounds = 120
+    r = run([tool, str(rounds), "3"], 240, env=session.env)
+    assert r.returncode == 0, "%s %s" % (r.stdout[-300:], r.stderr)
+    assert r.stdout.splitlines() == ["round %d ok" % i
+                                     for i in range(1, rounds + 1)]
