@@ -47,6 +47,7 @@ struct table_entry {
 static struct table_entry mine[CKPT_MAX_FDS];
 static uint32_t first_index;		/* of mine[0] in the table */
 static int nmine;
+static int mine_in_fd_order;		/* mine[] sorted by fd (the usual) */
 static int published;			/* the table has our entries */
 static char table_path[4200];
 static char old_table_path[4200];	/* the previous round's */
@@ -109,6 +110,10 @@ int shared_add(int fd, uint64_t dev, uint64_t ino)
 
 	if (nmine == CKPT_MAX_FDS)
 		return -EMFILE;
+	if (nmine == 0)
+		mine_in_fd_order = 1;
+	else if (mine[nmine - 1].fd >= fd)
+		mine_in_fd_order = 0;
 	e = &mine[nmine++];
 	memset(e, 0, sizeof(*e));
 	e->pid = nmine > 1 ? mine[0].pid : ckpt_real_getpid();
@@ -151,13 +156,87 @@ static int same_description(const struct table_entry *a,
 		       b->fd) == 0;
 }
 
+/*
+ * The table's entries chained by inode, so that deciding an entry looks
+ * only at the holders of its inode: comparing each entry with the whole
+ * table was most of this file's cost with thousands of sockets (2,000
+ * entries, 1,000 TCP connections between two processes:
+ * docs/performance.md). In mmap'd memory (no malloc while threads are
+ * stopped); without it (no memory) the whole table is walked.
+ */
+struct ino_index {
+	uint32_t *head;			/* nbuckets, then next[n] */
+	uint32_t *next;
+	uint32_t mask;
+	size_t len;			/* bytes mapped */
+};
+
+#define END_OF_CHAIN 0xffffffffu
+
+static uint32_t ino_bucket(const struct ino_index *x, uint64_t ino)
+{
+	return (uint32_t)((ino * 0x9e3779b97f4a7c15ull) >> 32) & x->mask;
+}
+
+static int ino_index_build(struct ino_index *x, const struct table_entry *t,
+			   uint32_t n)
+{
+	uint32_t nbuckets = 64;
+	void *p;
+
+	while (nbuckets < 2 * n)
+		nbuckets *= 2;
+	x->len = ((size_t)nbuckets + n) * sizeof(uint32_t);
+	p = mmap(NULL, x->len, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		x->head = NULL;
+		return -ENOMEM;
+	}
+	x->head = p;
+	x->next = x->head + nbuckets;
+	x->mask = nbuckets - 1;
+	memset(x->head, 0xff, (size_t)nbuckets * sizeof(uint32_t));
+	/* from the end, so that each chain is in table order */
+	for (uint32_t j = n; j-- > 0;) {
+		uint32_t b = ino_bucket(x, t[j].ino);
+
+		x->next[j] = x->head[b];
+		x->head[b] = j;
+	}
+	return 0;
+}
+
+static void ino_index_free(struct ino_index *x)
+{
+	if (x->head)
+		munmap(x->head, x->len);
+	x->head = NULL;
+}
+
+/* The first entry of the chain that may hold inode ino, then the next
+ * (all of the table when there is no index). */
+static uint32_t chain_first(const struct ino_index *x, uint64_t ino)
+{
+	return x->head ? x->head[ino_bucket(x, ino)] : 0;
+}
+
+static uint32_t chain_next(const struct ino_index *x, uint32_t j, uint32_t n)
+{
+	if (x->head)
+		return x->next[j];
+	return j + 1 < n ? j + 1 : END_OF_CHAIN;
+}
+
 /* Entry i of the table (n entries) is ours and undecided: find every
  * other holder of its description. */
-static void decide(struct table_entry *t, uint32_t n, uint32_t i)
+static void decide(struct table_entry *t, uint32_t n, uint32_t i,
+		   const struct ino_index *x)
 {
 	int matched = 0;
 
-	for (uint32_t j = 0; j < n; j++) {
+	for (uint32_t j = n ? chain_first(x, t[i].ino) : END_OF_CHAIN;
+	     j != END_OF_CHAIN; j = chain_next(x, j, n)) {
 		struct table_entry *o = &t[j];
 
 		if (o->group || o->pid == t[i].pid || o->dev != t[i].dev ||
@@ -173,6 +252,7 @@ static void decide(struct table_entry *t, uint32_t n, uint32_t i)
  * entries (DO_WRITE, before the fd records are written). */
 int shared_resolve(void)
 {
+	struct ino_index index = { NULL, NULL, 0, 0 };
 	struct table_entry *t;
 	struct stat st;
 	uint32_t n;
@@ -194,6 +274,7 @@ int shared_resolve(void)
 		close(fd);
 		return -errno;
 	}
+	ino_index_build(&index, t, n);	/* without it: slower, same answer */
 	for (int k = 0; k < nmine && r == 0; k++) {
 		struct table_entry *e = &t[first_index + k];
 
@@ -202,9 +283,10 @@ int shared_resolve(void)
 			break;
 		}
 		if (!e->group)
-			decide(t, n, first_index + k);
+			decide(t, n, first_index + k, &index);
 		mine[k].group = e->group;
 	}
+	ino_index_free(&index);
 	munmap(t, st.st_size);
 	close(fd);
 	if (r < 0)
@@ -214,13 +296,34 @@ int shared_resolve(void)
 
 /* The share value of fd's record: CKPT_FD_SHARE_GROUP | n, 0 (not
  * shared), or -1 (unknown: the table could not be used). */
+static const struct table_entry *mine_of(int fd)
+{
+	int lo = 0, hi = nmine;
+
+	if (!mine_in_fd_order) {
+		for (int k = 0; k < nmine; k++)
+			if (mine[k].fd == fd)
+				return &mine[k];
+		return NULL;
+	}
+	while (lo < hi) {	/* one per socket record: thousands */
+		int mid = lo + (hi - lo) / 2;
+
+		if (mine[mid].fd == fd)
+			return &mine[mid];
+		if (mine[mid].fd < fd)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
 int64_t shared_group_of(int fd)
 {
-	if (!published)
+	const struct table_entry *e = published ? mine_of(fd) : NULL;
+
+	if (!e)
 		return -1;
-	for (int k = 0; k < nmine; k++)
-		if (mine[k].fd == fd)
-			return mine[k].group == NOT_SHARED ? 0 :
-			       CKPT_FD_SHARE_GROUP | mine[k].group;
-	return -1;
+	return e->group == NOT_SHARED ? 0 : CKPT_FD_SHARE_GROUP | e->group;
 }

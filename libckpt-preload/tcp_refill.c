@@ -46,7 +46,9 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <dirent.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include <ckpt/safe_file.h>
@@ -65,6 +67,7 @@ struct stuck_send {
 
 static struct stuck_send stuck[STUCK_MAX];
 static int write_dirfd = -1;	/* the round's directory, while writing */
+static int round_has_stuck;	/* it holds a stuck file of this round */
 static int nstuck;
 static pid_t stuck_pid;		/* who noted them: not a copy of it */
 static uint64_t round_gen;
@@ -204,6 +207,40 @@ static long send_queue_of(const uint8_t *local, const uint8_t *remote)
 	return n < 0 ? n : r;
 }
 
+/*
+ * Whether the round's directory (dirfd, just opened) holds any stuck
+ * file of this round. Senders make them in DO_SUSPEND, so once every
+ * process is stopped (DO_WRITE) none is added: one listing instead of a
+ * rename tried per connection with bytes waiting (hundreds with many
+ * connections: docs/performance.md). 1 when the listing fails (the
+ * renames decide, as without it).
+ */
+static int lists_stuck_file(int dirfd)
+{
+	char prefix[64], suffix[32], buf[8192];
+	size_t plen, slen;
+	long n;
+
+	ckpt_fmt(prefix, sizeof(prefix), ".ckpt_tcpstuck_");
+	ckpt_fmt(suffix, sizeof(suffix), ".g%llu",
+		 (unsigned long long)round_gen);
+	plen = strlen(prefix);
+	slen = strlen(suffix);
+	while ((n = syscall(SYS_getdents64, dirfd, buf, sizeof(buf))) > 0) {
+		for (long pos = 0; pos < n;) {
+			const struct dirent64 *d = (const void *)(buf + pos);
+			size_t len = strlen(d->d_name);
+
+			pos += d->d_reclen;
+			if (len > plen + slen &&
+			    !memcmp(d->d_name, prefix, plen) &&
+			    !strcmp(d->d_name + len - slen, suffix))
+				return 1;
+		}
+	}
+	return n < 0;
+}
+
 static int open_round_dir(void)
 {
 	struct ckpt_refusal ref;
@@ -340,10 +377,13 @@ int tcp_refill_save_queue(int fd, const struct ckpt_socket_info *si,
 	    direction_key(si->peer, si->addr, key) < 0)
 		return sockets_peek_into(fd, memfd, size);
 	/* opened once per image (every connection with bytes waiting asks) */
-	if (write_dirfd == -1)
+	if (write_dirfd == -1) {
 		write_dirfd = open_round_dir();
+		round_has_stuck = write_dirfd >= 0 &&
+				  lists_stuck_file(write_dirfd);
+	}
 	dirfd = write_dirfd;
-	if (dirfd < 0)
+	if (dirfd < 0 || !round_has_stuck)
 		return sockets_peek_into(fd, memfd, size);
 	file_name(stuck_name, sizeof(stuck_name), "stuck", key);
 	file_name(drain_name, sizeof(drain_name), "drain", key);
