@@ -14,6 +14,11 @@
  *   order   every listener first, then each connection in the order of
  *           its address pair, the same on every host: no two ckpt_restarts
  *           wait for each other in a cycle.
+ *   prove   each connection opens with the handshake of meet_auth.h,
+ *           bound to the pair of saved addresses: a connection whose
+ *           other side does not prove it knows the per-user secret is
+ *           closed; the listener then waits for the next one, the
+ *           connector gives up on that end (an impostor holds the port).
  *   bytes   each side sends the bytes saved at its own end (8-byte length,
  *           then the bytes), reads exactly the other's, and sends those
  *           back: each end's receive queue then holds exactly the bytes it
@@ -35,9 +40,13 @@
 #include <time.h>
 #include <unistd.h>
 #include "ckpt/sockaddr_text.h"
+#include "meet_auth.h"
 #include "restart_tcp.h"
 
 #define MEET_TIMEOUT_MS 30000
+/* One handshake, from an accepted connection that may not be the
+ * partner's: a silent one is dropped after this long. */
+#define HANDSHAKE_TIMEOUT_MS 3000
 
 const char *restart_peer_hosts;
 
@@ -173,18 +182,76 @@ static int wait_fd(int fd, short events, long long deadline)
 	return r < 0 ? -errno : r == 0 ? -ETIMEDOUT : 0;
 }
 
+static void say_failed(const struct meet *m, const char *what, int err)
+{
+	char a[128], b[128];
+
+	ckpt_sockaddr_text(m->e->si.addr, sizeof(m->e->si.addr), a, sizeof(a));
+	ckpt_sockaddr_text(m->e->si.peer, sizeof(m->e->si.peer), b, sizeof(b));
+	fprintf(stderr, "ckpt_restart: warning: %s: fd %d: the TCP connection "
+		"%s to %s: %s its other end failed: %s (is the ckpt_restart of "
+		"that host running?); it reads as closed by the peer\n",
+		m->e->img->path, m->e->f->fd, a, b, what, strerror(-err));
+}
+
+/* Connections that did not prove themselves while waiting for the
+ * partner: named, they got nothing. */
+static void say_refused(const struct meet *m, int count, const char *why)
+{
+	char a[128];
+
+	ckpt_sockaddr_text(m->e->si.addr, sizeof(m->e->si.addr), a, sizeof(a));
+	fprintf(stderr, "ckpt_restart: warning: %s: fd %d: closed %d "
+		"connection%s to %s that did not prove to be the other end's "
+		"ckpt_restart (last: %s); nothing was sent to %s\n",
+		m->e->img->path, m->e->f->fd, count, count == 1 ? "" : "s", a,
+		why ? why : "?", count == 1 ? "it" : "them");
+}
+
+/* What both sides bind their proofs to: the pair's saved addresses. */
+static void meet_purpose(const struct meet *m, uint8_t out[36])
+{
+	memcpy(out, m->lo, 18);
+	memcpy(out + 18, m->hi, 18);
+}
+
+static long long min_ms(long long a, long long b)
+{
+	return a < b ? a : b;
+}
+
+/* Accept until a connection proves it is the partner's ckpt_restart;
+ * the others are closed (named once). */
 static int accept_partner(struct meet *m, long long deadline)
 {
-	int r = wait_fd(m->fd, POLLIN, deadline), fd;
+	uint8_t purpose[36];
+	const char *why = NULL;
+	int refused = 0;
 
-	if (r < 0)
-		return r;
-	fd = accept4(m->fd, NULL, NULL, SOCK_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	close(m->fd);
-	m->fd = fd;
-	return 0;
+	meet_purpose(m, purpose);
+	for (;;) {
+		int r = wait_fd(m->fd, POLLIN, deadline), fd;
+
+		if (r < 0) {
+			if (refused)
+				say_refused(m, refused, why);
+			return r;
+		}
+		fd = accept4(m->fd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		if (meet_auth_run(fd, 1, purpose, sizeof(purpose),
+				  min_ms(deadline, now_ms() +
+					 HANDSHAKE_TIMEOUT_MS), &why) == 0) {
+			close(m->fd);
+			m->fd = fd;
+			if (refused)
+				say_refused(m, refused, why);
+			return 0;
+		}
+		close(fd);
+		refused++;
+	}
 }
 
 /* One nonblocking attempt, waited for, from the saved local address when
@@ -217,6 +284,34 @@ static int connect_once(const struct ckpt_socket_info *si, int bind_own,
 	return fd;
 }
 
+static void say_impostor(const struct meet *m, const char *why)
+{
+	char a[128], b[128];
+
+	ckpt_sockaddr_text(m->e->si.addr, sizeof(m->e->si.addr), a, sizeof(a));
+	ckpt_sockaddr_text(m->e->si.peer, sizeof(m->e->si.peer), b, sizeof(b));
+	fprintf(stderr, "ckpt_restart: warning: %s: fd %d: the TCP connection "
+		"%s to %s: what listens at %s is not its other end's "
+		"ckpt_restart: %s; nothing was sent to it, and the connection "
+		"reads as closed by the peer\n", m->e->img->path, m->e->f->fd,
+		a, b, b, why);
+}
+
+/* The listener that answered must prove it is the partner's
+ * ckpt_restart before a byte of the end crosses. */
+static int prove_to_listener(struct meet *m, long long deadline)
+{
+	uint8_t purpose[36];
+	const char *why;
+
+	meet_purpose(m, purpose);
+	if (meet_auth_run(m->fd, 0, purpose, sizeof(purpose), deadline,
+			  &why) == 0)
+		return 0;
+	say_impostor(m, why);
+	return -EACCES;
+}
+
 static int connect_partner(struct meet *m, long long deadline)
 {
 	struct timespec pause = { 0, 20 * 1000000 };
@@ -226,7 +321,7 @@ static int connect_partner(struct meet *m, long long deadline)
 		fd = connect_once(&m->e->si, bind_own, deadline);
 		if (fd >= 0) {
 			m->fd = fd;
-			return 0;
+			return prove_to_listener(m, deadline);
 		}
 		/* the old connection lingers (TIME_WAIT): any local port */
 		if (bind_own && (fd == -EADDRNOTAVAIL || fd == -EADDRINUSE)) {
@@ -341,18 +436,6 @@ static int exchange_bytes(const struct meet *m, long long deadline)
 	return r;
 }
 
-static void say_failed(const struct meet *m, const char *what, int err)
-{
-	char a[128], b[128];
-
-	ckpt_sockaddr_text(m->e->si.addr, sizeof(m->e->si.addr), a, sizeof(a));
-	ckpt_sockaddr_text(m->e->si.peer, sizeof(m->e->si.peer), b, sizeof(b));
-	fprintf(stderr, "ckpt_restart: warning: %s: fd %d: the TCP connection "
-		"%s to %s: %s its other end failed: %s (is the ckpt_restart of "
-		"that host running?); it reads as closed by the peer\n",
-		m->e->img->path, m->e->f->fd, a, b, what, strerror(-err));
-}
-
 static int collect(struct tcp_end *ends, int n, struct meet *ms)
 {
 	int k = 0;
@@ -382,6 +465,8 @@ static void meet_one(struct meet *m, struct ckpt_restart_plan *plan,
 	int r = m->listens ? accept_partner(m, deadline) :
 			     connect_partner(m, deadline);
 
+	if (r == -EACCES && !m->listens)
+		return;		/* said by say_impostor */
 	if (r < 0) {
 		say_failed(m, m->listens ? "waiting for" : "connecting to", r);
 		return;

@@ -8,6 +8,10 @@
  * from the images' computation id (meet_port), the greater address
  * listening, as restart_tcp_hosts.c does per connection:
  *
+ *   prove   each connection opens with the handshake of meet_auth.h
+ *           (bound to the computation id): a connection that does not
+ *           prove it comes from a ckpt_restart of this user is closed
+ *           and given nothing; the listener waits for another.
  *   hand    each side sends a hello (magic, computation id), then the
  *           datagrams kept for that host (restart_udp_hosts_post), each
  *           with the address of the socket it waited at, then an end
@@ -33,6 +37,7 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+#include "meet_auth.h"
 #include "restart_tcp.h"
 #include "restart_udp.h"
 
@@ -42,6 +47,8 @@
 #define MEET_PORT_BASE		49152
 #define MEET_PORT_SPAN		16000
 #define END_OF_DGRAMS		UINT32_MAX
+#define MAX_CANDIDATES		16	/* accepted, not yet proven */
+#define HANDSHAKE_TIMEOUT_MS	3000	/* a silent candidate is dropped */
 
 struct handoff_hello {
 	char magic[8];			/* "ckptUDP1" */
@@ -67,6 +74,10 @@ struct peer {
 	char name[INET6_ADDRSTRLEN];
 	int listens;			/* this side listens, it connects */
 	int fd;
+	struct meet_auth auth;		/* connecting side: its handshake */
+	int proven;			/* the handshake is done */
+	int refused;			/* connections from it that failed it */
+	const char *refused_why;	/* the last one's failure */
 	struct buf out;			/* hello, kept datagrams, end */
 	size_t sent;
 	struct buf in;
@@ -254,8 +265,33 @@ static int wait_fd(int fd, short events, long long deadline)
 	return r < 0 ? -errno : r == 0 ? -ETIMEDOUT : 0;
 }
 
-/* Connect to p, again while it refuses (its ckpt_restart not there yet). */
-static void connect_peer(struct peer *p, long long deadline)
+/* What the handshakes are bound to: this meeting of this computation. */
+#define PURPOSE_LEN 16
+static void meet_purpose(uint64_t computation_id, uint8_t out[PURPOSE_LEN])
+{
+	memcpy(out, "ckpt-udp", 8);
+	for (int i = 0; i < 8; i++)
+		out[8 + i] = (uint8_t)(computation_id >> (8 * i));
+}
+
+/* A host not met when the handshakes end: why, for send_kept_here. */
+static void note_unmet(struct peer *p)
+{
+	if (p->failed || p->proven)
+		return;
+	if (!p->listens)
+		p->failed = "its ckpt_restart did not answer the handshake in "
+			    "time";
+	else if (p->refused)
+		p->failed = p->refused_why;
+	else
+		p->failed = "its ckpt_restart did not connect";
+}
+
+/* Connect to p, again while it refuses (its ckpt_restart not there yet);
+ * the handshake starts, driven with the others by prove_all. */
+static void connect_peer(struct peer *p, const uint8_t *purpose,
+			 long long deadline)
 {
 	struct timespec pause = { 0, 20 * 1000000 };
 	socklen_t len = addr_len(p->addr.ss_family);
@@ -278,6 +314,9 @@ static void connect_peer(struct peer *p, long long deadline)
 			getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen);
 		if (!err) {
 			p->fd = fd;
+			if (meet_auth_start(&p->auth, fd, 0, purpose,
+					    PURPOSE_LEN) < 0)
+				p->failed = p->auth.failed;
 			return;
 		}
 		close(fd);
@@ -297,25 +336,148 @@ static int peers_to_accept(void)
 	return n;
 }
 
-static void accept_peers(int lfd, long long deadline)
+static int peers_proving(void)
 {
-	while (peers_to_accept() && wait_fd(lfd, POLLIN, deadline) == 0) {
-		struct sockaddr_storage from;
-		socklen_t len = sizeof(from);
-		int fd = accept4(lfd, (void *)&from, &len,
-				 SOCK_CLOEXEC | SOCK_NONBLOCK);
-		struct peer *p = fd < 0 ? NULL : peer_of((void *)&from);
+	int n = 0;
 
-		if (p && p->listens && p->fd < 0 && !p->failed) {
-			p->fd = fd;
-			continue;
-		}
-		if (fd >= 0)	/* not a --peer-hosts host: not ours */
-			close(fd);
+	for (int i = 0; i < npeers; i++)
+		n += !peers[i].listens && !peers[i].failed &&
+		     peers[i].fd >= 0 && !peers[i].proven;
+	return n;
+}
+
+/* An accepted connection that has not proven itself yet. */
+struct candidate {
+	int fd;
+	struct peer *p;
+	struct meet_auth auth;
+	long long deadline;
+};
+
+static struct candidate cands[MAX_CANDIDATES];
+static int ncands;
+
+static void drop_candidate(int i, const char *why)
+{
+	if (why) {
+		cands[i].p->refused++;
+		cands[i].p->refused_why = why;
+	}
+	close(cands[i].fd);
+	cands[i] = cands[--ncands];
+}
+
+/* A new connection on the meeting port: a candidate when it comes from a
+ * --peer-hosts host still awaited; else closed at once. */
+static void take_connection(int lfd, const uint8_t *purpose)
+{
+	struct sockaddr_storage from;
+	socklen_t len = sizeof(from);
+	int fd = accept4(lfd, (void *)&from, &len,
+			 SOCK_CLOEXEC | SOCK_NONBLOCK);
+	struct peer *p = fd < 0 ? NULL : peer_of((void *)&from);
+	struct candidate *c = &cands[ncands];
+
+	if (fd < 0)
+		return;
+	if (!p || !p->listens || p->fd >= 0 || p->failed ||
+	    ncands == MAX_CANDIDATES) {
+		close(fd);	/* not a --peer-hosts host, or not now */
+		return;
+	}
+	c->fd = fd;
+	c->p = p;
+	c->deadline = now_ms() + HANDSHAKE_TIMEOUT_MS;
+	if (meet_auth_start(&c->auth, fd, 1, purpose, PURPOSE_LEN) < 0) {
+		ncands++;
+		drop_candidate(ncands - 1, c->auth.failed);
+		return;
+	}
+	ncands++;
+}
+
+static void step_candidate(int i)
+{
+	struct candidate *c = &cands[i];
+	int r = meet_auth_step(&c->auth);
+
+	if (r < 0) {
+		drop_candidate(i, c->auth.failed);
+	} else if (r > 0 && c->p->fd < 0) {
+		c->p->fd = c->fd;
+		c->p->proven = 1;
+		cands[i] = cands[--ncands];
+	} else if (r > 0) {
+		drop_candidate(i, NULL);	/* its ckpt_restart is met */
+	} else if (now_ms() >= c->deadline) {
+		drop_candidate(i, "it did not answer the handshake in time");
+	}
+}
+
+static void step_connector(struct peer *p)
+{
+	int r = meet_auth_step(&p->auth);
+
+	if (r < 0)
+		p->failed = p->auth.failed;
+	else if (r > 0)
+		p->proven = 1;
+}
+
+/* The poll set: the meeting port while a host is awaited, every
+ * candidate, every connection of ours still proving. */
+static int poll_set(int lfd, struct pollfd *pf, struct peer **who)
+{
+	int k = 0;
+
+	if (lfd >= 0 && peers_to_accept()) {
+		pf[k] = (struct pollfd){ lfd, POLLIN, 0 };
+		who[k++] = NULL;
+	}
+	for (int i = 0; i < ncands; i++) {
+		pf[k] = (struct pollfd){ cands[i].fd,
+					 meet_auth_events(&cands[i].auth), 0 };
+		who[k++] = NULL;
 	}
 	for (int i = 0; i < npeers; i++)
-		if (peers[i].listens && !peers[i].failed && peers[i].fd < 0)
-			peers[i].failed = "its ckpt_restart did not connect";
+		if (!peers[i].listens && !peers[i].failed &&
+		    peers[i].fd >= 0 && !peers[i].proven) {
+			pf[k] = (struct pollfd){ peers[i].fd,
+				meet_auth_events(&peers[i].auth), 0 };
+			who[k++] = &peers[i];
+		}
+	return k;
+}
+
+/* Every handshake at once, ours as connector and the candidates' on the
+ * meeting port, until each host is met or the deadline. */
+static void prove_all(int lfd, const uint8_t *purpose, long long deadline)
+{
+	struct pollfd pf[1 + MAX_CANDIDATES + MAX_PEERS];
+	struct peer *who[1 + MAX_CANDIDATES + MAX_PEERS];
+
+	for (int i = 0; i < npeers; i++)
+		if (!peers[i].listens && !peers[i].failed && peers[i].fd >= 0)
+			step_connector(&peers[i]);
+	while (peers_to_accept() + peers_proving() > 0 && left_ms(deadline)) {
+		int k = poll_set(lfd, pf, who), wait = left_ms(deadline);
+
+		if (ncands && wait > 100)
+			wait = 100;	/* candidates' own deadlines */
+		if (poll(pf, k, wait) < 0 && errno != EINTR)
+			break;
+		for (int i = ncands - 1; i >= 0; i--)
+			step_candidate(i);
+		for (int j = 0; j < k; j++)
+			if (who[j] && pf[j].revents)
+				step_connector(who[j]);
+		if (pf[0].fd == lfd && lfd >= 0 && (pf[0].revents & POLLIN))
+			take_connection(lfd, purpose);
+	}
+	while (ncands)
+		drop_candidate(ncands - 1, NULL);
+	for (int i = 0; i < npeers; i++)
+		note_unmet(&peers[i]);
 }
 
 /* Its "sent" byte, when read with the end of its list (a side that has
@@ -531,9 +693,13 @@ static void finish_out(struct peer *p, uint64_t computation_id)
 		p->failed = "out of memory";
 }
 
-static void connect_all(uint16_t port, long long deadline)
+static void connect_all(uint16_t port, uint64_t computation_id,
+			long long deadline)
 {
 	int family = AF_INET, lfd = -1;
+	uint8_t purpose[PURPOSE_LEN];
+
+	meet_purpose(computation_id, purpose);
 
 	for (int i = 0; i < npeers; i++) {
 		set_port(&peers[i].addr, port);
@@ -551,11 +717,10 @@ static void connect_all(uint16_t port, long long deadline)
 	}
 	for (int i = 0; i < npeers; i++)
 		if (!peers[i].listens && !peers[i].failed)
-			connect_peer(&peers[i], deadline);
-	if (lfd >= 0) {
-		accept_peers(lfd, deadline);
+			connect_peer(&peers[i], purpose, deadline);
+	prove_all(lfd, purpose, deadline);
+	if (lfd >= 0)
 		close(lfd);
-	}
 }
 
 void restart_udp_hosts_meet(uint64_t computation_id)
@@ -566,7 +731,7 @@ void restart_udp_hosts_meet(uint64_t computation_id)
 		read_peer_hosts();
 	for (int i = 0; i < npeers; i++)
 		finish_out(&peers[i], computation_id);
-	connect_all(meet_port(computation_id), deadline);
+	connect_all(meet_port(computation_id), computation_id, deadline);
 	exchange(computation_id, deadline);
 	for (int i = 0; i < npeers; i++)
 		if (peers[i].fd >= 0 && !peers[i].failed) {
@@ -577,6 +742,13 @@ void restart_udp_hosts_meet(uint64_t computation_id)
 	for (int i = 0; i < npeers; i++) {
 		struct peer *p = &peers[i];
 
+		if (p->refused && p->proven)
+			fprintf(stderr, "ckpt_restart: warning: host %s "
+				"(--peer-hosts): closed %d connection%s from it "
+				"that did not prove to be its ckpt_restart "
+				"(last: %s); nothing was given to %s\n",
+				p->name, p->refused, p->refused == 1 ? "" : "s",
+				p->refused_why, p->refused == 1 ? "it" : "them");
 		if (p->failed)
 			send_kept_here(p);
 		if (p->fd >= 0)
