@@ -359,6 +359,10 @@ static void print_fds(const struct ckpt_image *img)
 		else if (f->kind == CKPT_FD_INOTIFY)
 			printf(" (%u watch%s)", f->event_info,
 			       f->event_info == 1 ? "" : "es");
+		else if (f->kind == CKPT_FD_FILE_DELETED &&
+			 (f->share & CKPT_FD_SHARE_GROUP))
+			printf(" (inode %u, low 31 bits)",
+			       f->share & ~CKPT_FD_SHARE_GROUP);
 		else if (f->share & CKPT_FD_SHARE_GROUP)
 			printf(" (shared description %u)",
 			       f->share & ~CKPT_FD_SHARE_GROUP);
