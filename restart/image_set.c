@@ -13,7 +13,7 @@
  * Each image records how many processes of its checkpoint ran on its host
  * (round_members, round_host; 0 when not recorded: a snapshot, an older
  * coordinator or libckpt). When any image given lacks it the check cannot
- * count a host and is skipped.
+ * count a host and is skipped; so it is when a process is given twice.
  */
 #include <stdio.h>
 #include <string.h>
@@ -26,11 +26,17 @@ static int same_host(const struct ckpt_image_header *a,
 	return !strncmp(a->round_host, b->round_host, sizeof(a->round_host));
 }
 
-static int all_recorded(const struct ckpt_image *imgs, int n)
+/* Whether every image carries its count, and no process is given twice
+ * (two images of one pid: process_tree.c says so, more to the point). */
+static int countable(const struct ckpt_image *imgs, int n)
 {
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		if (!imgs[i].hdr.round_members)
 			return 0;
+		for (int j = 0; j < i; j++)
+			if (imgs[j].hdr.vpid == imgs[i].hdr.vpid)
+				return 0;
+	}
 	return 1;
 }
 
@@ -75,7 +81,7 @@ int image_set_check_complete(const struct ckpt_image *imgs, int n,
 {
 	int missing = 0;
 
-	if (!all_recorded(imgs, n))
+	if (!countable(imgs, n))
 		return 0;
 	for (int i = 0; i < n; i++) {
 		int given = count_host_once(imgs, n, i);
