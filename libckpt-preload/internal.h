@@ -76,6 +76,8 @@ struct ckpt_state {
 	char unique_id[64];
 	char hostname[64];
 	char image_path[4096];		/* last durable image */
+	uint32_t round_members;		/* the writing round's processes on
+					   this host (DO_WRITE); 0: not said */
 };
 extern struct ckpt_state ckpt;
 

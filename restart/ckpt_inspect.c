@@ -63,6 +63,10 @@ static void print_header(const struct ckpt_image *img)
 	if (h->computation_id)
 		printf("computation %016llx\n",
 		       (unsigned long long)h->computation_id);
+	if (h->round_members)
+		printf("host        %.*s, one of the checkpoint's %u processes "
+		       "there\n", (int)sizeof(h->round_host), h->round_host,
+		       h->round_members);
 	printf("cpu         features %#llx, ", (unsigned long long)h->cpu_features);
 	if (h->cpu_features_in_use)
 		printf("in use %#llx\n",
