@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * unix_big_queue fork|self TICKS DELAY_MS: a Unix stream socketpair whose
+ * unix_big_queue fork|shared|self TICKS DELAY_MS: a Unix stream socketpair whose
  * writer raises SO_SNDBUF as far as it may and fills the pair until it
  * would block, then prints "queued Q" (Q bytes, a known pattern); the
  * number goes to the reader through a pipe. Then "tick N" every DELAY_MS
  * for TICKS ticks, and only then does the reader read: "read Q ok", or
  * "FAIL ..." at the first wrong byte.
  *
- *   fork  the parent writes, the child reads (and ticks)
- *   self  one process holds both ends
+ *   fork    the parent writes, the child reads (and ticks)
+ *   shared  the same, but parent and child both keep both ends open (as
+ *           a multiprocessing Pipe does): two processes hold the queue
+ *   self    one process holds both ends
  *
  * The queue is larger than a new socketpair holds with its default
  * buffer (net.core.wmem_default), so a restart must make room for it.
@@ -96,17 +98,19 @@ static int drain(int fd, uint64_t q)
 
 int main(int argc, char **argv)
 {
-	int sv[2], pp[2], self, n, status;
+	int sv[2], pp[2], self, shared, n, status;
 	long delay;
 	uint64_t q;
 	pid_t child;
 
 	if (argc != 4) {
-		fprintf(stderr, "usage: %s fork|self TICKS DELAY_MS\n", argv[0]);
+		fprintf(stderr, "usage: %s fork|shared|self TICKS DELAY_MS\n",
+			argv[0]);
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	self = !strcmp(argv[1], "self");
+	shared = !strcmp(argv[1], "shared");
 	n = atoi(argv[2]);
 	delay = atol(argv[3]);
 	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0 || pipe(pp) < 0)
@@ -119,13 +123,15 @@ int main(int argc, char **argv)
 	}
 	child = fork();
 	if (child == 0) {
-		close(sv[0]);
+		if (!shared)
+			close(sv[0]);
 		if (read(pp[0], &q, sizeof(q)) != sizeof(q))
 			return 1;
 		ticks(n, delay);
 		return drain(sv[1], q);
 	}
-	close(sv[1]);
+	if (!shared)
+		close(sv[1]);
 	q = fill(sv[0]);
 	printf("queued %llu\n", (unsigned long long)q);
 	if (write(pp[1], &q, sizeof(q)) != sizeof(q))
