@@ -59,14 +59,56 @@ bool round_state_is_final(enum proc_state s)
 	       s == PROC_IDLE;
 }
 
+/* The round's processes per host, counted once per DO_WRITE: a few
+ * hosts, many processes. A host past the table's room is not counted
+ * (0: the images then record nothing to check). */
+#define COUNTED_HOSTS 64
+
+struct host_count {
+	const char *host;
+	uint32_t n;
+};
+
+static int count_members_by_host(struct coordinator *co,
+				 struct host_count *t)
+{
+	int nt = 0;
+
+	for (size_t i = 0; i < co->nconns; i++) {
+		const char *h = co->conns[i]->proc.hello.hostname;
+		int k = 0;
+
+		if (!round_in(co, co->conns[i]))
+			continue;
+		while (k < nt && strcmp(t[k].host, h))
+			k++;
+		if (k == nt && nt == COUNTED_HOSTS)
+			continue;
+		if (k == nt)
+			t[nt++] = (struct host_count){ h, 0 };
+		t[k].n++;
+	}
+	return nt;
+}
+
+static uint32_t members_on_host_of(const struct host_count *t, int nt,
+				   const struct conn *c)
+{
+	for (int k = 0; k < nt; k++)
+		if (!strcmp(t[k].host, c->proc.hello.hostname))
+			return t[k].n;
+	return 0;
+}
+
 static void send_do(struct conn *c, uint16_t type, uint64_t generation,
-		    uint32_t flags, const char *dir)
+		    uint32_t flags, const char *dir, uint32_t members)
 {
 	struct ckpt_msg_do_checkpoint m;
 
 	memset(&m, 0, sizeof(m));
 	m.generation = generation;	/* ckpt_dir "": the process's own */
 	m.flags = flags;
+	m.members_on_host = members;
 	if (flags & CKPT_CHECKPOINT_F_TEMPLATE)
 		m.coordinator_pid = (uint32_t)getpid();
 	snprintf(m.ckpt_dir, sizeof(m.ckpt_dir), "%s", dir ? dir : "");
@@ -376,6 +418,8 @@ static void settle_template_flags(struct coordinator *co)
 static void start_writing(struct coordinator *co)
 {
 	struct round *r = &co->round;
+	struct host_count hosts[COUNTED_HOSTS];
+	int nhosts = count_members_by_host(co, hosts);
 
 	r->writing = true;
 	settle_template_flags(co);
@@ -385,7 +429,8 @@ static void start_writing(struct coordinator *co)
 
 		if (round_in(co, c)) {
 			send_do(c, CKPT_MSG_DO_WRITE, r->generation, r->flags,
-				r->dir);
+				r->dir, r->flags & CKPT_CHECKPOINT_F_SNAPSHOT ?
+				0 : members_on_host_of(hosts, nhosts, c));
 			c->proc.state = PROC_WRITING;
 			c->proc.image_tmp[0] = 0;
 			c->proc.wchar_at_write = proc_written_bytes(co, c);
@@ -513,7 +558,7 @@ static void round_start_into(struct coordinator *co, uint32_t flags,
 		buf_free(&c->proc.unrestored);
 		members_forget_children(c);
 		send_do(c, CKPT_MSG_DO_SUSPEND, r->generation, r->flags,
-			r->dir);
+			r->dir, 0);
 	}
 	round_timeouts_start_phase(co, co->phase_timeout_ms);
 	/* a send may have failed: the reaper reports it as a disconnect */

@@ -631,6 +631,36 @@ static int save_messages(struct saved_fd *s, uint64_t *size)
 	return memfd;
 }
 
+/* A Unix stream end's queue: as messages when fds or credentials travel
+ * in it, else as bytes; by the one process that claims the socket. The
+ * claim comes before any look at the queue: a peek moves the socket's
+ * peek offset, which every process holding the socket shares, and two
+ * processes peeking at once saved the queue from its middle or failed
+ * with EAGAIN (a multiprocessing Pipe shared by parent and child). */
+static int unix_stream_content(struct saved_fd *s, uint64_t *size)
+{
+	int memfd = -1, r;
+
+	*size = 0;
+	r = round_claim(&(struct round_key){ "sock", 0, s->ino });
+	if (r <= 0)
+		return r < 0 ? r : -1;
+	r = unix_stream_needs_messages(s->fd);
+	if (r > 0) {
+		r = unix_queue_save_claimed(s->fd, note_in_flight, &memfd, size);
+		if (r == 0 && memfd >= 0)
+			s->fd_flags |= CKPT_FDF_MESSAGES;
+	} else if (r == 0) {
+		r = sockets_save_stream_bytes(s->fd, &memfd, size);
+	}
+	if (r < 0) {
+		ckpt_log("fd %d (%s): saving the socket's queue failed: %s",
+			 s->fd, saved_path(s), strerror(-r));
+		return r;
+	}
+	return memfd;
+}
+
 /* Where the content saved with the record comes from: a deleted file
  * itself, the bytes drained from a pipe (every process of the computation
  * is stopped by now), or nothing (-1); a socket record that is only
@@ -659,19 +689,8 @@ static int content_of(struct saved_fd *s, uint64_t *size, const void **mem)
 				 strerror(-memfd));
 		return memfd;
 	}
-	if (s->kind == CKPT_FD_UNIX_STREAM) {
-		r = unix_stream_needs_messages(s->fd);
-		if (r > 0)
-			return save_messages(s, size);
-		if (r == 0)
-			r = sockets_save_queue(s->fd, s->ino, &memfd, size);
-		if (r < 0) {
-			ckpt_log("fd %d (%s): saving the socket's queue failed: "
-				 "%s", s->fd, saved_path(s), strerror(-r));
-			return r;
-		}
-		return memfd;
-	}
+	if (s->kind == CKPT_FD_UNIX_STREAM)
+		return unix_stream_content(s, size);
 	if (s->kind == CKPT_FD_UNIX_DGRAM || s->kind == CKPT_FD_UNIX_SEQPACKET)
 		return save_messages(s, size);
 	if (s->kind != CKPT_FD_PIPE && s->kind != CKPT_FD_FIFO)

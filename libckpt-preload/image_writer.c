@@ -674,6 +674,8 @@ static void fill_header(struct ckpt_image_header *h, struct image_writer *w,
 	h->thread_names_size = w->thread_names_size;
 	h->manager_vtid = w->manager_vtid;
 	h->ckpt_signal = ckpt.signal;
+	h->round_members = ckpt.round_members;
+	ckpt_fmt(h->round_host, sizeof(h->round_host), "%s", ckpt.hostname);
 }
 
 static int write_header(int fd, struct ckpt_image_header *h)

@@ -76,6 +76,8 @@ struct ckpt_state {
 	char unique_id[64];
 	char hostname[64];
 	char image_path[4096];		/* last durable image */
+	uint32_t round_members;		/* the writing round's processes on
+					   this host (DO_WRITE); 0: not said */
 };
 extern struct ckpt_state ckpt;
 
@@ -527,7 +529,8 @@ int ptys_handed_master(uint32_t index);
 
 /* sockets.c */
 int sockets_unix_stream_peer(int fd, uint64_t ino, uint32_t *peer);
-int sockets_save_queue(int fd, uint64_t ino, int *memfd, uint64_t *size);
+/* the caller holds the socket's round claim (pipes.c) */
+int sockets_save_stream_bytes(int fd, int *memfd, uint64_t *size);
 int sockets_peek_into(int fd, int memfd, uint64_t *size);
 int sockets_unix_peer(uint64_t ino, uint32_t *peer);
 
@@ -535,6 +538,10 @@ int sockets_unix_peer(uint64_t ino, uint32_t *peer);
 int unix_dgram_kind(int fd, uint64_t ino, uint32_t *peer);
 int unix_dgram_save_queue(int fd, uint64_t ino, int (*note_fd)(int fd),
 			  int *memfd, uint64_t *size);
+/* unix_dgram_save_queue once the caller holds the socket's claim */
+int unix_queue_save_claimed(int fd, int (*note_fd)(int fd), int *memfd,
+			    uint64_t *size);
+/* the caller holds the socket's claim: the peeks move its peek offset */
 int unix_stream_needs_messages(int fd);
 
 /* tcp_diag.c: every TCP socket of the network namespace, asked at once */

@@ -536,6 +536,7 @@ static void handle_write_image(const struct ckpt_msg_do_checkpoint *m,
 		return;
 	}
 	template_note_coordinator((pid_t)m->coordinator_pid);
+	ckpt.round_members = m->members_on_host;	/* into the header */
 	r = checkpoint_write(m->generation, compress, incremental, forked,
 			     template, dir, path,
 			     sizeof(path),

@@ -157,20 +157,18 @@ int sockets_peek_into(int fd, int memfd, uint64_t *size)
 }
 
 /*
- * If this process saves the queue of socket ino: *memfd gets the bytes
- * waiting to be read from fd (owned by pipes.c's round until the image is
- * written) and *size their count; the queue is left as it was. Else
- * *memfd = -1. 0 or -errno.
+ * The bytes waiting to be read from fd into a new *memfd (owned by
+ * pipes.c's round until the image is written), *size their count; the
+ * queue is left as it was. The caller holds the socket's round claim:
+ * only one process may peek at a socket, whose peek offset every holder
+ * shares. 0 or -errno.
  */
-int sockets_save_queue(int fd, uint64_t ino, int *memfd, uint64_t *size)
+int sockets_save_stream_bytes(int fd, int *memfd, uint64_t *size)
 {
 	int mfd, r;
 
 	*memfd = -1;
 	*size = 0;
-	r = round_claim(&(struct round_key){ "sock", 0, ino });
-	if (r <= 0)
-		return r;
 	mfd = memfd_create("ckpt-socket-queue", MFD_CLOEXEC);
 	r = mfd < 0 ? -errno : sockets_peek_into(fd, mfd, size);
 	if (r == 0)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The rest of saved TCP queues that did not fit into the new connections
- * (restart/restart_tcp_rest.c; include/ckpt/restart_plan.h,
+ * The rest of saved TCP (and Unix stream) queues that did not fit into
+ * the new connections (restart/restart_tcp_rest.c; include/ckpt/restart_plan.h,
  * ckpt_plan_tcp_rest). The restored process that holds a sending end
  * writes the rest into it after the restart barrier (every program of the
  * restart may run, so the receiver reads and makes room) and before its
@@ -111,13 +111,17 @@ static void give_up(struct sending *s, const char *why)
 {
 	struct ckpt_plan_tcp_rest *e = &rests[s->i];
 	struct sockaddr unspec = { .sa_family = AF_UNSPEC };
+	/* TCP: sends a reset; a Unix stream has none: both ends shut */
+	int reset = connect(s->fd, &unspec, sizeof(unspec)) == 0;
 
+	if (!reset)
+		shutdown(s->fd, SHUT_RDWR);
 	ckpt_log("fd %d: the last %llu bytes saved in the queue of its peer "
-		 "could not be put back (%s); the TCP connection is reset, "
-		 "so that both programs see an error rather than a stream "
-		 "with bytes missing", s->fd,
-		 (unsigned long long)(e->size - e->sent), why);
-	connect(s->fd, &unspec, sizeof(unspec));	/* sends a reset */
+		 "could not be put back (%s); the %s, so that both programs "
+		 "see an error rather than a stream with bytes missing",
+		 s->fd, (unsigned long long)(e->size - e->sent), why,
+		 reset ? "TCP connection is reset" :
+			 "connection is shut down both ways");
 	e->state = CKPT_PLAN_REST_GIVEN_UP;
 	publish(s->i);
 }

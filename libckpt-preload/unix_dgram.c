@@ -343,14 +343,22 @@ static int save_into(int fd, int mfd, int (*note_fd)(int fd))
 int unix_dgram_save_queue(int fd, uint64_t ino, int (*note_fd)(int fd),
 			  int *memfd, uint64_t *size)
 {
+	int r;
+
+	*memfd = -1;
+	*size = 0;
+	r = round_claim(&(struct round_key){ "sock", 0, ino });
+	return r <= 0 ? r : unix_queue_save_claimed(fd, note_fd, memfd, size);
+}
+
+int unix_queue_save_claimed(int fd, int (*note_fd)(int fd), int *memfd,
+			    uint64_t *size)
+{
 	int mfd, r;
 	off_t end;
 
 	*memfd = -1;
 	*size = 0;
-	r = round_claim(&(struct round_key){ "sock", 0, ino });
-	if (r <= 0)
-		return r;
 	mfd = memfd_create("ckpt-unix-queue", MFD_CLOEXEC);
 	r = mfd < 0 ? -errno : save_into(fd, mfd, note_fd);
 	end = r == 0 ? lseek(mfd, 0, SEEK_END) : -1;

@@ -80,6 +80,7 @@ RESTART_OBJS := $(OBJ)/app/restart/ckpt_restart.c.o \
 	$(OBJ)/app/restart/restart_tcp_hosts.c.o \
 	$(OBJ)/app/restart/meet_auth.c.o \
 	$(OBJ)/app/restart/host_map.c.o \
+	$(OBJ)/app/restart/image_set.c.o \
 	$(OBJ)/app/restart/restart_udp.c.o \
 	$(OBJ)/app/restart/restart_udp_hosts.c.o \
 	$(OBJ)/app/restart/restart_sockets.c.o \

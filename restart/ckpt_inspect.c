@@ -63,6 +63,10 @@ static void print_header(const struct ckpt_image *img)
 	if (h->computation_id)
 		printf("computation %016llx\n",
 		       (unsigned long long)h->computation_id);
+	if (h->round_members)
+		printf("host        %.*s, one of the checkpoint's %u processes "
+		       "there\n", (int)sizeof(h->round_host), h->round_host,
+		       h->round_members);
 	printf("cpu         features %#llx, ", (unsigned long long)h->cpu_features);
 	if (h->cpu_features_in_use)
 		printf("in use %#llx\n",
@@ -260,6 +264,18 @@ static void print_socket_options(const struct ckpt_image *img,
 			       si->opt[pairs[i].b]);
 }
 
+/* Whether ckpt_fd_info's union holds `share` for this kind (libckpt
+ * fills it for files, directories and devices; pipes, FIFOs, Unix pairs,
+ * pseudo-terminal masters and sockets hold other things there). */
+static int has_share_field(uint32_t kind)
+{
+	return kind != CKPT_FD_PIPE && kind != CKPT_FD_FIFO &&
+	       kind != CKPT_FD_UNIX_STREAM && kind != CKPT_FD_UNIX_DGRAM &&
+	       kind != CKPT_FD_UNIX_SEQPACKET && kind != CKPT_FD_PTY_MASTER &&
+	       !(kind >= CKPT_FD_SOCKET_LISTEN &&
+		 kind <= CKPT_FD_SOCKET_OUTSIDE);
+}
+
 /* A socket record's saved address, options and backlog in words. */
 /* A saved Unix message queue (CKPT_FD_UNIX_DGRAM, _SEQPACKET, a stream
  * with CKPT_FDF_MESSAGES): its names, options and message count. */
@@ -359,6 +375,8 @@ static void print_fds(const struct ckpt_image *img)
 		else if (f->kind == CKPT_FD_INOTIFY)
 			printf(" (%u watch%s)", f->event_info,
 			       f->event_info == 1 ? "" : "es");
+		else if (!has_share_field(f->kind))
+			;	/* the union holds pipe_size, peer_ino ... */
 		else if (f->kind == CKPT_FD_FILE_DELETED &&
 			 (f->share & CKPT_FD_SHARE_GROUP))
 			printf(" (inode %u, low 31 bits)",

@@ -37,6 +37,7 @@ struct options {
 	unsigned check_flags;		/* IMAGE_CPU_COMPAT */
 	int trust_image;		/* --trust-image */
 	int check_only;			/* --check */
+	int partial;			/* --partial */
 	char **images;
 	int nimages;
 };
@@ -46,7 +47,8 @@ static void usage(FILE *out)
 	fprintf(out,
 		"Usage: ckpt_restart [--coord ADDR] [--ckptdir DIR] "
 		"[--cpu-compat] [--trust-image]\n"
-		"                    [--copy] [--stopped] [--peer-hosts IP,...] IMAGE...\n"
+		"                    [--copy] [--stopped] [--peer-hosts IP,...] "
+		"[--partial] IMAGE...\n"
 		"Restart checkpointed processes from their images.\n\n"
 		"  --coord ADDR    coordinator to join (/path or HOST:PORT);\n"
 		"                  default $CKPT_COORD or the per-user socket;\n"
@@ -82,6 +84,10 @@ static void usage(FILE *out)
 		"                  this host's, else nothing is restarted\n"
 		"  --check         check the images (and --host-map) and exit,\n"
 		"                  restarting nothing\n"
+		"  --partial       restart the images given even when the\n"
+		"                  checkpoint saved more processes on their\n"
+		"                  hosts (without it: an error, nothing is\n"
+		"                  restarted; docs/restart.md)\n"
 		"  --trust-image   restart an image that is not your own file,\n"
 		"                  or that its group or other users may write:\n"
 		"                  an image is code, and it runs as you (restart\n"
@@ -107,6 +113,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{ "peer-hosts", required_argument, NULL, 'P' },
 		{ "host-map", required_argument, NULL, 'H' },
 		{ "check", no_argument, NULL, 'K' },
+		{ "partial", no_argument, NULL, 'A' },
 		{ "copy", no_argument, NULL, 'M' },
 		{ "stopped", no_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
@@ -146,6 +153,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 			break;
 		case 'K':
 			o->check_only = 1;
+			break;
+		case 'A':
+			o->partial = 1;
 			break;
 		case 'h':
 			usage(stdout);
@@ -401,6 +411,8 @@ int main(int argc, char **argv)
 	if (failed)
 		return 1;
 	o.nimages = keep_newest_checkpoint(imgs, o.nimages);
+	if (image_set_check_complete(imgs, o.nimages, o.partial) < 0)
+		return 1;
 	if (restart_host_map_check(imgs, o.nimages) < 0)
 		return 1;
 	if (o.check_only)

@@ -131,4 +131,10 @@ void restart_arch_describe_features(uint64_t mask, char *out, size_t len);
 int restart_arch_check_cpu(const struct ckpt_image_header *h, int cpu_compat,
 			   char *why, size_t len, char *warning, size_t wlen);
 
+/* Whether imgs (one checkpoint's, image_set.c) hold every process it
+ * saved on each of their hosts: 0, or -1 after saying which host lacks
+ * images (with partial: said as a warning, and 0). */
+int image_set_check_complete(const struct ckpt_image *imgs, int n,
+			     int partial);
+
 #endif /* CKPT_RESTART_IMAGE_CHECK_H */

@@ -33,11 +33,14 @@ static void json_header(struct json_out *j, const struct ckpt_image *img)
 {
 	const struct ckpt_image_header *h = &img->hdr;
 	char program[CKPT_PROGRAM_MAX + 1], id[sizeof(h->unique_id) + 1];
+	char round_host[sizeof(h->round_host) + 1];
 
 	snprintf(program, sizeof(program), "%.*s", CKPT_PROGRAM_MAX,
 		 h->program);
 	snprintf(id, sizeof(id), "%.*s", (int)sizeof(h->unique_id),
 		 h->unique_id);
+	snprintf(round_host, sizeof(round_host), "%.*s",
+		 (int)sizeof(h->round_host), h->round_host);
 	json_open(j, "header", '{');
 	json_u64(j, "version", h->version);
 	json_str(j, "arch", arch_name(h->arch));
@@ -53,6 +56,8 @@ static void json_header(struct json_out *j, const struct ckpt_image *img)
 	json_u64(j, "generation", h->generation);
 	json_u64(j, "time_ns", h->ckpt_time_ns);
 	json_hex(j, "computation_id", h->computation_id);
+	json_u64(j, "round_members", h->round_members);
+	json_str(j, "round_host", round_host);
 	json_hex(j, "cpu_features", h->cpu_features);
 	json_hex(j, "cpu_features_in_use", h->cpu_features_in_use);
 	json_bool(j, "session_leader", h->flags & CKPT_IMG_F_SESSION_LEADER);

@@ -74,8 +74,6 @@ int clear_stale_unix_path(const uint8_t *addr, uint32_t addr_len, int type,
 int socket_record_info(const struct ckpt_image *img,
 		       const struct ckpt_fd_info *f,
 		       struct ckpt_socket_info *si, uint64_t *ino);
-int send_image_bytes(const struct ckpt_image *img, uint64_t off,
-		     uint64_t left, int into);
 int send_image_bytes_that_fit(const struct ckpt_image *img, uint64_t off,
 			      uint64_t left, int into, uint64_t *sent);
 

@@ -5,6 +5,12 @@
  * inode and the bytes queued for it): one socketpair per pair, each end's
  * saved bytes written into the other end so they wait in the right
  * queue, both ends handed to every restored process through the plan.
+ * A queue is charged to the writing end's send buffer, so that end's
+ * SO_SNDBUF is raised to hold it first (a queue a program of this user
+ * could make, up to twice net.core.wmem_max, always fits); what still
+ * does not (a queue made with SO_SNDBUFFORCE) is written by the restored
+ * process holding the writing end before its program runs
+ * (restart_tcp_rest.c, libckpt-preload/tcp_rest.c).
  * An end whose peer is not among the images is left to libckpt (stdio on
  * 0-2, else /dev/null with a warning).
  */
@@ -15,11 +21,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include "process_tree.h"
+#include "restart_tcp.h"
 
 struct socket_end {
 	uint64_t ino, peer;
 	const struct ckpt_image *img;		/* the saver's record */
 	const struct ckpt_fd_info *data;
+	const struct ckpt_image *holder;	/* a process holding it */
 	int done;
 };
 
@@ -57,6 +65,7 @@ static int note_end(struct socket_end *ends, int *n,
 		memset(e, 0, sizeof(*e));
 		e->ino = ino;
 		e->peer = f->peer_ino;
+		e->holder = img;
 	}
 	if (f->data_size && !e->data) {
 		e->data = f;
@@ -91,25 +100,31 @@ int send_image_bytes_that_fit(const struct ckpt_image *img, uint64_t off,
 	return 0;
 }
 
-/* All `left` bytes as above, or -ENOBUFS: more than the new connection
- * holds. */
-int send_image_bytes(const struct ckpt_image *img, uint64_t off,
-		     uint64_t left, int into)
+/* Room in the writing end's send buffer for `queued` bytes: twice the
+ * value asked, up to net.core.wmem_max, unless privileged. */
+static void make_room(int writer, uint64_t queued)
 {
-	uint64_t sent;
-	int r = send_image_bytes_that_fit(img, off, left, into, &sent);
+	int size = queued > (1U << 30) ? 1 << 30 : (int)queued;
 
-	return r ? r : sent < left ? -ENOBUFS : 0;
+	if (queued <= 65536)
+		return;
+	if (setsockopt(writer, SOL_SOCKET, SO_SNDBUFFORCE, &size,
+		       sizeof(size)) < 0)
+		setsockopt(writer, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
 }
 
 /* Put the bytes queued for `e` into the queue of the end it is read
- * from, by writing them into its peer's end `into`. */
-static int refill(const struct socket_end *e, int into)
+ * from, by writing them into its peer's end `into`; the rest, if any, is
+ * written by the process holding that end. */
+static int refill(const struct socket_end *e, const struct socket_end *peer,
+		  int into, struct ckpt_restart_plan *plan, int *keep_fd_end)
 {
 	if (!e->data || (e->data->fd_flags & CKPT_FDF_MESSAGES))
 		return 0;	/* messages with fds: restart_unix_dgram.c */
-	return send_image_bytes(e->img, e->data->data_offset,
-				e->data->data_size, into);
+	make_room(into, e->data->data_size);
+	return restart_tcp_put_queue(plan, e->img, e->data->data_offset,
+				     e->data->data_size, into, peer->ino,
+				     peer->holder->hdr.vpid, keep_fd_end);
 }
 
 static int make_pair(struct socket_end *a, struct socket_end *b,
@@ -128,8 +143,8 @@ static int make_pair(struct socket_end *a, struct socket_end *b,
 	plan->sockets[plan->nsockets++].fd = *next_fd + 1;
 	*next_fd += 2;
 	a->done = b->done = 1;
-	r = refill(a, *next_fd - 1);
-	return r ? r : refill(b, *next_fd - 2);
+	r = refill(a, b, *next_fd - 1, plan, next_fd);
+	return r ? r : refill(b, a, *next_fd - 2, plan, next_fd);
 }
 
 int restart_sockets_create(struct ckpt_image *imgs, int n,

@@ -173,6 +173,16 @@ struct ckpt_image_header {
 	int32_t ckpt_signal;		/* the signal libckpt stops threads
 					   with (its own, not the program's);
 					   0: none or not recorded */
+	/* The checkpoint's processes on this image's host (2026-12-06):
+	 * ckpt_restart refuses a set of images of one checkpoint that
+	 * holds fewer of a host's than round_members (docs/restart.md,
+	 * "Every image of the checkpoint"). 0: not recorded (a snapshot,
+	 * an older coordinator or image). */
+	uint32_t round_members;
+	uint32_t reserved_tail2;	/* 0 */
+	char round_host[64];		/* the host name the process joined
+					   the coordinator with, NUL-
+					   terminated */
 };
 
 /* The size of the header before fields were appended to it. */

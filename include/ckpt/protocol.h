@@ -203,6 +203,15 @@ struct ckpt_msg_do_checkpoint {
 	uint32_t coordinator_pid;	/* with F_TEMPLATE: the coordinator's
 					   pid, whose end ends the template
 					   (was reserved: 0) */
+	/* appended 2026-12-06 (0 from an older coordinator) */
+	uint32_t members_on_host;	/* DO_WRITE of a checkpoint (not a
+					   snapshot): how many processes of
+					   the round run on the recipient's
+					   host (its HELLO hostname), itself
+					   included; recorded in the image,
+					   so a restart can tell an image is
+					   missing. 0: not said */
+	uint32_t reserved;		/* 0 */
 };
 
 /* ckpt_msg_result.flags (0 from an older libckpt) */

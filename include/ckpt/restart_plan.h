@@ -103,8 +103,8 @@ struct ckpt_plan_host_move {
 	uint8_t from[16], to[16];	/* 4 bytes used for AF_INET */
 };
 
-/* The bytes of a saved TCP queue that did not fit into the new
- * connection's buffers (restart/restart_tcp_rest.c): `size` bytes at
+/* The bytes of a saved TCP (or Unix stream) queue that did not fit into
+ * the new connection's buffers (restart/restart_tcp_rest.c): `size` bytes at
  * `offset` of the plan's tcp_rest_fd (a memfd). The process `vpid`
  * writes them into its end `ino` (so they wait in its peer's queue)
  * after the restart barrier and before its program runs; other holders
