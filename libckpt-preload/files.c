@@ -734,6 +734,14 @@ static uint32_t sharing(const struct saved_fd *s)
 		       s->fd) == 0 ? (uint32_t)s->fd + 1 : 0;
 }
 
+/* A deleted file's record names its inode, so that ckpt_restart makes
+ * one file for the records of every process holding it
+ * (restart/restart_deleted_files.c). */
+static uint32_t deleted_file_tag(const struct saved_fd *s)
+{
+	return CKPT_FD_SHARE_GROUP | (uint32_t)(s->ino & ~CKPT_FD_SHARE_GROUP);
+}
+
 /* An event fd's state summary and, when other processes hold its
  * description, its share group (CKPT_FDF_SHARED_EVENT). */
 static void describe_event_fd(const struct saved_fd *s,
@@ -824,6 +832,8 @@ static int files_write(struct image_writer *w)
 			fi.pty_index = s->pty_index;
 		else if (is_event_fd(s->kind))
 			describe_event_fd(s, &fi);
+		else if (s->kind == CKPT_FD_FILE_DELETED)
+			fi.share = deleted_file_tag(s);
 		else if (!is_socket_state(s->kind) &&
 			 !(s->fd_flags & CKPT_FDF_IN_FLIGHT))
 			fi.share = sharing(s);
@@ -978,7 +988,7 @@ static int recreate_deleted(const struct saved_fd *s, int image_fd)
 	}
 	ckpt_fmt(proc, sizeof(proc), "/proc/self/fd/%d", tmp);
 	/* O_NOFOLLOW, kept by F_GETFL, would refuse the magic link */
-	fd = open(proc, s->flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOFOLLOW));
+	fd = open(proc, CKPT_FD_REOPEN_FLAGS(s->flags) & ~O_NOFOLLOW);
 	close(tmp);
 	return fd < 0 ? -errno : fd;
 }
@@ -1013,7 +1023,7 @@ int files_restored_a_terminal(void)
 
 static int reopen_flags(const struct saved_fd *s)
 {
-	return s->flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY);
+	return CKPT_FD_REOPEN_FLAGS(s->flags);
 }
 
 static int inherit_stdio(int fd)
@@ -1272,7 +1282,8 @@ static int restore_one_fd(const struct saved_fd *s, int image_fd)
 		return 0;
 	if (s->dup_of >= 0)
 		return dup2(saved[s->dup_of].fd, fd) < 0 ? -errno : 0;
-	r = may_share_with_parent(s->kind) ?
+	r = may_share_with_parent(s->kind) ||
+	    s->kind == CKPT_FD_FILE_DELETED ?
 	    handover_shared_file(ckpt.vpid, fd) : -ENOENT;
 	if (r >= 0)
 		return dup2(r, fd) < 0 ? -errno : 0;

@@ -213,11 +213,13 @@ static int make_claim(const char *name)
 	int dirfd = ckpt_safe_dir_open(round_dir, &ref), fd, r;
 
 	if (dirfd < 0) {
-		if (ref.why)
-			ckpt_log("checkpoint directory %s: %s (owner uid %u)",
+		if (ref.why)	/* the coordinator's answer says it too */
+			ckpt_fmt(claim_failure, sizeof(claim_failure),
+				 "checkpoint directory %s: %s (owner uid %u)",
 				 round_dir, ref.why, ref.uid);
-		ckpt_fmt(claim_failure, sizeof(claim_failure),
-			 "checkpoint directory %s", round_dir);
+		else
+			ckpt_fmt(claim_failure, sizeof(claim_failure),
+				 "checkpoint directory %s", round_dir);
 		return dirfd;
 	}
 	fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |

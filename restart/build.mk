@@ -70,6 +70,7 @@ RESTART_OBJS := $(OBJ)/app/restart/ckpt_restart.c.o \
 	$(OBJ)/app/restart/process_tree.c.o \
 	$(OBJ)/app/restart/restart_pipes.c.o \
 	$(OBJ)/app/restart/restart_files.c.o \
+	$(OBJ)/app/restart/restart_deleted_files.c.o \
 	$(OBJ)/app/restart/restart_tmpfiles.c.o \
 	$(OBJ)/app/restart/restart_shm.c.o \
 	$(OBJ)/app/restart/restart_fifos.c.o \

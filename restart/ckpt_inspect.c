@@ -377,6 +377,10 @@ static void print_fds(const struct ckpt_image *img)
 			       f->event_info == 1 ? "" : "es");
 		else if (!has_share_field(f->kind))
 			;	/* the union holds pipe_size, peer_ino ... */
+		else if (f->kind == CKPT_FD_FILE_DELETED &&
+			 (f->share & CKPT_FD_SHARE_GROUP))
+			printf(" (inode %u, low 31 bits)",
+			       f->share & ~CKPT_FD_SHARE_GROUP);
 		else if (f->share & CKPT_FD_SHARE_GROUP)
 			printf(" (shared description %u)",
 			       f->share & ~CKPT_FD_SHARE_GROUP);

@@ -450,6 +450,9 @@ int restart_tree(struct ckpt_image *imgs, int n, const char *coord,
 		r = restart_files_create(imgs, n, t.parent, t.plan,
 					 &t.keep_fd_end);
 	if (r == 0)
+		r = restart_deleted_files_create(imgs, n, t.plan,
+						 &t.keep_fd_end);
+	if (r == 0)
 		r = restart_shm_create(imgs, n, t.plan, &t.keep_fd_end);
 	if (r == 0)
 		r = restart_ptys_create(imgs, n, t.plan, &t.keep_fd_end);

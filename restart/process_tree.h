@@ -90,6 +90,13 @@ int restart_files_create(struct ckpt_image *imgs, int n, const int *parent,
 			 struct ckpt_restart_plan *plan, int *keep_fd_end);
 int place_handed(int fd, int *next_fd);
 
+/* Make once each file deleted while open that several images hold
+ * (restart_deleted_files.c), one description per record as fds from
+ * *keep_fd_end up. 0 or -errno after printing why. */
+int restart_deleted_files_create(struct ckpt_image *imgs, int n,
+				 struct ckpt_restart_plan *plan,
+				 int *keep_fd_end);
+
 /* One memfd per shared memory object several images map, filled with
  * its pages (restart_shm.c), as fds from *keep_fd_end up. 0 or -errno
  * after printing why. */

@@ -122,8 +122,7 @@ static int open_description(const struct ckpt_image *img,
 	if (f->kind == CKPT_FD_DIR)
 		fd = open(path, O_RDONLY | O_DIRECTORY);
 	else
-		fd = open(path, f->flags & ~(O_CREAT | O_EXCL | O_TRUNC |
-					     O_NOCTTY));
+		fd = open(path, CKPT_FD_REOPEN_FLAGS(f->flags));
 	if (fd < 0)
 		return -errno;
 	if (f->kind != CKPT_FD_DEVICE && f->offset >= 0 &&

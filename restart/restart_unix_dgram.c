@@ -195,8 +195,7 @@ static int make_in_flight(const struct ckpt_restart_plan *plan,
 	}
 	if (f && (f->kind == CKPT_FD_FILE || f->kind == CKPT_FD_DIR ||
 		  f->kind == CKPT_FD_DEVICE)) {
-		fd = open(what, (f->flags & ~(O_CREAT | O_EXCL | O_TRUNC |
-			  O_NOCTTY)) | O_CLOEXEC);
+		fd = open(what, CKPT_FD_REOPEN_FLAGS(f->flags) | O_CLOEXEC);
 		if (fd >= 0 && f->offset > 0 && f->kind == CKPT_FD_FILE)
 			lseek(fd, f->offset, SEEK_SET);
 		if (fd >= 0)

@@ -608,6 +608,12 @@ struct ckpt_unix_msg {
 	uint32_t reserved;
 };
 
+/* What a restart opens a file again with: ckpt_fd_info.flags less the
+ * open-only flags. O_TMPFILE stays set in F_GETFL of a file made with it,
+ * and it includes O_DIRECTORY: a regular file would not open (ENOTDIR). */
+#define CKPT_FD_REOPEN_FLAGS(flags) \
+	((flags) & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY | O_TMPFILE))
+
 /* ckpt_fd_info.share for files, dirs and devices: the open file
  * description is shared with other processes of the checkpoint. */
 #define CKPT_FD_SHARE_GROUP	0x80000000u	/* | n: every record of the
@@ -629,7 +635,10 @@ struct ckpt_fd_info {
 					   there; older images: 1 + the fd of
 					   the parent process (vppid) that
 					   shares this open file description
-					   (inherited across fork) */
+					   (inherited across fork);
+					   CKPT_FD_FILE_DELETED:
+					   CKPT_FD_SHARE_GROUP | the inode's
+					   low 31 bits (0 in older images) */
 		uint32_t peer_ino;	/* CKPT_FD_UNIX_STREAM, _DGRAM,
 					   _SEQPACKET: the inode
 					   of the connected peer socket */

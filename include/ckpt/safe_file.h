@@ -54,12 +54,39 @@ static inline int ckpt_dir_check(const struct stat *st,
 	return 0;
 }
 
+/* 1 and *st of path, or of its nearest ancestor this process may look
+ * at (the one that keeps it out) when path itself cannot be. */
+static inline int ckpt_nearest_owner(const char *path, struct stat *st)
+{
+	char up[4096];
+	char *slash;
+
+	if (stat(path, st) == 0)
+		return 1;
+	if (strlen(path) >= sizeof(up))
+		return 0;
+	strcpy(up, path);
+	while ((slash = strrchr(up, '/')) && slash != up) {
+		*slash = 0;
+		if (stat(up, st) == 0)
+			return 1;
+	}
+	return 0;
+}
+
 static inline int ckpt_safe_dir_open(const char *path, struct ckpt_refusal *ref)
 {
 	struct stat st;
 	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC), r;
 
 	ref->why = NULL;
+	if (fd < 0 && errno == EACCES && ckpt_nearest_owner(path, &st) &&
+	    st.st_uid != geteuid())
+		return ckpt_refuse(ref, "no access for this process's user, "
+				   "not the directory's owner: if the process "
+				   "changed its user after the launch (as "
+				   "nginx's workers started as root do), ckpt "
+				   "cannot checkpoint it", st.st_uid, -EACCES);
 	if (fd < 0)
 		return -errno;
 	r = fstat(fd, &st) < 0 ? -errno : ckpt_dir_check(&st, ref);
