@@ -366,7 +366,15 @@ void thread_ids_after_fork(void);
 void thread_ids_capture(struct ckpt_thread *t);
 void thread_ids_restore(struct ckpt_thread *const *threads, int n,
 			const pid_t *new_tids);
-extern __thread unsigned ckpt_interrupts;
+/* Per thread, what interrupted its system calls, three counts in one
+ * word so that one look before a call tells what came during it (the
+ * difference of two looks, wrappers.h): the checkpoint signal (bits
+ * 0-31), handlers of the program installed with SA_RESTART (32-47), and
+ * without it (48-63). */
+#define CKPT_INTR_CHECKPOINT		1ULL
+#define CKPT_INTR_HANDLER_RESTART	(1ULL << 32)
+#define CKPT_INTR_HANDLER_NORESTART	(1ULL << 48)
+extern __thread uint64_t ckpt_interrupts;
 
 /* ckpt_signal.c: the choice of the checkpoint signal and its moves */
 void ckpt_signal_choose(void);

@@ -30,7 +30,7 @@
 #include <unistd.h>
 #include "internal.h"
 
-__thread unsigned ckpt_interrupts __attribute__((tls_model("initial-exec")));
+__thread uint64_t ckpt_interrupts __attribute__((tls_model("initial-exec")));
 
 /* A short wrapper section that no checkpoint or move of the checkpoint
  * signal may split (threads_critical_begin): depth of this thread's
@@ -218,7 +218,7 @@ static void suspend_handler(int sig, siginfo_t *si, void *uc)
 		critical_deferred = sig;
 		return;
 	}
-	ckpt_interrupts++;
+	ckpt_interrupts += CKPT_INTR_CHECKPOINT;
 	if (__atomic_load_n(&move_active, __ATOMIC_ACQUIRE) &&
 	    sent_by_this_process(si)) {
 		park_for_move(uc);

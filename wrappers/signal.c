@@ -52,6 +52,8 @@ typedef void (*plain_handler)(int);
  * its address, with bit 63 set when it takes SA_SIGINFO arguments (one
  * word, so a handler running meanwhile never reads half of a change). */
 #define TAKES_SIGINFO (1ULL << 63)
+#define RESTARTS (1ULL << 62)		/* installed with SA_RESTART */
+#define HANDLER_BITS (TAKES_SIGINFO | RESTARTS)
 static uint64_t program_handlers[_NSIG];
 
 /* Does si_pid name a process? (kill/sigqueue/tgkill/mq_notify senders,
@@ -77,12 +79,15 @@ static void run_program_handler(int sig, siginfo_t *si, void *uc)
 	uint64_t outer = ckpt_signal_frame_program_mask(uc), blocked;
 	int critical = threads_critical_enter_handler();
 
+	/* before the handler: one that longjmps out ends the call anyway */
+	ckpt_interrupts += h & RESTARTS ? CKPT_INTR_HANDLER_RESTART :
+					  CKPT_INTR_HANDLER_NORESTART;
 	if (si && si->si_pid > 0 && signal_names_a_sender(sig, si->si_code))
 		si->si_pid = vpid_virt_from_real(si->si_pid);
 	if (h & TAKES_SIGINFO)
-		((siginfo_handler)(uintptr_t)(h & ~TAKES_SIGINFO))(sig, si, uc);
+		((siginfo_handler)(uintptr_t)(h & ~HANDLER_BITS))(sig, si, uc);
 	else if (h)
-		((plain_handler)(uintptr_t)h)(sig);
+		((plain_handler)(uintptr_t)(h & ~HANDLER_BITS))(sig);
 	threads_critical_leave_handler(critical);
 	if (!ckpt.signal)
 		return;
@@ -106,7 +111,7 @@ void signal_program_view(int sig, uint64_t *handler, uint64_t *flags)
 	    *handler != (uint64_t)(uintptr_t)run_program_handler)
 		return;
 	h = __atomic_load_n(&program_handlers[sig], __ATOMIC_ACQUIRE);
-	*handler = h & ~TAKES_SIGINFO;
+	*handler = h & ~HANDLER_BITS;
 	if (!(h & TAKES_SIGINFO))
 		*flags &= ~(uint64_t)SA_SIGINFO;
 }
@@ -114,7 +119,8 @@ void signal_program_view(int sig, uint64_t *handler, uint64_t *flags)
 static uint64_t packed_handler(const struct sigaction *act)
 {
 	return (uint64_t)(uintptr_t)act->sa_handler |
-	       (act->sa_flags & SA_SIGINFO ? TAKES_SIGINFO : 0);
+	       (act->sa_flags & SA_SIGINFO ? TAKES_SIGINFO : 0) |
+	       (act->sa_flags & SA_RESTART ? RESTARTS : 0);
 }
 
 static int wants_handler(const struct sigaction *act)
@@ -148,7 +154,7 @@ static int sigaction_translated(int sig, const struct sigaction *act,
 	if (r == 0 && old && (old->sa_flags & SA_SIGINFO) &&
 	    old->sa_sigaction == run_program_handler) {
 		old->sa_handler = (sighandler_t)(uintptr_t)
-				  (before & ~TAKES_SIGINFO);
+				  (before & ~HANDLER_BITS);
 		if (!(before & TAKES_SIGINFO))
 			old->sa_flags &= ~SA_SIGINFO;
 	}
@@ -569,7 +575,7 @@ CKPT_WRAPPER int sigtimedwait(const sigset_t *set, siginfo_t *info,
 				+ timeout->tv_nsec : 0;
 	struct timespec left;
 	sigset_t copy;
-	unsigned before;
+	uint64_t before;
 	int r;
 
 	set = without_reserved(set, &copy);

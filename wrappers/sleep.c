@@ -58,7 +58,7 @@ static int remaining_ms(int timeout, int64_t start)
 CKPT_WRAPPER int nanosleep(const struct timespec *req, struct timespec *rem)
 {
 	struct timespec left = *req, mine;
-	unsigned before;
+	uint64_t before;
 	int r;
 
 	do {
@@ -76,13 +76,13 @@ CKPT_WRAPPER int clock_nanosleep(clockid_t clk, int flags,
 				 struct timespec *rem)
 {
 	struct timespec left = *req, mine;
-	unsigned before;
+	uint64_t before;
 	int r;
 
 	do {
 		before = ckpt_interrupts;
 		r = NEXT_FN(clock_nanosleep)(clk, flags, &left, &mine);
-		if (r == EINTR && ckpt_interrupts != before) {
+		if (r == EINTR && ckpt_only_checkpoint_since(before, 0)) {
 			if (!(flags & TIMER_ABSTIME))
 				left = mine;
 			continue;
@@ -148,7 +148,7 @@ CKPT_WRAPPER int select(int n, fd_set *rd, fd_set *wr, fd_set *ex,
 			struct timeval *tv)
 {
 	fd_set r0, w0, e0;
-	unsigned before;
+	uint64_t before;
 	int r;
 
 	if (rd)

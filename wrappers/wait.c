@@ -41,7 +41,7 @@ CKPT_WRAPPER pid_t wait4(pid_t pid, int *status, int options,
 
 	do {
 		epoch = vpid_epoch();
-		r = RETRY_IF_CHECKPOINTED((int)ckpt_syscall(SYS_wait4,
+		r = RETRY_IF_CHECKPOINTED_RESTARTABLE((int)ckpt_syscall(SYS_wait4,
 			real_wait_target(pid), status, options, usage));
 	} while (restarted_since(r, epoch));
 	return r > 0 ? vpid_virt_from_real_since(r, epoch) : r;
@@ -70,7 +70,7 @@ CKPT_WRAPPER int waitid(idtype_t idtype, id_t id, siginfo_t *info,
 
 	do {
 		epoch = vpid_epoch();
-		r = RETRY_IF_CHECKPOINTED((int)ckpt_syscall(SYS_waitid, idtype,
+		r = RETRY_IF_CHECKPOINTED_RESTARTABLE((int)ckpt_syscall(SYS_waitid, idtype,
 			by_pid ? (id_t)vpid_real_from_virt(id) : id, info,
 			options, NULL));
 	} while (restarted_since(r, epoch));

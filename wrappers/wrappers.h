@@ -37,25 +37,57 @@ static inline void *ckpt_next_symbol(void **slot, const char *name)
 	return *slot;
 }
 
-/* True when a call that started with interrupt count `before` failed with
- * EINTR because of a checkpoint (and not of the program's own signal). */
-static inline int ckpt_interrupted(int rc, unsigned before)
+/* What came since `before` (ckpt_interrupts): 1 when the checkpoint
+ * signal did and no handler of the program did that the call must end
+ * for: any handler for a call the kernel never restarts (sleeps, waits
+ * for events or signals), one without SA_RESTART for a call it restarts
+ * (write, wait4). The program must see the EINTR its own signal causes
+ * (a pause() waiting for it returns), also when a checkpoint came in the
+ * same interruption. */
+static inline int ckpt_only_checkpoint_since(uint64_t before, int restarts)
 {
-	return rc == -1 && errno == EINTR && ckpt_interrupts != before;
+	uint64_t came = ckpt_interrupts - before;
+	uint64_t handlers = restarts ? came / CKPT_INTR_HANDLER_NORESTART :
+				       came / CKPT_INTR_HANDLER_RESTART;
+
+	return (came & 0xffffffffULL) && !handlers;
 }
 
-/* Evaluate `call` (an int-returning expression) again for as long as it
- * fails with an EINTR that a checkpoint caused. */
-#define RETRY_IF_CHECKPOINTED(call)                                       \
+/* True when a call the kernel never restarts, started with interrupt
+ * state `before`, failed with EINTR because of a checkpoint alone. */
+static inline int ckpt_interrupted(long rc, uint64_t before)
+{
+	return rc == -1 && errno == EINTR &&
+	       ckpt_only_checkpoint_since(before, 0);
+}
+
+/* The same for a call the kernel restarts after an SA_RESTART handler. */
+static inline int ckpt_interrupted_restartable(long rc, uint64_t before)
+{
+	return rc == -1 && errno == EINTR &&
+	       ckpt_only_checkpoint_since(before, 1);
+}
+
+/* Evaluate `call` (an int-returning expression) again for as long as
+ * `interrupted` (one of the two above) says a checkpoint alone made it
+ * fail with EINTR. */
+#define RETRY_WHILE_CHECKPOINTED(interrupted, call)                       \
 	({                                                                \
-		unsigned before_;                                         \
+		uint64_t before_;                                         \
 		int rc_;                                                  \
 		do {                                                      \
 			before_ = ckpt_interrupts;                        \
 			rc_ = (call);                                     \
-		} while (ckpt_interrupted(rc_, before_));                 \
+		} while (interrupted(rc_, before_));                      \
 		rc_;                                                      \
 	})
+
+/* A call the kernel never restarts after a handler (sleeps, pause). */
+#define RETRY_IF_CHECKPOINTED(call)                                       \
+	RETRY_WHILE_CHECKPOINTED(ckpt_interrupted, call)
+/* A call the kernel restarts after an SA_RESTART handler (wait4). */
+#define RETRY_IF_CHECKPOINTED_RESTARTABLE(call)                           \
+	RETRY_WHILE_CHECKPOINTED(ckpt_interrupted_restartable, call)
 
 /* The checkpoint signal blocked in this thread; returns the mask before. */
 static inline sigset_t ckpt_block_checkpoints(void)

@@ -38,25 +38,27 @@ static int fd_blocks(int fd)
 static ssize_t write_rest(int fd, const char *buf, size_t count, size_t done)
 {
 	while (done < count) {
-		unsigned before = ckpt_interrupts;
+		uint64_t before = ckpt_interrupts;
 		ssize_t n = NEXT_FN(write)(fd, buf + done, count - done);
 
-		if (n < 0 && ckpt_interrupted(n, before))
+		if (n < 0 && ckpt_interrupted_restartable(n, before))
 			continue;
 		if (n <= 0)
 			break;
 		done += n;
-		if (ckpt_interrupts == before)
+		if (!ckpt_only_checkpoint_since(before, 0))
 			break;	/* short for a reason of its own */
 	}
 	return done;
 }
 
+/* A short count the checkpoint alone caused: a handler of the program
+ * interrupting the write makes it short without ckpt too. */
 static int short_by_checkpoint(int fd, ssize_t n, size_t count,
-			       unsigned before)
+			       uint64_t before)
 {
-	return n > 0 && (size_t)n < count && ckpt_interrupts != before &&
-	       fd_blocks(fd);
+	return n > 0 && (size_t)n < count &&
+	       ckpt_only_checkpoint_since(before, 0) && fd_blocks(fd);
 }
 
 /* Evaluate `call` (a ssize_t expression) again for as long as it fails
@@ -68,13 +70,13 @@ static int short_by_checkpoint(int fd, ssize_t n, size_t count,
 		do {                                                      \
 			(before) = ckpt_interrupts;                       \
 			n_ = (call);                                      \
-		} while (ckpt_interrupted(n_, (before)));                 \
+		} while (ckpt_interrupted_restartable(n_, (before)));     \
 		n_;                                                       \
 	})
 
 CKPT_WRAPPER ssize_t write(int fd, const void *buf, size_t count)
 {
-	unsigned before;
+	uint64_t before;
 	ssize_t n = WRITE_RETRYING(NEXT_FN(write)(fd, buf, count), before);
 
 	if (short_by_checkpoint(fd, n, count, before))
@@ -117,7 +119,7 @@ static ssize_t writev_rest(int fd, const struct iovec *iov, int iovcnt,
 
 CKPT_WRAPPER ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 {
-	unsigned before;
+	uint64_t before;
 	ssize_t n = WRITE_RETRYING(NEXT_FN(writev)(fd, iov, iovcnt), before);
 
 	if (n > 0 && short_by_checkpoint(fd, n, iov_total(iov, iovcnt), before))
