@@ -48,11 +48,17 @@ CKPT_EARLY_CONSTRUCTOR static void resolve_next_condvars(void)
 	RESOLVE_NEXT(pthread_cond_clockwait);
 }
 
+/* pthread_cond_timedwait measures abstime on the clock the condition
+ * variable was made with (pthread_condattr_setclock: CLOCK_MONOTONIC in
+ * python's GIL, libuv, many thread pools), not always CLOCK_REALTIME:
+ * only the real pthread_cond_timedwait knows it. */
+#define CLOCK_OF_CONDVAR ((clockid_t)-1)
+
 struct wait_call {
 	pthread_cond_t *cond;
 	pthread_mutex_t *mutex;
 	int timed;
-	clockid_t clock;
+	clockid_t clock;	/* CLOCK_OF_CONDVAR: the condvar's own */
 	const struct timespec *abstime;
 };
 
@@ -60,6 +66,9 @@ static int real_wait(const struct wait_call *w)
 {
 	if (!w->timed)
 		return NEXT_FN(pthread_cond_wait)(w->cond, w->mutex);
+	if (w->clock == CLOCK_OF_CONDVAR)
+		return NEXT_FN(pthread_cond_timedwait)(w->cond, w->mutex,
+						       w->abstime);
 	return NEXT_FN(pthread_cond_clockwait)(w->cond, w->mutex, w->clock,
 					       w->abstime);
 }
@@ -120,7 +129,7 @@ CKPT_WRAPPER int pthread_cond_timedwait(pthread_cond_t *c,
 					pthread_mutex_t *m,
 					const struct timespec *abstime)
 {
-	struct wait_call w = { c, m, 1, CLOCK_REALTIME, abstime };
+	struct wait_call w = { c, m, 1, CLOCK_OF_CONDVAR, abstime };
 
 	return ordered_wait(&w, CALL_SITE());
 }
@@ -167,7 +176,7 @@ CKPT_WRAPPER int cnd_timedwait(cnd_t *restrict c, mtx_t *restrict m,
 			       const struct timespec *restrict abstime)
 {
 	struct wait_call w = { (pthread_cond_t *)c, (pthread_mutex_t *)m, 1,
-			       CLOCK_REALTIME, abstime };
+			       CLOCK_OF_CONDVAR, abstime };
 
 	return thrd_result(ordered_wait(&w, CALL_SITE()));
 }

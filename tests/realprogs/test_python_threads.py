@@ -51,7 +51,7 @@ class PythonThreads(Program):
     name = "python3-threads"
 
     def argv(self, run):
-        return [PYTHON, "-c", SCRIPT, "100", "8", "20000"]
+        return [PYTHON, "-c", SCRIPT, "100", "8", "8000"]
 
     def finished(self, run):
         return any(l.startswith("final ") for l in run.stdout_lines())
