@@ -140,6 +140,16 @@ def test_vi_redraws_in_new_terminal(session, text_file, how):
     finish(r, term, "vi")
 
 
+def only_child(pid, what, term):
+    """The one child of pid; a clear failure with the screen (where
+    ckpt_restart and the restored processes write their errors) when it
+    has none, e.g. because the restored process died."""
+    kids = children(pid)
+    assert len(kids) == 1, "%s (pid %d) has children %r, expected one; " \
+        "screen:\n%s" % (what, pid, kids, "\n".join(term.text()))
+    return kids[0]
+
+
 def bash_argv():
     return ["bash", "--norc", "--noprofile", "-i"]
 
@@ -180,8 +190,8 @@ def test_bash_job_in_foreground(session, text_file, how):
     term.wait_for(shows_lines(100, NEW_ROWS),
                   "less redrawn at line 100 for %d rows" % NEW_ROWS)
     if how == "from_shell":
-        bash_pid = children(r.pid)[0]
-    less_pid = children(bash_pid)[0]
+        bash_pid = only_child(r.pid, "the outer bash", term)
+    less_pid = only_child(bash_pid, "the restored bash", term)
     pgid, sid, tty_nr, tpgid = session_ids(less_pid)
     assert (tty_nr, tpgid) == (term.rdev, pgid) and pgid == less_pid, (
         "restored less (pid %d): group %d, terminal %#x, foreground %d; "
