@@ -131,7 +131,7 @@ def test_restore_same_snapshot_20_times(session):
 
 RING = r"^round (\d+)$"
 # long enough to be running still when the next restore comes
-RING_ARGV = [app("pipe_ring"), "3", "8", "400", "10"]
+RING_ARGV = [app("pipe_ring"), "3", "8", "280", "10"]
 
 
 def running(pid):
