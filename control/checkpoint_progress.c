@@ -2,9 +2,10 @@
 /*
  * The progress line of ckpt_command --checkpoint on a terminal: while the
  * checkpoint runs, a thread asks the coordinator for its status (JSON,
- * the "round" object) every PROGRESS_POLL_MS and redraws one line on
- * stderr: bytes written, rate, time left. Nothing is drawn when stderr is
- * not a terminal, nor for a checkpoint done before the first poll.
+ * the "round" object) every CKPT_PROGRESS_MS milliseconds (default
+ * PROGRESS_POLL_MS) and redraws one line on stderr: bytes written, rate,
+ * time left. Nothing is drawn when stderr is not a terminal, nor for a
+ * checkpoint done before the first poll.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -19,6 +20,26 @@
 #include "tool_common.h"
 
 #define PROGRESS_POLL_MS	250
+#define PROGRESS_MAX_MS		60000
+
+/* CKPT_PROGRESS_MS: how often the line is redrawn (1-60000 ms). */
+static long progress_poll_ms(void)
+{
+	const char *s = getenv("CKPT_PROGRESS_MS");
+	char *end;
+	long ms;
+
+	if (!s || !*s)
+		return PROGRESS_POLL_MS;
+	ms = strtol(s, &end, 10);
+	if (*end || ms < 1 || ms > PROGRESS_MAX_MS) {
+		fprintf(stderr, "ckpt_command: CKPT_PROGRESS_MS=%s is not a "
+			"number of milliseconds from 1 to %d; using %d\n", s,
+			PROGRESS_MAX_MS, PROGRESS_POLL_MS);
+		return PROGRESS_POLL_MS;
+	}
+	return ms;
+}
 
 /* The number after "key": inside the JSON object text starting at obj;
  * 0 when absent. The round object holds numbers and fixed words only. */
@@ -126,6 +147,7 @@ static void round_line(const char *status, char *out, size_t len)
 static void *progress_thread(void *arg)
 {
 	struct checkpoint_progress *p = arg;
+	long every_ms = progress_poll_ms();
 	struct timespec until;
 
 	pthread_mutex_lock(&p->lock);
@@ -134,7 +156,8 @@ static void *progress_thread(void *arg)
 		char line[256];
 
 		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += PROGRESS_POLL_MS * 1000000L;
+		until.tv_sec += every_ms / 1000;
+		until.tv_nsec += every_ms % 1000 * 1000000L;
 		until.tv_sec += until.tv_nsec / 1000000000L;
 		until.tv_nsec %= 1000000000L;
 		while (!p->stop && pthread_cond_timedwait(&p->wake, &p->lock,

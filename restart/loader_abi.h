@@ -40,6 +40,9 @@ struct loader_blob_header {
 #define LOADER_PARAMS_MAGIC	"ckpt_restart_loader"
 #define LOADER_PARAMS_SIZE	(16ULL << 10)
 
+/* the progress line's default interval (CKPT_PROGRESS_MS) */
+#define LOADER_PROGRESS_MS 250
+
 enum loader_arg {
 	LOADER_ARG_IMAGE_FD = 1,	/* open image, not close-on-exec */
 	LOADER_ARG_IMAGE_PATH,
@@ -57,9 +60,10 @@ enum loader_arg {
 					   (image_links.c), open, not
 					   close-on-exec: "fd,fd,...", in
 					   link table order; "" = none */
-	LOADER_ARG_PROGRESS,		/* "1": draw a progress line on
-					   stderr (a terminal; the only
-					   loader of its restart) */
+	LOADER_ARG_PROGRESS,		/* milliseconds between redraws of
+					   a progress line on stderr (a
+					   terminal; the only loader of its
+					   restart); "0": no line */
 	LOADER_ARG_STOPPED,		/* "1": the restored process stops
 					   itself (SIGSTOP) before any of its
 					   threads runs program code, for a

@@ -349,6 +349,26 @@ static int exec_with_program_args(int fd, const struct ckpt_image *img,
 
 /* The chain links' fds for the loader ("fd,fd,..."), kept open across
  * the exec; the loader closes them before the hand-off. */
+/* CKPT_PROGRESS_MS: how often the loader redraws its progress line
+ * (1-60000 ms; once the restart has taken that long). */
+static long progress_every_ms(void)
+{
+	const char *s = getenv("CKPT_PROGRESS_MS");
+	char *end;
+	long ms;
+
+	if (!s || !*s)
+		return LOADER_PROGRESS_MS;
+	ms = strtol(s, &end, 10);
+	if (*end || ms < 1 || ms > 60000) {
+		fprintf(stderr, "ckpt_restart: CKPT_PROGRESS_MS=%s is not a "
+			"number of milliseconds from 1 to 60000; using %d\n",
+			s, LOADER_PROGRESS_MS);
+		return LOADER_PROGRESS_MS;
+	}
+	return ms;
+}
+
 static int link_fds_arg(const struct ckpt_image *img, char *buf, size_t len)
 {
 	size_t used = 0;
@@ -373,6 +393,7 @@ int loader_exec(const struct ckpt_image *img, const char *image_path,
 		int keep_fd_end, char *err, size_t errlen)
 {
 	char fd_arg[16], hash_arg[24], end_arg[24], plan_arg[16], keep_arg[16];
+	char progress_arg[16];
 	char links_arg[16 * CKPT_LINKS_MAX];
 	uint64_t base, size, anchor;
 	struct blob b;
@@ -398,6 +419,9 @@ int loader_exec(const struct ckpt_image *img, const char *image_path,
 	}
 	anchor = brk_anchor(img, base, size);
 	snprintf(fd_arg, sizeof(fd_arg), "%d", img->fd);
+	/* one image restarted in place: its loader alone may draw */
+	snprintf(progress_arg, sizeof(progress_arg), "%ld",
+		 !plan_fd && isatty(STDERR_FILENO) ? progress_every_ms() : 0);
 	snprintf(plan_arg, sizeof(plan_arg), "%d", plan_fd);
 	snprintf(keep_arg, sizeof(keep_arg), "%d", plan_fd ? keep_fd_end : 0);
 	snprintf(hash_arg, sizeof(hash_arg), "%llx",
@@ -423,9 +447,7 @@ int loader_exec(const struct ckpt_image *img, const char *image_path,
 		[LOADER_ARG_KEEP_FD_END] = keep_arg,
 		[LOADER_ARG_MAP_IMAGE] = image_memory_mapped(img) ? "1" : "0",
 		[LOADER_ARG_LINK_FDS] = links_arg,
-		/* one image restarted in place: its loader alone may draw */
-		[LOADER_ARG_PROGRESS] = !plan_fd && isatty(STDERR_FILENO) ?
-					"1" : "0",
+		[LOADER_ARG_PROGRESS] = progress_arg,
 		[LOADER_ARG_STOPPED] = restart_stopped ? "1" : "0",
 	};
 

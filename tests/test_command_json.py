@@ -251,9 +251,11 @@ LINE_RX = re.compile(r"\r\x1b\[Kcheckpoint (\d+): ([0-9.]+ [KMG]?i?B) "
 @pytest.mark.time_limit(300)
 def test_progress_line_on_a_terminal_and_not_in_a_pipe(session):
     """memory_mix 64: 192 MiB resident, a checkpoint and a restart (--copy:
-    128 MiB read and checked) well over the first poll (250 ms) on any
-    machine."""
+    128 MiB read and checked), each longer than the first redraw at
+    CKPT_PROGRESS_MS=10 (a fast machine did both within the default
+    250 ms: no line)."""
     s = session
+    s.env["CKPT_PROGRESS_MS"] = "10"
     p = s.launch([app("memory_mix"), "64", "100000"])
     p.wait_line(r"^round 1/")
     rc, out = checkpoint_on_pty(s)

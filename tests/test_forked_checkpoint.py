@@ -48,7 +48,8 @@ def forked_checkpoint(session, expect_images=1):
 
 
 HEAP = r"^round (\d+)/"
-HEAP_ARGV = [app("heap_digest"), "256", "2"]
+HEAP_ROUNDS = 12
+HEAP_ARGV = [app("heap_digest"), "256", str(HEAP_ROUNDS)]
 
 
 @pytest.mark.time_limit(300)
@@ -67,7 +68,8 @@ def test_forked_256mib_kill_restart(session):
     assert os.path.getsize(images[0]) >= 256 << 20
     p.sigkill()
     before = numbers(p.lines(), HEAP)
-    r, first = restart_to_end(session, images, HEAP, 2, seen, before)
+    r, first = restart_to_end(session, images, HEAP, HEAP_ROUNDS, seen,
+                              before)
     assert tail_after_progress(r.lines(), HEAP) == \
         tail_after_progress(ref, HEAP)
 

@@ -109,7 +109,11 @@ void parse_kernel_stack(struct loader *l, const uint64_t *sp)
 			    "out of range", fd, l->keep_fd_end);
 	l->plan_fd = (int)fd;
 	chain_parse_link_fds(l, param[LOADER_ARG_LINK_FDS]);
-	l->progress = str_eq(param[LOADER_ARG_PROGRESS], "1");
+	l->progress_ms = number_arg(param[LOADER_ARG_PROGRESS], 10,
+				    "progress interval");
+	if (l->progress_ms > 60000)
+		loader_fail("loader argument progress interval %lu ms: out "
+			    "of range", l->progress_ms);
 	l->stopped = str_eq(param[LOADER_ARG_STOPPED], "1");
 
 	note_args_area(l, (char *const *)(sp + 1));

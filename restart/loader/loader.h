@@ -64,7 +64,8 @@ struct loader {
 	uint64_t keep_fd_end;		/* fds [plan_fd, keep_fd_end) kept */
 	int map_image;			/* extents may be mapped from the
 					   image (extent_map.c) */
-	int progress;			/* draw a progress line (progress.c) */
+	uint64_t progress_ms;		/* redraw a progress line every so
+					   many ms, 0: none (progress.c) */
 	uint64_t image_mapped_at;	/* inside the first one mapped; 0 */
 	int link_fds[CKPT_LINKS_MAX];	/* chain links (chain.c) */
 	unsigned nlinks;
@@ -195,7 +196,7 @@ void vdso_redirect(const struct vdso_plan *p, unsigned char *copy,
 void hand_off(struct loader *l) __attribute__((noreturn));
 
 /* progress.c: the progress line on a terminal (LOADER_ARG_PROGRESS) */
-void progress_start(const struct loader *l, int enabled);
+void progress_start(const struct loader *l, uint64_t every_ms);
 void progress_add(uint64_t bytes);
 void progress_clear(void);
 

@@ -82,7 +82,7 @@ void loader_main(const uint64_t *kernel_sp)
 	extent_map_prepare(&l);
 	extent_patch_prepare(&l);
 	extent_decode_prepare(&l);
-	progress_start(&l, l.progress);
+	progress_start(&l, l.progress_ms);
 	maps_read(&l);
 	specials_collect(&l);
 	specials_plan(&l);

@@ -4,13 +4,13 @@
  * image in place with stderr on a terminal (LOADER_ARG_PROGRESS), the
  * bytes of memory restored so far (read, decompressed or mapped and
  * checked), the rate and the time left, redrawn on stderr every
- * PROGRESS_EVERY_NS once the restart has taken that long; cleared before
- * the program runs or a message is printed. Nothing otherwise.
+ * LOADER_ARG_PROGRESS ms (CKPT_PROGRESS_MS, 250 by default) once the
+ * restart has taken that long; cleared before the program runs or a
+ * message is printed. Nothing otherwise.
  */
 #include <stdarg.h>
 #include "loader.h"
 
-#define PROGRESS_EVERY_NS	250000000ULL
 #define MIB			(1024 * 1024)
 
 struct loader_timespec {
@@ -20,7 +20,7 @@ struct loader_timespec {
 static struct {
 	int on, drawn;
 	uint64_t total, done;
-	uint64_t start_ns, last_ns;
+	uint64_t start_ns, last_ns, every_ns;
 	const char *image;
 } progress;
 
@@ -32,10 +32,11 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.sec * 1000000000ULL + (uint64_t)ts.nsec;
 }
 
-void progress_start(const struct loader *l, int enabled)
+void progress_start(const struct loader *l, uint64_t every_ms)
 {
-	if (!enabled)
+	if (!every_ms)
 		return;
+	progress.every_ns = every_ms * 1000000ULL;
 	for (uint32_t i = 0; i < l->hdr.nextents; i++)
 		progress.total += l->extents[i].len;
 	progress.on = progress.total > 0;
@@ -70,7 +71,7 @@ void progress_add(uint64_t bytes)
 		return;
 	progress.done += bytes;
 	t = now_ns();
-	if (t - progress.last_ns < PROGRESS_EVERY_NS)
+	if (t - progress.last_ns < progress.every_ns)
 		return;
 	progress.last_ns = t;
 	draw(t - progress.start_ns);
