@@ -251,6 +251,34 @@ def reference_output(argv, timeout=FINISH_TIMEOUT, env=None, cache=True):
     return _reference_cache[key]
 
 
+class BackgroundReference:
+    """reference_output run in a thread while the test goes on: for a
+    program that mostly sleeps (ticks, pauses, pipe delays) and shares
+    no file, directory or port with the run under test. lines() waits
+    for it (bounded by the run's own timeout) and returns the lines."""
+
+    def __init__(self, argv, timeout=FINISH_TIMEOUT, env=None):
+        self.argv, self.timeout = list(argv), timeout
+        self.result, self.error = None, None
+        self.thread = threading.Thread(target=self._run, args=(env,),
+                                       daemon=True)
+        self.thread.start()
+
+    def _run(self, env):
+        try:
+            self.result = reference_output(self.argv, self.timeout, env)
+        except AssertionError as e:
+            self.error = e
+
+    def lines(self):
+        self.thread.join(self.timeout + 30)
+        assert not self.thread.is_alive(), \
+            "reference run %s did not end" % " ".join(self.argv)
+        if self.error:
+            raise self.error
+        return self.result
+
+
 class Session:
     """One test's coordinator, checkpoint directory and processes."""
 
