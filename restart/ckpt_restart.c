@@ -2,6 +2,7 @@
 /*
  * ckpt_restart [--coord ADDR] [--ckptdir DIR] [--cpu-compat] [--trust-image]
  *              [--copy] [--stopped] [--peer-hosts IP,...]
+ *              [--meet-timeout SECONDS]
  *              [--host-map OLD=NEW,...] [--check] IMAGE...
  *
  * Validate every image completely (and that it is the caller's own:
@@ -76,6 +77,12 @@ static void usage(FILE *out)
 		"                  other end is not among IMAGEs is reconnected\n"
 		"                  with the ckpt_restart started there at the\n"
 		"                  same time (docs/multi-host.md)\n"
+		"  --meet-timeout SECONDS\n"
+		"                  how long to wait for the other hosts'\n"
+		"                  ckpt_restarts (1-3600; default 30 for TCP\n"
+		"                  connections, 15 for UDP datagrams); an end\n"
+		"                  whose partner has not come by then reads\n"
+		"                  as closed by its peer\n"
 		"  --host-map OLD=NEW,...\n"
 		"                  the computation runs on other hosts now:\n"
 		"                  every socket address of host address OLD\n"
@@ -103,6 +110,23 @@ static void usage(FILE *out)
 		"one image shows its progress on stderr.\n");
 }
 
+/* --meet-timeout SECONDS, 1 to 3600 */
+static int parse_meet_timeout(const char *arg)
+{
+	char *end;
+	long s;
+
+	errno = 0;
+	s = strtol(arg, &end, 10);
+	if (errno || end == arg || *end || s < 1 || s > 3600) {
+		fprintf(stderr, "ckpt_restart: --meet-timeout %s: expected a "
+			"number of seconds from 1 to 3600\n", arg);
+		return -1;
+	}
+	restart_meet_timeout_ms = s * 1000;
+	return 0;
+}
+
 static int parse_options(int argc, char **argv, struct options *o)
 {
 	static const struct option longopts[] = {
@@ -111,6 +135,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{ "cpu-compat", no_argument, NULL, 'C' },
 		{ "trust-image", no_argument, NULL, 'T' },
 		{ "peer-hosts", required_argument, NULL, 'P' },
+		{ "meet-timeout", required_argument, NULL, 'W' },
 		{ "host-map", required_argument, NULL, 'H' },
 		{ "check", no_argument, NULL, 'K' },
 		{ "partial", no_argument, NULL, 'A' },
@@ -146,6 +171,10 @@ static int parse_options(int argc, char **argv, struct options *o)
 			if (restart_peer_hosts_check(optarg))
 				return -EINVAL;
 			restart_peer_hosts = optarg;
+			break;
+		case 'W':
+			if (parse_meet_timeout(optarg))
+				return -EINVAL;
 			break;
 		case 'H':
 			if (restart_host_map_parse(optarg))

@@ -23,6 +23,12 @@ struct tcp_end {
 extern const char *restart_peer_hosts;
 /* 0 when list is IP[,IP...], numeric; else -EINVAL after saying why. */
 int restart_peer_hosts_check(const char *list);
+/* --meet-timeout: how long the meetings with other hosts' ckpt_restarts
+ * may take in all, in ms; 0: each meeting's own default (TCP 30 s, UDP
+ * 15 s). */
+extern long restart_meet_timeout_ms;
+/* now_ms + the meeting's bound: --meet-timeout or default_ms. */
+long long restart_meet_deadline(long long now_ms, long default_ms);
 
 /* An IPv4 or IPv6 socket address as IPv6 bytes (IPv4 mapped) and port. */
 void socket_canonical(const uint8_t *addr, uint8_t out[18]);

@@ -49,6 +49,13 @@
 #define HANDSHAKE_TIMEOUT_MS 3000
 
 const char *restart_peer_hosts;
+long restart_meet_timeout_ms;
+
+long long restart_meet_deadline(long long now, long default_ms)
+{
+	return now + (restart_meet_timeout_ms > 0 ? restart_meet_timeout_ms :
+		      default_ms);
+}
 
 struct meet {
 	struct tcp_end *e;
@@ -493,7 +500,7 @@ int restart_tcp_meet(struct tcp_end *ends, int n,
 		     struct ckpt_restart_plan *plan, int *keep_fd_end)
 {
 	static struct meet ms[CKPT_PLAN_MAX_SOCKETS];
-	long long deadline = now_ms() + MEET_TIMEOUT_MS;
+	long long deadline = restart_meet_deadline(now_ms(), MEET_TIMEOUT_MS);
 	int k, r;
 
 	if (!restart_peer_hosts)

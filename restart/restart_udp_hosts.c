@@ -725,7 +725,7 @@ static void connect_all(uint16_t port, uint64_t computation_id,
 
 void restart_udp_hosts_meet(uint64_t computation_id)
 {
-	long long deadline = now_ms() + MEET_TIMEOUT_MS;
+	long long deadline = restart_meet_deadline(now_ms(), MEET_TIMEOUT_MS);
 
 	if (npeers < 0)
 		read_peer_hosts();

@@ -121,14 +121,15 @@ def test_datagrams_queued_between_hosts_come_from_their_sender(hosts,
 @pytest.mark.time_limit(150)
 def test_sender_host_not_restarted_is_named_and_bounded(hosts):
     """Only the receiver's host is restarted: its ckpt_restart waits for
-    the sender host's (15 s at most), names it and the datagrams it then
-    sends from this host, and goes on."""
+    the sender host's (--meet-timeout 4 s; 15 s by default), names it
+    and the datagrams it then sends from this host, and goes on."""
     h = hosts
     a, b = h.names
     runs, queued, image = checkpoint_and_kill(h, programs(h))
     t0 = time.monotonic()
     r = h.start(b, [tool("ckpt_restart"), "--coord", h.coord,
-                    "--peer-hosts", h.addrs[0], image],
+                    "--meet-timeout", "4", "--peer-hosts", h.addrs[0],
+                    image],
                 "ckpt_restart on " + b)
     want = re.compile(r"warning: host %s \(--peer-hosts\): its ckpt_restart "
                       r"did not connect; (\d+) datagrams from it waiting "
