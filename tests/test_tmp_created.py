@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from ckpt_harness import app, reference_output
+from ckpt_harness import BackgroundReference, app
 
 ROUNDS, PAUSE_MS = 12, 1000
 MADE = r"^made (\d+)$"
@@ -54,6 +54,18 @@ def wait_connected(s, timeout=30):
     raise AssertionError("no process connected within %ds" % timeout)
 
 
+def native_run(session, shm_tmpdir, rounds, pause_ms):
+    """The uninterrupted run, beside the test (it mostly sleeps), in
+    directories of its own: its files never meet the tested run's (the
+    output names no file)."""
+    own, own_tmp = session.path("native"), os.path.join(shm_tmpdir, "native")
+    os.mkdir(own)
+    os.mkdir(own_tmp)
+    env = dict(session.env, TMPDIR=own_tmp)
+    return BackgroundReference([app("tmp_created"), str(rounds),
+                                str(pause_ms), own], env=env)
+
+
 @pytest.fixture
 def shm_tmpdir():
     """A TMPDIR on tmpfs outside /tmp (temporary storage found by statfs)."""
@@ -72,15 +84,16 @@ def test_closed_tmp_file_recreated_twice(session, shm_tmpdir):
     os.mkdir(tmp)
     session.env["TMPDIR"] = shm_tmpdir
     argv = [app("tmp_created"), str(ROUNDS), str(PAUSE_MS), tmp]
-    native = reference_output(argv, env=session.env)
-    assert native[-1].startswith("done %d " % ROUNDS), native[-3:]
+    background = native_run(session, shm_tmpdir, ROUNDS, PAUSE_MS)
 
     p = session.launch(argv)
     images = checkpoint_in_round(session, p, 3)
     r1 = session.restart(images)
     r1.wait_line(MADE, minimum=8)
-    assert_continues_native(r1, native, 3)
     images = checkpoint_in_round(session, r1, 8)
+    native = background.lines()     # not before: r1 would go past 8
+    assert native[-1].startswith("done %d " % ROUNDS), native[-3:]
+    assert_continues_native(r1, native, 3)
     r2 = session.restart(images)
     rc = r2.wait_exit()
     assert rc == 0, "%s: exit %d; last lines %r; stderr:\n%s" % (
@@ -102,7 +115,7 @@ def test_recreated_file_saved_again(session, shm_tmpdir):
     os.mkdir(tmp)
     session.env["TMPDIR"] = shm_tmpdir
     argv = [app("tmp_created"), "2", "6000", tmp]
-    native = reference_output(argv, env=session.env)
+    background = native_run(session, shm_tmpdir, 2, 6000)
 
     p = session.launch(argv)
     images = checkpoint_in_round(session, p, 2)
@@ -118,6 +131,7 @@ def test_recreated_file_saved_again(session, shm_tmpdir):
     rc = r2.wait_exit()
     assert rc == 0, "%s: exit %d; last lines %r; stderr:\n%s" % (
         r2.name, rc, r2.lines()[-3:], r2.stderr_text())
+    native = background.lines()
     assert_continues_native(r2, native, 2)
     assert r2.lines()[-1] == native[-1]
     assert re.search(r"ckpt_restart: %s/\S+ was gone; recreated from" %
