@@ -350,6 +350,24 @@ class Session:
             check_image(img, self.ckptdir)
         return images
 
+    def wait_members(self, n, timeout=30):
+        """Until `ckpt_command --list` shows n processes. A launched
+        process's HELLO may still wait unread in the coordinator's socket
+        when the program is already running (libckpt does not wait for
+        the answer): a checkpoint asked that early can find no process
+        yet (a known limit, docs/protocol.md, "Members of a round")."""
+        deadline = time.monotonic() + timeout
+        while True:
+            r = self.command("--list")
+            have = sum(1 for l in r.stdout.splitlines()
+                       if l.startswith("vpid="))
+            if have >= n:
+                return
+            assert time.monotonic() < deadline, (
+                "%d of %d processes joined the coordinator within %d s: "
+                "%r" % (have, n, timeout, r.stdout))
+            time.sleep(0.05)
+
     def inspect(self, img):
         """ckpt_inspect's description of one image."""
         r = run([self.tool("ckpt_inspect"), img], COMMAND_TIMEOUT)

@@ -38,6 +38,7 @@ def test_queued_and_empty_connections_survive_two_restarts(session):
     p.wait_line(r"^ready$")
     check(p)
     for _ in range(2):
+        s.wait_members(2)   # its two processes start in a few ms
         images = s.checkpoint(expect_images=2)
         s.kill_all()
         p.popen.wait(30)
