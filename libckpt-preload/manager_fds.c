@@ -36,12 +36,20 @@ void manager_fds_release(void)
 }
 
 /* Under manager_fds_hold(): fd (just opened) is the manager's until
- * manager_fd_close(). A full table leaves it unrecorded (never expected:
- * at most two are open at once). */
+ * manager_fd_close(); the number to use is returned. A full table leaves
+ * it unrecorded (never expected: at most two are open at once).
+ *
+ * The program runs meanwhile: it takes the lowest free numbers, dup2s
+ * onto small fixed ones (a shell's `3>file`) or closes one it had closed
+ * already. A descriptor of the manager's at a number the program freed a
+ * moment ago could be closed or replaced under it (seen once: the
+ * directory's fsync after the rename said EBADF, bash running), so it
+ * moves up where libckpt's own descriptors live (ckpt_move_fd_high). */
 int manager_fd_keep(int fd)
 {
 	if (fd < 0)
 		return fd;
+	fd = ckpt_move_fd_high(fd);
 	for (int i = 0; i < MANAGER_FDS_MAX; i++)
 		if (manager_fds[i] < 0) {
 			manager_fds[i] = fd;
