@@ -18,28 +18,9 @@
 
 #include "checkpoint_progress.h"
 #include "tool_common.h"
+#include "../protocol/client_internal.h"
 
 #define PROGRESS_POLL_MS	250
-#define PROGRESS_MAX_MS		60000
-
-/* CKPT_PROGRESS_MS: how often the line is redrawn (1-60000 ms). */
-static long progress_poll_ms(void)
-{
-	const char *s = getenv("CKPT_PROGRESS_MS");
-	char *end;
-	long ms;
-
-	if (!s || !*s)
-		return PROGRESS_POLL_MS;
-	ms = strtol(s, &end, 10);
-	if (*end || ms < 1 || ms > PROGRESS_MAX_MS) {
-		fprintf(stderr, "ckpt_command: CKPT_PROGRESS_MS=%s is not a "
-			"number of milliseconds from 1 to %d; using %d\n", s,
-			PROGRESS_MAX_MS, PROGRESS_POLL_MS);
-		return PROGRESS_POLL_MS;
-	}
-	return ms;
-}
 
 /* The number after "key": inside the JSON object text starting at obj;
  * 0 when absent. The round object holds numbers and fixed words only. */
@@ -147,7 +128,8 @@ static void round_line(const char *status, char *out, size_t len)
 static void *progress_thread(void *arg)
 {
 	struct checkpoint_progress *p = arg;
-	long every_ms = progress_poll_ms();
+	long every_ms = ckpt_cc_progress_ms("ckpt_command",
+					     PROGRESS_POLL_MS);
 	struct timespec until;
 
 	pthread_mutex_lock(&p->lock);

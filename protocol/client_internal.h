@@ -34,6 +34,9 @@ void ckpt_cc_str_add_i64(struct ckpt_cc_str *s, int64_t v);
 size_t ckpt_cc_strlcpy(char *dst, const char *src, size_t cap);
 /* A size "N", "NK", "NM" or "NG" (1024-based) in bytes: 0 or -EINVAL. */
 int ckpt_cc_parse_size(const char *s, uint64_t *out);
+/* CKPT_PROGRESS_MS (1-60000): how often a progress line is redrawn;
+ * dflt when unset, and when invalid after `tool` says so on stderr. */
+long ckpt_cc_progress_ms(const char *tool, long dflt);
 
 /* Milliseconds of CLOCK_MONOTONIC. */
 int64_t ckpt_cc_now_ms(void);

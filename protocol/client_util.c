@@ -5,6 +5,8 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -283,4 +285,22 @@ int ckpt_cc_parse_size(const char *s, uint64_t *out)
 		return -EINVAL;
 	*out = v * mult;
 	return 0;
+}
+
+long ckpt_cc_progress_ms(const char *tool, long dflt)
+{
+	const char *s = getenv("CKPT_PROGRESS_MS");
+	char *end;
+	long ms;
+
+	if (!s || !*s)
+		return dflt;
+	ms = strtol(s, &end, 10);
+	if (*end || ms < 1 || ms > 60000) {
+		fprintf(stderr, "%s: CKPT_PROGRESS_MS=%s is not a number of "
+			"milliseconds from 1 to 60000; using %ld\n", tool, s,
+			dflt);
+		return dflt;
+	}
+	return ms;
 }

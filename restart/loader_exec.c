@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include "ckpt/coord_client.h"
 #include "loader_abi.h"
+#include "../protocol/client_internal.h"
 #include "emulator_exec.h"
 #include "loader_exec.h"
 #include "memory_mode.h"
@@ -349,26 +350,6 @@ static int exec_with_program_args(int fd, const struct ckpt_image *img,
 
 /* The chain links' fds for the loader ("fd,fd,..."), kept open across
  * the exec; the loader closes them before the hand-off. */
-/* CKPT_PROGRESS_MS: how often the loader redraws its progress line
- * (1-60000 ms; once the restart has taken that long). */
-static long progress_every_ms(void)
-{
-	const char *s = getenv("CKPT_PROGRESS_MS");
-	char *end;
-	long ms;
-
-	if (!s || !*s)
-		return LOADER_PROGRESS_MS;
-	ms = strtol(s, &end, 10);
-	if (*end || ms < 1 || ms > 60000) {
-		fprintf(stderr, "ckpt_restart: CKPT_PROGRESS_MS=%s is not a "
-			"number of milliseconds from 1 to 60000; using %d\n",
-			s, LOADER_PROGRESS_MS);
-		return LOADER_PROGRESS_MS;
-	}
-	return ms;
-}
-
 static int link_fds_arg(const struct ckpt_image *img, char *buf, size_t len)
 {
 	size_t used = 0;
@@ -421,7 +402,8 @@ int loader_exec(const struct ckpt_image *img, const char *image_path,
 	snprintf(fd_arg, sizeof(fd_arg), "%d", img->fd);
 	/* one image restarted in place: its loader alone may draw */
 	snprintf(progress_arg, sizeof(progress_arg), "%ld",
-		 !plan_fd && isatty(STDERR_FILENO) ? progress_every_ms() : 0);
+		 !plan_fd && isatty(STDERR_FILENO) ?
+		 ckpt_cc_progress_ms("ckpt_restart", LOADER_PROGRESS_MS) : 0);
 	snprintf(plan_arg, sizeof(plan_arg), "%d", plan_fd);
 	snprintf(keep_arg, sizeof(keep_arg), "%d", plan_fd ? keep_fd_end : 0);
 	snprintf(hash_arg, sizeof(hash_arg), "%llx",
