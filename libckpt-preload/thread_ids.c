@@ -123,8 +123,8 @@ static int nfixes, fixes_dropped;
 static void *rtld_global;
 static size_t rtld_global_size;
 
-/* libc's writable segments (its .data and .bss), where its internal
- * rwlocks live */
+/* libc's writable data (its .data and .bss past the RELRO part), where
+ * its internal rwlocks live */
 #define LIBC_DATA_SEGMENTS	4
 static struct {
 	uintptr_t start, end;
@@ -258,6 +258,30 @@ static void note_loader_locks(const struct ckpt_thread *t, pid_t new_tid)
  * PTHREAD_RWLOCK_WRLOCKED), __cur_writer this thread's old tid. */
 #define RWLOCK_WRLOCKED	2	/* glibc's PTHREAD_RWLOCK_WRLOCKED */
 
+static int looks_write_locked_by(const pthread_rwlock_t *rw, pid_t tid)
+{
+	const struct __pthread_rwlock_arch_t *d = &rw->__data;
+
+	if (!(d->__readers & RWLOCK_WRLOCKED) || d->__cur_writer != tid)
+		return 0;
+	/* an initialized lock keeps its padding zero and its flags small:
+	 * ints that only happen to match (a dynamic-section entry of value
+	 * 2112 beside a tag of 7 matched here once) do not */
+	if (d->__pad3 || d->__pad4 || (unsigned)d->__shared > 1 ||
+	    d->__flags > 2)
+		return 0;
+#ifdef __x86_64__
+	if (d->__rwelision || d->__pad2)
+		return 0;
+	for (size_t i = 0; i < sizeof(d->__pad1); i++)
+		if (d->__pad1[i])
+			return 0;
+	return 1;
+#else
+	return !d->__pad1 && !d->__pad2;
+#endif
+}
+
 static void note_libc_rwlocks(const struct ckpt_thread *t, pid_t new_tid)
 {
 	size_t step = __alignof__(pthread_rwlock_t);
@@ -268,8 +292,7 @@ static void note_libc_rwlocks(const struct ckpt_thread *t, pid_t new_tid)
 		     a += step) {
 			pthread_rwlock_t *rw = (pthread_rwlock_t *)a;
 
-			if ((rw->__data.__readers & RWLOCK_WRLOCKED) &&
-			    rw->__data.__cur_writer == t->saved_tid)
+			if (looks_write_locked_by(rw, t->saved_tid))
 				add_fix(&rw->__data.__cur_writer,
 					rw->__data.__cur_writer, t->saved_tid,
 					new_tid, 0);
@@ -339,23 +362,45 @@ CKPT_EARLY_CONSTRUCTOR static void find_loader_locks(void)
 	rtld_global_size = sym->st_size;
 }
 
+/* The end of the object's RELRO part (0: none): the start of its writable
+ * segment that ld.so made read-only after relocating it (the dynamic
+ * section, the GOT). No lock lives there, and a write would fault. */
+static uintptr_t relro_end(const struct dl_phdr_info *info)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type == PT_GNU_RELRO)
+			return info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+	}
+	return 0;
+}
+
 /* A callback of dl_iterate_phdr: the writable PT_LOAD segments of libc
- * (the object that defines setlocale). */
+ * (the object that defines setlocale), less their RELRO part. */
 static int find_libc_segments(struct dl_phdr_info *info, size_t size,
 			      void *libc_base)
 {
+	uintptr_t relro;
+
 	(void)size;
 	if (info->dlpi_addr != (ElfW(Addr))libc_base)
 		return 0;
+	relro = relro_end(info);
 	for (int i = 0; i < info->dlpi_phnum &&
 	     nlibc_data < LIBC_DATA_SEGMENTS; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+		uintptr_t end = start + ph->p_memsz;
 
 		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_W))
 			continue;
-		libc_data[nlibc_data].start = info->dlpi_addr + ph->p_vaddr;
-		libc_data[nlibc_data].end = info->dlpi_addr + ph->p_vaddr +
-					    ph->p_memsz;
+		if (relro > start && relro <= end)
+			start = relro;
+		if (start >= end)
+			continue;
+		libc_data[nlibc_data].start = start;
+		libc_data[nlibc_data].end = end;
 		nlibc_data++;
 	}
 	return 1;

@@ -58,7 +58,12 @@ ckpt_resume_context:
 ckpt_clone_thread:
 	movq 8(%rsp), %rax
 	andq $-16, %rsi
-	subq $16, %rsi
+	/* fn and arg, popped by the child, and 16 bytes above its first
+	 * frame: ckpt_syscall reads a seventh argument from its caller's
+	 * frame even for fewer, and fn may reach it by a tail jump with
+	 * nothing of its own on the stack (a helper's SYS_exit faulted
+	 * reading just past the top of its stack mapping) */
+	subq $32, %rsi
 	movq %rax, 8(%rsi)
 	movq %r9, 0(%rsi)
 	movq %rcx, %r10
