@@ -10,7 +10,9 @@ bounded well below it.
 """
 
 import os
+import re
 import signal
+import subprocess
 import sys
 
 import pytest
@@ -49,6 +51,68 @@ def _time_limit(request):
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
+
+
+# What the kernel logs when it kills a process: a restored program dying
+# of SIGSEGV shows here with its faulting address and the object it ran
+# in (two faults of libckpt were found this way, in CI logs that said
+# only "status -11").
+KERNEL_FAULT = re.compile(r"segfault at|trap |general protection|"
+                          r"Out of memory|Killed process|BUG:|WARNING:")
+
+
+def _uptime():
+    with open("/proc/uptime") as f:
+        return float(f.read().split()[0])
+
+
+def _kernel_faults_since(start):
+    try:
+        out = subprocess.run(["dmesg"], capture_output=True, text=True,
+                             timeout=5).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    lines = []
+    for line in out.splitlines():
+        m = re.match(r"\[\s*(\d+\.\d+)\]", line)
+        if m and float(m.group(1)) >= start and KERNEL_FAULT.search(line):
+            lines.append(line + _in_libckpt(line))
+    return "\n".join(lines[-20:])
+
+
+def _in_libckpt(line):
+    """The function and source line of a fault inside this build's
+    libckpt.so ("libckpt.so[2c3ee,..." is an offset in the file)."""
+    m = re.search(r"libckpt\.so\[([0-9a-f]+),", line)
+    if not m:
+        return ""
+    try:
+        out = subprocess.run(["addr2line", "-f", "-i", "-e",
+                              ckpt_harness.LIBCKPT, "0x" + m.group(1)],
+                             capture_output=True, text=True,
+                             timeout=10).stdout.split()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return "\n    in libckpt: " + " ".join(out)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    if rep.when == "call" and rep.failed:
+        text = _kernel_faults_since(item.stash.get(_STARTED, 0.0))
+        if text:
+            rep.sections.append(("kernel log during the test", text))
+
+
+_STARTED = pytest.StashKey()
+
+
+@pytest.fixture(autouse=True)
+def _note_start(request):
+    request.node.stash[_STARTED] = _uptime() - 1.0
+    yield
 
 
 def _require_core():
