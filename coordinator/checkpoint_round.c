@@ -513,8 +513,10 @@ static void round_start_into(struct coordinator *co, uint32_t flags,
 {
 	struct round *r = &co->round;
 	int64_t now = now_ms();
-	int n = count_processes(co);
+	int n;
 
+	conn_catch_up_hellos(co);
+	n = count_processes(co);
 	if (n == 0) {
 		for (size_t i = 0; i < co->nconns; i++) {
 			struct conn *c = co->conns[i];

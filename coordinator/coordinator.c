@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -226,6 +227,44 @@ void conn_read(struct coordinator *co, struct conn *c)
 			  "length %u); closing the connection", c->peer,
 			  hdr.magic, hdr.version, hdr.len);
 		c->eof = true;
+	}
+}
+
+/* Whether the next message waiting for c (in its buffer, else in its
+ * socket, peeked) is a HELLO. */
+static bool next_msg_is_hello(struct conn *c)
+{
+	struct ckpt_msg_header hdr;
+
+	if (c->in.len >= sizeof(hdr))
+		memcpy(&hdr, c->in.data, sizeof(hdr));
+	else if (c->in.len > 0 ||
+		 recv(c->fd, &hdr, sizeof(hdr), MSG_PEEK | MSG_DONTWAIT) !=
+		 (ssize_t)sizeof(hdr))
+		return false;
+	return hdr.magic == CKPT_MSG_MAGIC && hdr.type == CKPT_MSG_HELLO;
+}
+
+/*
+ * Before a round counts its members. libckpt sends HELLO and lets the
+ * program run without waiting for WELCOME, so a launched program can be
+ * running, even answering its clients, while its HELLO still waits in
+ * the coordinator's socket (or its connection in the listener's queue):
+ * a checkpoint asked for meanwhile found no process, or missed that
+ * one. Accept what waits and read each new connection whose next message
+ * is a HELLO; nothing else is read here (a command waits for the loop,
+ * so no round starts inside another's start).
+ */
+void conn_catch_up_hellos(struct coordinator *co)
+{
+	if (co->listen_fd >= 0 && !guard_listener_paused(co))
+		listener_accept(co);
+	for (size_t i = 0; i < co->nconns; i++) {
+		struct conn *c = co->conns[i];
+
+		if (c->kind == CONN_NEW && !c->eof && c->fd >= 0 &&
+		    !auth_needed(c) && next_msg_is_hello(c))
+			conn_read(co, c);
 	}
 }
 

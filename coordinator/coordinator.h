@@ -344,6 +344,7 @@ void write_restart_scripts(struct coordinator *co, const char *paths,
 int64_t now_ms(void);
 /* Read what c sent and handle its complete messages. */
 void conn_read(struct coordinator *co, struct conn *c);
+void conn_catch_up_hellos(struct coordinator *co);
 
 /* conn_events.c: the main loop's wait */
 void conn_events_add(struct conn *c);

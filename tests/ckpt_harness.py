@@ -351,11 +351,9 @@ class Session:
         return images
 
     def wait_members(self, n, timeout=30):
-        """Until `ckpt_command --list` shows n processes. A launched
-        process's HELLO may still wait unread in the coordinator's socket
-        when the program is already running (libckpt does not wait for
-        the answer): a checkpoint asked that early can find no process
-        yet (a known limit, docs/protocol.md, "Members of a round")."""
+        """Until `ckpt_command --list` shows n processes (a checkpoint
+        counts a process whose HELLO is unread: docs/protocol.md,
+        "Members of a round"; this waits for processes still starting)."""
         deadline = time.monotonic() + timeout
         while True:
             r = self.command("--list")

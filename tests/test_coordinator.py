@@ -9,6 +9,7 @@ started; every wait has a timeout.
 
 import os
 import shutil
+import signal
 import socket
 import struct
 import subprocess
@@ -133,7 +134,7 @@ class FakeProcess:
     def __init__(self, addr, vpid, program="fakeapp", behaviour="ok",
                  flags=0, generation=0, secret=b"", delay=0.0,
                  computation_id=0, unrestored="", hostname=b"testhost",
-                 real_pid=None, sock=None):
+                 real_pid=None, sock=None, serve=True):
         self.vpid = vpid
         self.program = program
         self.behaviour = behaviour
@@ -151,6 +152,12 @@ class FakeProcess:
         # appended field: the computation it belonged to
         hello += struct.pack("<Q", computation_id)
         send_msg(self.sock, MSG_HELLO, hello)
+        if serve:
+            self.serve()
+
+    def serve(self):
+        """As libckpt once its HELLO is sent (and the program runs):
+        WELCOME, then the rounds, in a thread."""
         mtype, payload = recv_msg(self.sock)
         assert mtype == MSG_WELCOME
         self.computation_id, self.interval_s, self.welcome_flags = \
@@ -413,6 +420,39 @@ def test_status_and_list(env, coord, fakes):
     assert lines[0] == ("vpid=40001 pid=%d host=testhost program=alpha "
                         "id=uid-40001 restarted=no" % os.getpid())
     assert lines[1].endswith("program=beta id=uid-40002 restarted=yes")
+
+
+@pytest.mark.time_limit(60)
+def test_checkpoint_finds_a_process_whose_hello_waits_unread(env, coord,
+                                                            fakes):
+    """libckpt sends HELLO and lets the program run without waiting for
+    WELCOME: a launched program may already answer its clients while its
+    connection still waits in the listener's queue, its HELLO unread. A
+    checkpoint the coordinator takes up then must count it. Made certain
+    here: with the coordinator stopped (SIGSTOP), a process connects and
+    says HELLO, and a command connection accepted before asks for the
+    checkpoint; the coordinator, continued, reads the request first (it
+    accepts after reading its connections). It found no process."""
+    c = coord()
+    cmd_sock = connect(c.addr)
+    send_msg(cmd_sock, MSG_CMD, CMD.pack(CMD_STATUS, 0, b"", b""))
+    assert recv_msg(cmd_sock)[0] == MSG_CMD_REPLY   # accepted, a command
+    os.kill(c.proc.pid, signal.SIGSTOP)
+    try:
+        p = fakes(c.addr, 40011, program="early", serve=False)
+        send_msg(cmd_sock, MSG_CMD, CMD.pack(CMD_CHECKPOINT, 0, b"", b""))
+    finally:
+        os.kill(c.proc.pid, signal.SIGCONT)
+    p.serve()
+    mtype, payload = recv_msg(cmd_sock)
+    assert mtype == MSG_CMD_REPLY
+    status, text_len = CMD_REPLY.unpack_from(payload)
+    text = payload[CMD_REPLY.size:CMD_REPLY.size + text_len]\
+        .rstrip(b"\0").decode()
+    assert status == 0, text
+    assert "/fake/ckpt_early_40011_gen1.img" in text, text
+    assert p.generations == [1, 1], p.generations
+    cmd_sock.close()
 
 
 @pytest.mark.time_limit(60)
