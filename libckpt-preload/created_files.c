@@ -135,6 +135,8 @@ void created_files_note(int fd)
 	len = readlink(proc, path, sizeof(path) - 1);
 	if (len > 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
 		path[len] = 0;
+		if (!is_ckpt_own_file(path) && path[0] == '/')
+			created_journal_note(fd, path, &st);
 		if (!is_ckpt_own_file(path) &&
 		    saved_files_on_temporary_storage(path) &&
 		    lock_table(&old) == 0) {
@@ -153,6 +155,8 @@ void created_files_after_restart(void)
 {
 	struct stat st;
 	int kept = 0;
+
+	created_journal_after_restart();
 
 	for (int i = 0; i < ncreated; i++) {
 		if (stat(created[i].path, &st) < 0 || !S_ISREG(st.st_mode))

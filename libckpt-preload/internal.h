@@ -194,6 +194,13 @@ int saved_files_on_temporary_storage(const char *path);
 void created_files_note(int fd);
 void created_files_each(void (*fn)(const char *path, const struct stat *st));
 void created_files_after_restart(void);
+/* created_journal.c: the on-disk record of those files, for a restart */
+void created_journal_note(int file_fd, const char *path,
+			  const struct stat *st);
+void created_journal_after_restart(void);
+void created_journal_inherit(const char *epoch_var);
+void created_journal_epoch(uint64_t generation);
+size_t created_journal_env(char *buf, size_t len);
 extern const size_t ckpt_nresources;
 
 /* manager.c: an exec or exit waits (bounded) until the image being

@@ -656,6 +656,8 @@ static void handle_suspend(const struct ckpt_msg_do_checkpoint *first)
 			send_result(CKPT_MSG_FAILED, m.generation, -r, NULL, err);
 			return;
 		}
+		/* what the program makes from now on is made after it */
+		created_journal_epoch(m.generation);
 		send_unrestored(m.generation);
 		if (template_right_away(&m)) {
 			handle_write(&m, 1);
@@ -932,6 +934,7 @@ void manager_after_restart(uint64_t image_generation)
 	ckpt.coord_fd = -1;
 	ckpt.restarts++;
 	ckpt.generation = image_generation;
+	created_journal_epoch(image_generation);
 	read_hostname();
 	r = join_coordinator_retrying(CKPT_HELLO_F_RESTARTED |
 				      CKPT_HELLO_F_IMAGE_GENERATION);
@@ -1099,6 +1102,8 @@ __attribute__((constructor)) static void ckpt_init(void)
 	init_vpid_table();
 	pipes_init_outside(getenv("CKPT_OUTSIDE"));
 	unsetenv("CKPT_OUTSIDE");
+	created_journal_inherit(getenv("CKPT_EPOCH"));
+	unsetenv("CKPT_EPOCH");
 	read_settings();
 	make_identity();
 	remember_library_path();

@@ -72,6 +72,7 @@ RESTART_OBJS := $(OBJ)/app/restart/ckpt_restart.c.o \
 	$(OBJ)/app/restart/restart_files.c.o \
 	$(OBJ)/app/restart/restart_deleted_files.c.o \
 	$(OBJ)/app/restart/restart_tmpfiles.c.o \
+	$(OBJ)/app/restart/restart_created.c.o \
 	$(OBJ)/app/restart/restart_shm.c.o \
 	$(OBJ)/app/restart/restart_fifos.c.o \
 	$(OBJ)/app/restart/restart_listeners.c.o \

@@ -446,6 +446,7 @@ int main(int argc, char **argv)
 		return 1;
 	if (o.check_only)
 		return 0;
+	restart_remove_created_after(imgs, o.nimages);
 	if (restart_put_back_files(imgs, o.nimages) < 0)
 		return 1;
 	if (ensure_coordinator(o.coord, coord, sizeof(coord)))

@@ -111,6 +111,11 @@ int plan_add_file(struct ckpt_restart_plan *plan, int vpid, int fd,
  * checkpoint (restart_tmpfiles.c). 0 or -errno after printing why. */
 int restart_put_back_files(struct ckpt_image *imgs, int n);
 
+/* Remove the files a process of the computation made exclusively after
+ * the images' checkpoint and left behind (include/ckpt/created_journal.h,
+ * restart_created.c), saying each; before restart_put_back_files. */
+void restart_remove_created_after(struct ckpt_image *imgs, int n);
+
 /* ckpt_restart has a terminal that is not its controlling terminal (it
  * was started outside the terminal's session, e.g. in a new pty), and the
  * root led a session with one: the root makes a session to take it. */

@@ -41,12 +41,13 @@ CKPT_EARLY_CONSTRUCTOR static void resolve_next_exec(void)
 	RESOLVE_NEXT(posix_spawnp);
 }
 
-#define ENV_EXTRA 12
+#define ENV_EXTRA 14
 #define ENV_VPIDS_MAX (32 * 1024)	/* CKPT_VPIDS, on the stack */
 
 static char env_preload[4200];	/* "LD_PRELOAD=<libckpt>[:<others>]" */
 static char env_coord[600], env_dir[4200], env_signal[32];
 static char env_record[1100];	/* "CKPT_RECORD_INPUTS=<base>.exec" */
+static char env_epoch[64];	/* "CKPT_EPOCH=<generation>:<computation>" */
 static char exe_path[4096];	/* the program, for /proc/self/exe */
 static char libckpt[4096];	/* our own path, as LD_PRELOAD names it */
 
@@ -108,6 +109,7 @@ static int is_ours(const char *entry)
 	       names_var(entry, "CKPT_SIGNAL_INHERITED") ||
 	       names_var(entry, "CKPT_VPID") ||
 	       names_var(entry, "CKPT_VPIDS") ||
+	       names_var(entry, "CKPT_EPOCH") ||
 	       names_var(entry, "CKPT_OUTSIDE") ||
 	       names_var(entry, "CKPT_SAVE_FILES") ||
 	       names_var(entry, "CKPT_TMP_FILE_MAX") ||
@@ -215,6 +217,8 @@ static void build_env(char *const envp[], const char **out, char *vpid_var,
 		out[n++] = "CKPT_COMPRESS=1";
 	if (vpids_var[11])
 		out[n++] = vpids_var;
+	if (created_journal_env(env_epoch, sizeof(env_epoch)))
+		out[n++] = env_epoch;
 	n += record_env(out + n);
 	out[n] = NULL;
 }

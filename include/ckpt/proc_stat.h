@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * A process's start time and state from /proc/PID/stat: the start time
+ * (field 22, clock ticks after boot) with the pid names one process for
+ * good, as pids are reused. Used by libckpt (the journal of files made,
+ * created_journal.c) and ckpt_restart (restart_created.c).
+ */
+#ifndef CKPT_PROC_STAT_H
+#define CKPT_PROC_STAT_H
+
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* 0 and the start time, the state letter in *state ('R', 'Z', ...), or
+ * -1 when the file cannot be read or parsed. Fields count after the
+ * name, which may hold spaces and parentheses: from its last ')'. */
+static inline int ckpt_proc_start_time(const char *stat_path,
+				       uint64_t *start, char *state)
+{
+	char buf[1024], *p;
+	int fd = open(stat_path, O_RDONLY | O_CLOEXEC), field = 2;
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	if (!p || p[1] != ' ')
+		return -1;
+	*state = p[2];
+	while (p && *p && field < 22) {
+		p = strchr(p + 1, ' ');
+		field++;
+	}
+	if (!p)
+		return -1;
+	*start = strtoull(p + 1, NULL, 10);
+	return 0;
+}
+
+#endif /* CKPT_PROC_STAT_H */
