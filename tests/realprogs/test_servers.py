@@ -225,6 +225,11 @@ def wait_client_backends_gone(postmaster, timeout=COMMAND_TIMEOUT):
             timeout, client_backends(postmaster))
 
 
+PARALLEL = ("SET max_parallel_workers_per_gather = 2; "
+            "SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; "
+            "SET min_parallel_table_scan_size = 0; ")
+
+
 @pytest.mark.time_limit(300)
 def test_postgres_rows_survive(pg_session):
     s = pg_session
@@ -275,6 +280,13 @@ def test_postgres_rows_survive(pg_session):
     assert count == "2000|2001000", count
     r = psql(sockdir, "SELECT v FROM t WHERE i = 1500")
     assert r.stdout.strip() == "row 1500", (r.stdout, r.stderr)
+    # a parallel query: the restored postmaster forks background workers
+    # that attach the dynamic shared memory and answer through it
+    r = psql(sockdir, PARALLEL + "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, "
+             "SUMMARY OFF) SELECT count(*), sum(i) FROM t")
+    assert "Workers Launched: 2" in r.stdout, (r.stdout, r.stderr)
+    r = psql(sockdir, PARALLEL + "SELECT count(*), sum(i) FROM t")
+    assert r.stdout.split()[-1:] == ["2000|2001000"], (r.stdout, r.stderr)
 
     # a fast shutdown, as pg_ctl -m fast would ask it (pg_ctl itself
     # would signal the pid in postmaster.pid, the original process's),
