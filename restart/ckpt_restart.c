@@ -39,6 +39,7 @@ struct options {
 	int trust_image;		/* --trust-image */
 	int check_only;			/* --check */
 	int partial;			/* --partial */
+	int keep_made_files;		/* --keep-files-made-after */
 	char **images;
 	int nimages;
 };
@@ -91,6 +92,12 @@ static void usage(FILE *out)
 		"                  this host's, else nothing is restarted\n"
 		"  --check         check the images (and --host-map) and exit,\n"
 		"                  restarting nothing\n"
+		"  --keep-files-made-after\n"
+		"                  leave in place the files the computation's\n"
+		"                  processes made exclusively (O_EXCL, mkstemp)\n"
+		"                  after the checkpoint, which the restart\n"
+		"                  removes otherwise: a lock file left by a\n"
+		"                  process killed after it (docs/restart.md)\n"
 		"  --partial       restart the images given even when the\n"
 		"                  checkpoint saved more processes on their\n"
 		"                  hosts (without it: an error, nothing is\n"
@@ -139,6 +146,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{ "host-map", required_argument, NULL, 'H' },
 		{ "check", no_argument, NULL, 'K' },
 		{ "partial", no_argument, NULL, 'A' },
+		{ "keep-files-made-after", no_argument, NULL, 'F' },
 		{ "copy", no_argument, NULL, 'M' },
 		{ "stopped", no_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
@@ -185,6 +193,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 			break;
 		case 'A':
 			o->partial = 1;
+			break;
+		case 'F':
+			o->keep_made_files = 1;
 			break;
 		case 'h':
 			usage(stdout);
@@ -446,7 +457,8 @@ int main(int argc, char **argv)
 		return 1;
 	if (o.check_only)
 		return 0;
-	restart_remove_created_after(imgs, o.nimages);
+	if (!o.keep_made_files)
+		restart_remove_created_after(imgs, o.nimages);
 	if (restart_put_back_files(imgs, o.nimages) < 0)
 		return 1;
 	if (ensure_coordinator(o.coord, coord, sizeof(coord)))

@@ -54,11 +54,11 @@ def wait_for(pred, timeout, what):
         time.sleep(0.05)
 
 
-@pytest.mark.time_limit(240)
-def test_lock_made_after_the_checkpoint_is_removed_at_restart(session):
+def killed_while_locked(s):
+    """The script launched, checkpointed before its 4th commit, the commit
+    started and killed with index.lock held; returns (images, lock)."""
     if not os.access(GIT, os.X_OK):
         pytest.skip("git is not installed")
-    s = session
     repo, flags = s.path("repo"), s.path("flags")
     os.makedirs(flags)
     subprocess.run([GIT, "init", "-q", repo], check=True, timeout=60)
@@ -84,7 +84,13 @@ def test_lock_made_after_the_checkpoint_is_removed_at_restart(session):
     s.kill_all()
     p.wait_exit(30)
     assert os.path.exists(lock), "the kill removed the lock: no test"
+    return images, lock, flags
 
+
+@pytest.mark.time_limit(240)
+def test_lock_made_after_the_checkpoint_is_removed_at_restart(session):
+    s = session
+    images, lock, flags = killed_while_locked(s)
     r = s.restart(images)
     wait_for(lambda: os.path.exists(lock), 60, "index.lock again")
     open(os.path.join(flags, "release"), "w").close()
@@ -94,3 +100,17 @@ def test_lock_made_after_the_checkpoint_is_removed_at_restart(session):
     assert "removed %s: made by git" % lock in r.stderr_text(), \
         r.stderr_text()
     assert "File exists" not in r.stderr_text()
+
+
+@pytest.mark.time_limit(240)
+def test_keep_files_made_after_leaves_the_lock(session):
+    """--keep-files-made-after: the lock stays, and git says why it
+    cannot commit, as it did before the restart removed such files."""
+    s = session
+    images, lock, flags = killed_while_locked(s)
+    r = s.start([s.tool("ckpt_restart"), "--keep-files-made-after"] +
+                images, "restart keeping files")
+    assert r.wait_exit(120) == 128, r.stderr_text()
+    assert "Unable to create '%s': File exists" % lock in r.stderr_text()
+    assert "removed" not in r.stderr_text()
+    assert os.path.exists(lock)
