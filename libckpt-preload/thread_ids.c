@@ -243,8 +243,12 @@ static void note_loader_locks(const struct ckpt_thread *t, pid_t new_tid)
 		pthread_mutex_t *m = (pthread_mutex_t *)((char *)rtld_global +
 							 off);
 
+		/* held: count and users at least 1, the lock word set; a
+		 * plain recursive mutex is on no robust list */
 		if (m->__data.__kind == PTHREAD_MUTEX_RECURSIVE_NP &&
-		    m->__data.__count > 0 && m->__data.__lock != 0)
+		    m->__data.__count > 0 && m->__data.__lock != 0 &&
+		    m->__data.__nusers > 0 && !m->__data.__list.__prev &&
+		    !m->__data.__list.__next)
 			add_fix(&m->__data.__owner, m->__data.__owner,
 				t->saved_tid, new_tid, 0);
 	}
