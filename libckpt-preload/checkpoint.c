@@ -39,6 +39,7 @@ const struct ckpt_resource_ops *const ckpt_resources[] = {
 	&saved_files_resource_ops,	/* before files notes its fds */
 	&file_resource_ops,
 	&peer_creds_resource_ops,	/* after files puts the sockets back */
+	&file_lock_resource_ops,	/* on the fds files put back */
 	&zombie_resource_ops,
 	&posix_timer_resource_ops,	/* restored after the threads */
 	&image_chain_resource_ops,

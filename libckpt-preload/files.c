@@ -76,6 +76,22 @@ static const char *saved_path(const struct saved_fd *s)
 	return path_pool + s->path;
 }
 
+/* The first saved fd of a file (regular, deleted or a directory) with
+ * this device and inode, its path in *path; -1 if none. */
+int files_fd_of_inode(uint64_t dev, uint64_t ino, const char **path)
+{
+	for (int i = 0; i < nsaved; i++) {
+		const struct saved_fd *s = &saved[i];
+
+		if ((s->kind == CKPT_FD_FILE || s->kind == CKPT_FD_FILE_DELETED ||
+		     s->kind == CKPT_FD_DIR) && s->dev == dev && s->ino == ino) {
+			*path = saved_path(s);
+			return s->fd;
+		}
+	}
+	return -1;
+}
+
 static int pool_add(const char *p, uint32_t *off)
 {
 	size_t len = strlen(p) + 1;
@@ -410,6 +426,8 @@ static int files_save(void)
 			r = save_one_fd(fd, pid);
 	}
 	ckpt_dir_close(&it);
+	if (r == 0)
+		file_locks_note();
 	socket_state_read_deferred();
 	tcp_diag_release();
 	if (r == 0)

@@ -173,6 +173,7 @@ extern const struct ckpt_resource_ops session_resource_ops;
 extern const struct ckpt_resource_ops process_group_resource_ops;
 extern const struct ckpt_resource_ops saved_files_resource_ops;
 extern const struct ckpt_resource_ops posix_timer_resource_ops;
+extern const struct ckpt_resource_ops file_lock_resource_ops;
 extern const struct ckpt_resource_ops peer_creds_resource_ops;
 extern const struct ckpt_resource_ops image_chain_resource_ops;
 extern const struct ckpt_resource_ops *const ckpt_resources[];
@@ -194,6 +195,10 @@ int saved_files_on_temporary_storage(const char *path);
 void created_files_note(int fd);
 void created_files_each(void (*fn)(const char *path, const struct stat *st));
 void created_files_after_restart(void);
+/* file_locks.c: the process's locks on its files, taken again at a
+ * restart */
+void file_locks_note(void);
+int files_fd_of_inode(uint64_t dev, uint64_t ino, const char **path);
 /* created_journal.c: the on-disk record of those files, for a restart */
 void created_journal_note(int file_fd, const char *path,
 			  const struct stat *st);
