@@ -1,15 +1,22 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Process attributes: personality, working directory, umask, resource
- * limits and the interval timers (alarm/setitimer), re-armed with the time
- * they had left (timer_create timers: posix_timers.c). */
+ * limits, no_new_privs and the interval timers (alarm/setitimer), re-armed
+ * with the time they had left (timer_create timers: posix_timers.c).
+ * Seccomp filters are not restored (the kernel lets no unprivileged
+ * process read one back): a thread with one is said at the checkpoint. */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/personality.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <unistd.h>
+#include "ckpt/proc_stat.h"
 #include "internal.h"
 
 static char saved_cwd[4096];
@@ -18,12 +25,54 @@ static struct rlimit saved_limits[RLIM_NLIMITS];
 static int saved_limit_ok[RLIM_NLIMITS];
 static struct itimerval saved_timers[3];	/* REAL, VIRTUAL, PROF */
 static int saved_personality;
+static int saved_no_new_privs;
+
+/* The value of "Name:\tN" in a /proc status file; -1 if absent. */
+static int status_field(const char *path, const char *name)
+{
+	static char buf[4096];
+
+	return ckpt_proc_status_field(path, name, buf, sizeof(buf));
+}
+
+/* Threads under a seccomp filter (mode 2) or strict mode (1): the
+ * restart cannot put one back, and the program would run unconfined. */
+static void note_seccomp(void)
+{
+	struct ckpt_dir_iter it;
+	char path[64];
+	int tid;
+
+	if (ckpt_dir_open(&it, "/proc/self/task") < 0)
+		return;
+	while ((tid = ckpt_dir_next_number(&it)) >= 0) {
+		int mode, filters;
+
+		ckpt_fmt(path, sizeof(path), "/proc/self/task/%d/status", tid);
+		mode = status_field(path, "Seccomp");
+		if (mode <= 0)
+			continue;
+		filters = status_field(path, "Seccomp_filters");
+		unrestored_add("thread %d: %s (%d filter%s): not restored, "
+			       "the restarted thread runs without it",
+			       vpid_virt_from_real(tid), mode == 1 ?
+			       "seccomp strict mode" : "a seccomp filter",
+			       filters < 0 ? 0 : filters,
+			       filters == 1 ? "" : "s");
+	}
+	ckpt_dir_close(&it);
+}
 
 static int process_save(void)
 {
 	if (syscall(SYS_getcwd, saved_cwd, sizeof(saved_cwd)) < 0)
 		saved_cwd[0] = 0;
 	saved_personality = personality(0xffffffff);
+	/* the main thread's (this is the manager thread, started before
+	 * the program set it) */
+	saved_no_new_privs = status_field("/proc/self/status",
+					  "NoNewPrivs") == 1;
+	note_seccomp();
 	saved_umask = umask(0);
 	umask(saved_umask);
 	for (int i = 0; i < RLIM_NLIMITS; i++)
@@ -55,6 +104,9 @@ static int process_restore(const struct ckpt_restart_args *args)
 	 * break; children the program starts get the saved personality. */
 	if (saved_personality != -1)
 		personality(saved_personality);
+	/* before the threads are made again: they inherit it */
+	if (saved_no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		ckpt_log("cannot set no_new_privs again: %s", strerror(errno));
 	if (saved_cwd[0] && chdir(saved_cwd) < 0)
 		ckpt_log("cannot return to working directory %s: %s; "
 			 "staying in the restart directory",

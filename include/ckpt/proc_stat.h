@@ -3,7 +3,8 @@
  * A process's start time and state from /proc/PID/stat: the start time
  * (field 22, clock ticks after boot) with the pid names one process for
  * good, as pids are reused. Used by libckpt (the journal of files made,
- * created_journal.c) and ckpt_restart (restart_created.c).
+ * created_journal.c; process attributes, process.c) and ckpt_restart
+ * (restart_created.c).
  */
 #ifndef CKPT_PROC_STAT_H
 #define CKPT_PROC_STAT_H
@@ -14,6 +15,24 @@
 #include <string.h>
 #include <unistd.h>
 
+/* A small /proc file read whole into buf (NUL-terminated); its length,
+ * or -1. */
+static inline ssize_t ckpt_proc_read(const char *path, char *buf,
+				     size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	return n;
+}
+
 /* 0 and the start time, the state letter in *state ('R', 'Z', ...), or
  * -1 when the file cannot be read or parsed. Fields count after the
  * name, which may hold spaces and parentheses: from its last ')'. */
@@ -21,16 +40,10 @@ static inline int ckpt_proc_start_time(const char *stat_path,
 				       uint64_t *start, char *state)
 {
 	char buf[1024], *p;
-	int fd = open(stat_path, O_RDONLY | O_CLOEXEC), field = 2;
-	ssize_t n;
+	int field = 2;
 
-	if (fd < 0)
+	if (ckpt_proc_read(stat_path, buf, sizeof(buf)) < 0)
 		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
 	p = strrchr(buf, ')');
 	if (!p || p[1] != ' ')
 		return -1;
@@ -43,6 +56,24 @@ static inline int ckpt_proc_start_time(const char *stat_path,
 		return -1;
 	*start = strtoull(p + 1, NULL, 10);
 	return 0;
+}
+
+/* The number after "Name:" in a /proc status file (buf: room to read
+ * it); -1 if absent. */
+static inline int ckpt_proc_status_field(const char *path, const char *name,
+					 char *buf, size_t size)
+{
+	size_t len = strlen(name);
+
+	if (ckpt_proc_read(path, buf, size) < 0)
+		return -1;
+	for (char *p = buf; p; p = strchr(p, '\n')) {
+		if (*p == '\n')
+			p++;
+		if (!strncmp(p, name, len) && p[len] == ':')
+			return atoi(p + len + 1);
+	}
+	return -1;
 }
 
 #endif /* CKPT_PROC_STAT_H */
