@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "ckpt/proc_stat.h"
 #include "coordinator.h"
 
 /* Only a process whose pid the kernel vouched for (peer_pid.c): a pid a
@@ -282,15 +283,51 @@ bool members_on_left_while_suspending(struct coordinator *co,
 	return true;
 }
 
+/* The program name of pid (its comm), "" if unknown. */
+static void program_of(pid_t pid, char *name, size_t len)
+{
+	char path[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	n = ckpt_proc_read(path, name, len);
+	if (n < 0)
+		name[0] = 0;
+	else if (n > 0 && name[n - 1] == '\n')
+		name[n - 1] = 0;
+}
+
 static void fail_missing(struct coordinator *co, const struct expected_proc *e)
 {
-	char what[512];
+	char what[512], path[64], buf[2048], prog[64], parent[64] = "";
+	int uid;
 
-	snprintf(what, sizeof(what), "process %d%s%.0d did not join the "
-		 "computation within %d s (a static or set-ID program, or one "
-		 "started without libckpt?); the images would miss it",
-		 (int)e->pid, e->parent ? ", a child of pid " : "",
-		 (int)e->parent, COORD_JOIN_TIMEOUT_MS / 1000);
+	program_of(e->pid, prog, sizeof(prog));
+	if (e->parent)
+		snprintf(parent, sizeof(parent), ", a child of pid %d",
+			 (int)e->parent);
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)e->pid);
+	uid = ckpt_proc_status_field(path, "Uid", buf, sizeof(buf));
+	if (ckpt_proc_status_field(path, "Seccomp", buf, sizeof(buf)) > 0)
+		snprintf(what, sizeof(what), "process %d (%s)%s runs under a "
+			 "seccomp filter and did not join the computation "
+			 "within %d s: a sandbox that forbids the calls libckpt "
+			 "joins with (socket, connect; man-db's pipeline is one, "
+			 "MAN_DISABLE_SECCOMP=1 lifts it); the images would miss "
+			 "it", (int)e->pid, prog, parent,
+			 COORD_JOIN_TIMEOUT_MS / 1000);
+	else if (uid >= 0 && (uid_t)uid != geteuid())
+		snprintf(what, sizeof(what), "process %d (%s)%s runs as uid %d "
+			 "now: it changed its user after the launch (as "
+			 "man-db or nginx's workers started as root do), and "
+			 "ckpt cannot checkpoint it; the images would miss it",
+			 (int)e->pid, prog, parent, uid);
+	else
+		snprintf(what, sizeof(what), "process %d (%s)%s did not join "
+			 "the computation within %d s (a static or set-ID "
+			 "program, or one started without libckpt?); the images "
+			 "would miss it", (int)e->pid, prog, parent,
+			 COORD_JOIN_TIMEOUT_MS / 1000);
 	round_note_failure(co, ESRCH, what);
 }
 
