@@ -21,10 +21,11 @@
  * An flock lock belongs to the open file description: the process that
  * took it holds it (its pid is the one listed) and takes it again; the
  * description is restored shared, as it was. Open file description locks
- * (F_OFD_SETLK) list no pid (-1) and cannot be told from another
- * process's: said at the checkpoint as not restored. Waiters (a process
- * blocked in F_SETLKW) hold nothing: their call is interrupted and
- * retried. No malloc (threads stopped).
+ * (F_OFD_SETLK) list no pid (-1) in /proc/locks: for a file this process
+ * has open with one on it, the fd's own /proc/self/fdinfo lists the locks
+ * of that description, taken again with F_OFD_SETLK on it. Waiters (a
+ * process blocked in F_SETLKW) hold nothing: their call is interrupted
+ * and retried. No malloc (threads stopped).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,6 +36,7 @@
 #include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
+#include "ckpt/proc_stat.h"
 #include "internal.h"
 
 #define LOCKS_CHUNK	16384
@@ -44,9 +46,11 @@
 
 static char chunk[LOCKS_CHUNK + 1];
 
+enum lock_kind { LOCK_POSIX, LOCK_FLOCK, LOCK_OFD };
+
 struct held_lock {
 	int fd;
-	int is_flock;
+	int kind;		/* enum lock_kind */
 	short type;		/* F_RDLCK, F_WRLCK */
 	int64_t start, len;	/* POSIX: bytes, len 0 = to the end */
 };
@@ -54,53 +58,9 @@ struct held_lock {
 static struct held_lock held[LOCKS_MAX];
 static int nheld, told_full;
 
-/* An open file description lock on a file this process has open: whose
- * it is cannot be told (pid -1). */
-static void ofd_line(const char *dev_ino)
+static void add(int fd, int kind, const char *path, const char *access,
+		const char *start, const char *end)
 {
-	unsigned int major, minor;
-	unsigned long long ino;
-	const char *path;
-	int fd;
-
-	if (sscanf(dev_ino, "%x:%x:%llu", &major, &minor, &ino) != 3)
-		return;
-	fd = files_fd_of_inode(makedev(major, minor), ino, &path);
-	if (fd >= 0)
-		unrestored_add("fd %d (%s): an open file description lock "
-			       "(F_OFD_SETLK) is on the file, maybe this "
-			       "process's: not restored", fd, path);
-}
-
-/* "1: POSIX  ADVISORY  WRITE 2135 fe:00:11010083 0 EOF"; waiters ("1: ->
- * POSIX ...") are not held locks. */
-static void one_line(char *line, pid_t pid)
-{
-	char *f[8], *save = NULL, *tok;
-	unsigned int major, minor;
-	unsigned long long ino;
-	const char *path;
-	int n = 0, fd;
-
-	if (strstr(line, "->"))
-		return;
-	for (tok = strtok_r(line, " \t", &save); tok && n < 8;
-	     tok = strtok_r(NULL, " \t", &save))
-		f[n++] = tok;
-	if (n < 8 || (strcmp(f[1], "POSIX") && strcmp(f[1], "FLOCK") &&
-		       strcmp(f[1], "OFDLCK")))
-		return;
-	if (!strcmp(f[1], "OFDLCK")) {
-		ofd_line(f[5]);
-		return;
-	}
-	if (atoi(f[4]) != pid)
-		return;
-	if (sscanf(f[5], "%x:%x:%llu", &major, &minor, &ino) != 3)
-		return;
-	fd = files_fd_of_inode(makedev(major, minor), ino, &path);
-	if (fd < 0)
-		return;
 	if (nheld == LOCKS_MAX) {
 		if (!told_full++)
 			unrestored_add("fd %d (%s): more than %d locks held: "
@@ -110,13 +70,91 @@ static void one_line(char *line, pid_t pid)
 	}
 	held[nheld] = (struct held_lock){
 		.fd = fd,
-		.is_flock = !strcmp(f[1], "FLOCK"),
-		.type = !strcmp(f[3], "WRITE") ? F_WRLCK : F_RDLCK,
-		.start = strtoll(f[6], NULL, 10),
-		.len = !strcmp(f[7], "EOF") ? 0 :
-		       strtoll(f[7], NULL, 10) - strtoll(f[6], NULL, 10) + 1,
+		.kind = kind,
+		.type = !strcmp(access, "WRITE") ? F_WRLCK : F_RDLCK,
+		.start = strtoll(start, NULL, 10),
+		.len = !strcmp(end, "EOF") ? 0 :
+		       strtoll(end, NULL, 10) - strtoll(start, NULL, 10) + 1,
 	};
 	nheld++;
+}
+
+/* Split a lock line ("1: POSIX  ADVISORY  WRITE 2135 fe:00:1100 0 EOF")
+ * into its 8 fields; 0 when it is not one (or a waiter, "1: -> ..."). */
+static int fields(char *line, char *f[8])
+{
+	char *save = NULL, *tok;
+	int n = 0;
+
+	if (strstr(line, "->"))
+		return 0;
+	for (tok = strtok_r(line, " \t", &save); tok && n < 8;
+	     tok = strtok_r(NULL, " \t", &save))
+		f[n++] = tok;
+	return n == 8;
+}
+
+/* The OFD locks of fd's description: "lock:\t1: OFDLCK ..." lines of
+ * its fdinfo. */
+static void ofd_locks_of(int fd, const char *path)
+{
+	static char info[4096];
+	char name[64], *line, *nl, *f[8];
+
+	ckpt_fmt(name, sizeof(name), "/proc/self/fdinfo/%d", fd);
+	if (ckpt_proc_read(name, info, sizeof(info)) < 0)
+		return;
+	for (line = info; line; line = nl ? nl + 1 : NULL) {
+		nl = strchr(line, '\n');
+		if (nl)
+			*nl = 0;
+		if (!strncmp(line, "lock:", 5) && fields(line + 5, f) &&
+		    !strcmp(f[1], "OFDLCK"))
+			add(fd, LOCK_OFD, path, f[3], f[6], f[7]);
+	}
+}
+
+/* An OFD lock on a file: each fd of this process on it looks at its own
+ * (the kernel lists no pid for these). Once per file and round. */
+static uint64_t ofd_done_dev, ofd_done_ino;	/* the last file looked at */
+
+static void ofd_line(uint64_t dev, uint64_t ino)
+{
+	const char *path;
+	int from = 0, fd;
+
+	if (dev == ofd_done_dev && ino == ofd_done_ino)
+		return;
+	ofd_done_dev = dev;
+	ofd_done_ino = ino;
+	while ((fd = files_fd_of_inode(dev, ino, &from, &path)) >= 0)
+		ofd_locks_of(fd, path);
+}
+
+/* One line of /proc/locks: this process's POSIX and flock locks, the
+ * files with an OFD lock. */
+static void one_line(char *line, pid_t pid)
+{
+	unsigned int major, minor;
+	unsigned long long ino;
+	const char *path;
+	char *f[8];
+	int from = 0, fd;
+
+	if (!fields(line, f) || sscanf(f[5], "%x:%x:%llu", &major, &minor,
+				       &ino) != 3)
+		return;
+	if (!strcmp(f[1], "OFDLCK")) {
+		ofd_line(makedev(major, minor), ino);
+		return;
+	}
+	if ((strcmp(f[1], "POSIX") && strcmp(f[1], "FLOCK")) ||
+	    atoi(f[4]) != pid)
+		return;
+	fd = files_fd_of_inode(makedev(major, minor), ino, &from, &path);
+	if (fd >= 0)
+		add(fd, !strcmp(f[1], "FLOCK") ? LOCK_FLOCK : LOCK_POSIX,
+		    path, f[3], f[6], f[7]);
 }
 
 /* After files.c listed the fds (DO_SUSPEND): the locks of this process
@@ -130,6 +168,7 @@ void file_locks_note(void)
 
 	nheld = 0;
 	told_full = 0;
+	ofd_done_dev = ofd_done_ino = 0;
 	if (fd < 0)
 		return;
 	while ((n = read(fd, chunk + have, LOCKS_CHUNK - have)) > 0) {
@@ -164,10 +203,11 @@ static int take(const struct held_lock *h)
 {
 	struct flock fl = range_of(h);
 
-	if (h->is_flock)
+	if (h->kind == LOCK_FLOCK)
 		return flock(h->fd, (h->type == F_WRLCK ? LOCK_EX : LOCK_SH) |
 				    LOCK_NB) < 0 ? -errno : 0;
-	return fcntl(h->fd, F_SETLK, &fl) < 0 ? -errno : 0;
+	return fcntl(h->fd, h->kind == LOCK_OFD ? F_OFD_SETLK : F_SETLK,
+		     &fl) < 0 ? -errno : 0;
 }
 
 /* Who holds what keeps h from being taken (POSIX only), for the
@@ -176,7 +216,8 @@ static pid_t holder(const struct held_lock *h)
 {
 	struct flock fl = range_of(h);
 
-	if (h->is_flock || fcntl(h->fd, F_GETLK, &fl) < 0 ||
+	if (h->kind == LOCK_FLOCK ||
+	    fcntl(h->fd, h->kind == LOCK_OFD ? F_OFD_GETLK : F_GETLK, &fl) < 0 ||
 	    fl.l_type == F_UNLCK)
 		return 0;
 	return fl.l_pid;
@@ -187,18 +228,20 @@ static void say_not_taken(const struct held_lock *h, int err)
 	char what[128];
 	pid_t by = err == -EAGAIN || err == -EWOULDBLOCK ? holder(h) : 0;
 
-	if (h->is_flock)
+	if (h->kind == LOCK_FLOCK)
 		ckpt_fmt(what, sizeof(what), "its flock %s lock",
 			 h->type == F_WRLCK ? "exclusive" : "shared");
 	else if (h->len)
-		ckpt_fmt(what, sizeof(what), "its POSIX %s lock on bytes "
-			 "%lld to %lld", h->type == F_WRLCK ? "write" : "read",
+		ckpt_fmt(what, sizeof(what), "its %s %s lock on bytes "
+			 "%lld to %lld", h->kind == LOCK_OFD ? "OFD" : "POSIX",
+			 h->type == F_WRLCK ? "write" : "read",
 			 (long long)h->start,
 			 (long long)(h->start + h->len - 1));
 	else
-		ckpt_fmt(what, sizeof(what), "its POSIX %s lock on bytes "
-			 "%lld to the end", h->type == F_WRLCK ? "write" :
-			 "read", (long long)h->start);
+		ckpt_fmt(what, sizeof(what), "its %s %s lock on bytes "
+			 "%lld to the end", h->kind == LOCK_OFD ? "OFD" :
+			 "POSIX", h->type == F_WRLCK ? "write" : "read",
+			 (long long)h->start);
 	if (by > 0)
 		ckpt_log("fd %d: cannot take back %s: pid %d (outside the "
 			 "restarted computation) holds a conflicting one; the "

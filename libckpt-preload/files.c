@@ -76,19 +76,23 @@ static const char *saved_path(const struct saved_fd *s)
 	return path_pool + s->path;
 }
 
-/* The first saved fd of a file (regular, deleted or a directory) with
- * this device and inode, its path in *path; -1 if none. */
-int files_fd_of_inode(uint64_t dev, uint64_t ino, const char **path)
+/* The next saved fd, from saved[*from] on, of a file (regular, deleted
+ * or a directory) with this device and inode, its path in *path; -1
+ * when there is none. *from moves past it. */
+int files_fd_of_inode(uint64_t dev, uint64_t ino, int *from,
+		      const char **path)
 {
-	for (int i = 0; i < nsaved; i++) {
+	for (int i = *from; i < nsaved; i++) {
 		const struct saved_fd *s = &saved[i];
 
 		if ((s->kind == CKPT_FD_FILE || s->kind == CKPT_FD_FILE_DELETED ||
 		     s->kind == CKPT_FD_DIR) && s->dev == dev && s->ino == ino) {
 			*path = saved_path(s);
+			*from = i + 1;
 			return s->fd;
 		}
 	}
+	*from = nsaved;
 	return -1;
 }
 
