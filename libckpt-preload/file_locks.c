@@ -121,14 +121,36 @@ static uint64_t ofd_done_dev, ofd_done_ino;	/* the last file looked at */
 static void ofd_line(uint64_t dev, uint64_t ino)
 {
 	const char *path;
-	int from = 0, fd;
+	int from = 0, fd, flags;
 
 	if (dev == ofd_done_dev && ino == ofd_done_ino)
 		return;
 	ofd_done_dev = dev;
 	ofd_done_ino = ino;
-	while ((fd = files_fd_of_inode(dev, ino, &from, &path)) >= 0)
+	while ((fd = files_fd_of_inode(dev, ino, &from, &path, &flags)) >= 0)
 		ofd_locks_of(fd, path);
+}
+
+/* An fd of the file to take a lock on again: for a POSIX lock, one open
+ * for writing (a write lock) or reading (a read lock), as fcntl wants;
+ * else the first. */
+static int posix_fd(uint64_t dev, uint64_t ino, int write, const char **path)
+{
+	int from = 0, first = -1, fd, flags;
+	const char *first_path = NULL;
+
+	while ((fd = files_fd_of_inode(dev, ino, &from, path, &flags)) >= 0) {
+		int mode = flags & O_ACCMODE;
+
+		if (first < 0) {
+			first = fd;
+			first_path = *path;
+		}
+		if (mode == O_RDWR || mode == (write ? O_WRONLY : O_RDONLY))
+			return fd;
+	}
+	*path = first_path;
+	return first;
 }
 
 /* One line of /proc/locks: this process's POSIX and flock locks, the
@@ -139,7 +161,7 @@ static void one_line(char *line, pid_t pid)
 	unsigned long long ino;
 	const char *path;
 	char *f[8];
-	int from = 0, fd;
+	int fd;
 
 	if (!fields(line, f) || sscanf(f[5], "%x:%x:%llu", &major, &minor,
 				       &ino) != 3)
@@ -151,7 +173,8 @@ static void one_line(char *line, pid_t pid)
 	if ((strcmp(f[1], "POSIX") && strcmp(f[1], "FLOCK")) ||
 	    atoi(f[4]) != pid)
 		return;
-	fd = files_fd_of_inode(makedev(major, minor), ino, &from, &path);
+	fd = posix_fd(makedev(major, minor), ino, !strcmp(f[3], "WRITE"),
+		      &path);
 	if (fd >= 0)
 		add(fd, !strcmp(f[1], "FLOCK") ? LOCK_FLOCK : LOCK_POSIX,
 		    path, f[3], f[6], f[7]);

@@ -77,10 +77,10 @@ static const char *saved_path(const struct saved_fd *s)
 }
 
 /* The next saved fd, from saved[*from] on, of a file (regular, deleted
- * or a directory) with this device and inode, its path in *path; -1
- * when there is none. *from moves past it. */
+ * or a directory) with this device and inode, its path in *path and its
+ * open flags in *flags; -1 when there is none. *from moves past it. */
 int files_fd_of_inode(uint64_t dev, uint64_t ino, int *from,
-		      const char **path)
+		      const char **path, int *flags)
 {
 	for (int i = *from; i < nsaved; i++) {
 		const struct saved_fd *s = &saved[i];
@@ -88,6 +88,7 @@ int files_fd_of_inode(uint64_t dev, uint64_t ino, int *from,
 		if ((s->kind == CKPT_FD_FILE || s->kind == CKPT_FD_FILE_DELETED ||
 		     s->kind == CKPT_FD_DIR) && s->dev == dev && s->ino == ino) {
 			*path = saved_path(s);
+			*flags = s->flags;
 			*from = i + 1;
 			return s->fd;
 		}

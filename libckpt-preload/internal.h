@@ -199,7 +199,7 @@ void created_files_after_restart(void);
  * restart */
 void file_locks_note(void);
 int files_fd_of_inode(uint64_t dev, uint64_t ino, int *from,
-		      const char **path);
+		      const char **path, int *flags);
 /* created_journal.c: the on-disk record of those files, for a restart */
 void created_journal_note(int file_fd, const char *path,
 			  const struct stat *st);
