@@ -127,10 +127,15 @@ def test_thread_whose_tid_an_int_of_libc_read_only_data_matches(session):
     if not tids:
         pytest.skip("no int in this libc's read-only data looks like a "
                     "write-locked rwlock's writer")
+    tested = []
     for tid in tids[:3]:
         p = launch_with_pid(session, [app("setlocale_loop"), "60"], tid)
-        if p is None:
-            pytest.skip("pid %d stayed taken by other processes" % tid)
+        if p is None:       # a long-lived process has it
+            continue
+        tested.append(tid)
+        # a killed attempt may have taken the coordinator it started with
+        # it: this one then joins a new one a moment later
+        session.wait_members(1)
         images, _, before = checkpoint_and_kill(session, p, ROUND, 3)
         r = session.restart(images)
         assert r.wait_exit() == 0, (
@@ -139,3 +144,5 @@ def test_thread_whose_tid_an_int_of_libc_read_only_data_matches(session):
         assert r.lines()[-1] == "done", r.lines()[-3:]
         rounds = numbers(r.lines(), ROUND)
         assert rounds and rounds[0] <= before[-1] + 1, (before[-1], rounds)
+    if not tested:
+        pytest.skip("pids %r stayed taken by other processes" % tids[:3])
