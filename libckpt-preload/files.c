@@ -30,6 +30,7 @@
 #include <unistd.h>
 #include "ckpt/copy_range.h"
 #include "ckpt/sockaddr_text.h"
+#include "ckpt/memfd_name.h"
 #include "internal.h"
 
 #define PATH_POOL (1 << 20)
@@ -49,6 +50,8 @@ struct saved_fd {
 	uint32_t mode;		/* FIFO: permission bits */
 	uint32_t peer_ino;	/* AF_UNIX pair: the connected peer */
 	uint32_t pty_index;	/* CKPT_FD_PTY_MASTER: N of /dev/pts/N */
+	uint32_t seals;		/* CKPT_FD_FILE_DELETED: F_GET_SEALS (memfd,
+				   tmpfs), 0 if none */
 	int sock;		/* CKPT_FD_SOCKET_*, UNIX_STREAM: index in
 				   sock_info, else -1 */
 };
@@ -318,6 +321,11 @@ static int save_one_fd(int fd, pid_t pid)
 	if (S_ISSOCK(st.st_mode))
 		note_socket(s, &st);
 	s->size = s->kind == CKPT_FD_FILE_DELETED ? (uint64_t)st.st_size : 0;
+	if (s->kind == CKPT_FD_FILE_DELETED) {
+		int seals = fcntl(fd, F_GET_SEALS);
+
+		s->seals = seals > 0 ? (uint32_t)seals : 0;
+	}
 	/* size, mtime and maybe content (saved_files.c) */
 	if (s->kind == CKPT_FD_FILE && !regenerated)
 		saved_files_note_fd(fd, path, &st, s->flags);
@@ -984,36 +992,131 @@ static int find_blob(int image_fd, int fd, uint64_t *off, uint64_t *size)
 	return -ENOENT;
 }
 
-/* A new unlinked file with the saved content, in the original directory
- * when it still exists. */
-static int recreate_deleted(const struct saved_fd *s, int image_fd)
-{
-	char dir[4096], proc[64], *slash;
-	uint64_t off, size;
-	int tmp, fd, r;
+/*
+ * Deleted files made again in this restore, by their inode at the
+ * checkpoint: a second description of one (the program opened it twice)
+ * and its MAP_SHARED mappings reach the same new file, not a copy each.
+ * An fd to a memfd and a mapping of it were two objects after a restart:
+ * what the program wrote through one, the other did not see.
+ */
+#define RECREATED_MAX 64
+static struct {
+	uint64_t ino;
+	int fd;		/* O_RDWR, libckpt's, closed after the restore */
+} recreated[RECREATED_MAX];
+static int nrecreated;
 
-	r = find_blob(image_fd, s->fd, &off, &size);
-	if (r < 0)
-		return r;
+static int recreated_fd(uint64_t ino)
+{
+	for (int i = 0; i < nrecreated; i++)
+		if (recreated[i].ino == ino)
+			return recreated[i].fd;
+	return -1;
+}
+
+static void forget_recreated(void)
+{
+	for (int i = 0; i < nrecreated; i++) {
+		ckpt_mark_own_fd(recreated[i].fd, 0);
+		close(recreated[i].fd);
+	}
+	nrecreated = 0;
+}
+
+/* A new file for the saved content: a memfd of the same name (sealable:
+ * the seals are added once it is filled), else an unlinked file in the
+ * original directory when it still exists. O_RDWR. */
+static int new_deleted_file(const struct saved_fd *s)
+{
+	char dir[4096], name[250], *slash;
+	int fd;
+
+	if (ckpt_memfd_name(saved_path(s), name, sizeof(name)))
+		return memfd_create(name, MFD_ALLOW_SEALING);
 	ckpt_fmt(dir, sizeof(dir), "%s", saved_path(s));
 	slash = strrchr(dir, '/');
 	if (slash)
 		*slash = 0;
-	tmp = open(dir, O_TMPFILE | O_RDWR, 0600);
-	if (tmp < 0)
-		tmp = memfd_create("ckpt-deleted-file", 0);
+	fd = open(dir, O_TMPFILE | O_RDWR, 0600);
+	return fd >= 0 ? fd : memfd_create("ckpt-deleted-file",
+					   MFD_ALLOW_SEALING);
+}
+
+/* The new file rw (O_RDWR) of the deleted file s: its seals are added,
+ * its shared mappings in this process become mappings of it, and it is
+ * kept for the other descriptions of the same file. */
+static void adopt_recreated(const struct saved_fd *s, int rw)
+{
+	int kept;
+
+	/* sealed first: a MAP_SHARED mapping of a write-sealed file may not
+	 * become writable (the kernel clears VM_MAYWRITE), as before */
+	if (s->seals && fcntl(rw, F_ADD_SEALS, (int)s->seals) < 0 &&
+	    errno != EPERM)	/* already sealed (F_SEAL_SEAL) */
+		ckpt_log("fd %d (%s): adding its seals %#x again: %s", s->fd,
+			 saved_path(s), s->seals, strerror(errno));
+	shared_memory_attach_file(s->ino, rw);
+	if (nrecreated == RECREATED_MAX)
+		return;
+	kept = move_out_of_the_way(fcntl(rw, F_DUPFD_CLOEXEC, 3));
+	if (kept >= 0)
+		recreated[nrecreated++] = (typeof(recreated[0])){ s->ino, kept };
+}
+
+/* A description of the file open in fd (magic link), with s's flags. */
+static int reopen_as(const struct saved_fd *s, int fd)
+{
+	char proc[64];
+	int r;
+
+	ckpt_fmt(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	/* O_NOFOLLOW, kept by F_GETFL, would refuse the magic link */
+	r = open(proc, CKPT_FD_REOPEN_FLAGS(s->flags) & ~O_NOFOLLOW);
+	return r < 0 ? -errno : r;
+}
+
+/* A new unlinked file with the saved content (see new_deleted_file), or
+ * another description of the one made already. */
+static int recreate_deleted(const struct saved_fd *s, int image_fd)
+{
+	uint64_t off, size;
+	int tmp = recreated_fd(s->ino), fd, r;
+
+	if (tmp >= 0)
+		return reopen_as(s, tmp);
+	r = find_blob(image_fd, s->fd, &off, &size);
+	if (r < 0)
+		return r;
+	tmp = new_deleted_file(s);
 	if (tmp < 0)
 		return -errno;
 	r = ckpt_copy_range(image_fd, off, size, tmp);
+	if (r == 0 && (uint64_t)lseek(tmp, 0, SEEK_END) < s->size &&
+	    ftruncate(tmp, (off_t)s->size) < 0)
+		r = -errno;
 	if (r < 0) {
 		close(tmp);
 		return r;
 	}
-	ckpt_fmt(proc, sizeof(proc), "/proc/self/fd/%d", tmp);
-	/* O_NOFOLLOW, kept by F_GETFL, would refuse the magic link */
-	fd = open(proc, CKPT_FD_REOPEN_FLAGS(s->flags) & ~O_NOFOLLOW);
+	adopt_recreated(s, tmp);
+	fd = reopen_as(s, tmp);
 	close(tmp);
-	return fd < 0 ? -errno : fd;
+	return fd;
+}
+
+/* A deleted file ckpt_restart made, because other processes hold it too:
+ * this process's mappings of it and its seals, as above. */
+static void adopt_handed_deleted(const struct saved_fd *s, int handed)
+{
+	int rw;
+
+	if (recreated_fd(s->ino) >= 0)
+		return;
+	rw = reopen_as(&(struct saved_fd){ .flags = O_RDWR }, handed);
+	if (rw < 0)
+		return;
+	adopt_recreated(s, rw);
+	close(rw);
 }
 
 static int restarting_tty(void)
@@ -1308,6 +1411,8 @@ static int restore_one_fd(const struct saved_fd *s, int image_fd)
 	r = may_share_with_parent(s->kind) ||
 	    s->kind == CKPT_FD_FILE_DELETED ?
 	    handover_shared_file(ckpt.vpid, fd) : -ENOENT;
+	if (r >= 0 && s->kind == CKPT_FD_FILE_DELETED)
+		adopt_handed_deleted(s, r);
 	if (r >= 0)
 		return dup2(r, fd) < 0 ? -errno : 0;
 	switch (s->kind) {
@@ -1501,6 +1606,7 @@ static int files_restore(const struct ckpt_restart_args *args)
 			ckpt_mark_own_fd(stdio_copy[i], 0);
 			close(stdio_copy[i]);
 		}
+	forget_recreated();
 	handover_close_all();
 	close_unsaved_fds(image_fd);
 	ckpt_mark_own_fd(image_fd, 0);

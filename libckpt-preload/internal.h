@@ -473,6 +473,7 @@ extern const struct ckpt_resource_ops shared_memory_resource_ops;
 struct ckpt_plan_shm;
 int handover_read_shm(int plan_fd, struct ckpt_plan_shm *out, int max);
 int shared_memory_detach_restored(const void *addr);
+void shared_memory_attach_file(uint64_t ino, int rw_fd);
 
 /* image_temporaries.c */
 void image_tmp_name(char *buf, size_t len);

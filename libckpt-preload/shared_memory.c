@@ -36,6 +36,10 @@
 
 static struct shared_region regions[MAX_SHARED_REGIONS];
 static int nregions;
+/* restored from a memfd of the restart plan (several images map it); from
+ * the file files.c made again for an fd of this process */
+static unsigned char from_plan[MAX_SHARED_REGIONS];
+static unsigned char from_file[MAX_SHARED_REGIONS];
 
 /* Restored SysV segments still mapped: [start, end) of each. */
 #define MAX_SYSV 64
@@ -169,10 +173,26 @@ static int shared_memory_restore(const struct ckpt_restart_args *args)
 			continue;
 		if (regions[i].sysv)
 			note_sysv(&regions[i]);
+		from_plan[i] = h != NULL;
+		from_file[i] = 0;
 		if (h)
 			r = remap_shared(&regions[i], h->fd);
 	}
 	return r;
+}
+
+/* files.c made the deleted file (memfd, unlinked file) of inode ino
+ * again, open in rw_fd: the mappings of it that no other image maps (each
+ * a shared anonymous copy of its own from the loader) become MAP_SHARED
+ * mappings of that file, so the program's fd and its mappings are one
+ * object again. The file holds the same content (both were saved at one
+ * moment). */
+void shared_memory_attach_file(uint64_t ino, int rw_fd)
+{
+	for (int i = 0; i < nregions; i++)
+		if (regions[i].ino == ino && !regions[i].sysv && !from_plan[i] &&
+		    !from_file[i])
+			from_file[i] = remap_shared(&regions[i], rw_fd) == 0;
 }
 
 const struct ckpt_resource_ops shared_memory_resource_ops = {

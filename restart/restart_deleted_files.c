@@ -20,6 +20,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "ckpt/copy_range.h"
+#include "ckpt/memfd_name.h"
 #include "process_tree.h"
 
 struct deleted_file {
@@ -93,16 +94,21 @@ static int make_file(struct ckpt_image *imgs, const struct deleted_file *d,
 		     int above)
 {
 	const struct ckpt_fd_info *f = &imgs[d->img].fds[d->rec];
-	char dir[4096], *slash;
+	char dir[4096], name[250], *slash;
 	int fd, r;
 
 	snprintf(dir, sizeof(dir), "%s", d->path);
 	slash = strrchr(dir, '/');
 	if (slash)
 		*slash = 0;
-	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	/* a memfd under its name, sealable: libckpt adds the seals */
+	if (ckpt_memfd_name(d->path, name, sizeof(name)))
+		fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	else
+		fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	if (fd < 0)
-		fd = memfd_create("ckpt-deleted-file", MFD_CLOEXEC);
+		fd = memfd_create("ckpt-deleted-file",
+				  MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
 		return -errno;
 	fd = move_above(fd, above);
