@@ -993,23 +993,23 @@ static int find_blob(int image_fd, int fd, uint64_t *off, uint64_t *size)
 }
 
 /*
- * Deleted files made again in this restore, by their inode at the
- * checkpoint: a second description of one (the program opened it twice)
+ * Deleted files made again in this restore, by their device and inode at
+ * the checkpoint: a second description of one (the program opened it twice)
  * and its MAP_SHARED mappings reach the same new file, not a copy each.
  * An fd to a memfd and a mapping of it were two objects after a restart:
  * what the program wrote through one, the other did not see.
  */
 #define RECREATED_MAX 64
 static struct {
-	uint64_t ino;
+	uint64_t dev, ino;
 	int fd;		/* O_RDWR, libckpt's, closed after the restore */
 } recreated[RECREATED_MAX];
 static int nrecreated;
 
-static int recreated_fd(uint64_t ino)
+static int recreated_fd(const struct saved_fd *s)
 {
 	for (int i = 0; i < nrecreated; i++)
-		if (recreated[i].ino == ino)
+		if (recreated[i].dev == s->dev && recreated[i].ino == s->ino)
 			return recreated[i].fd;
 	return -1;
 }
@@ -1055,12 +1055,13 @@ static void adopt_recreated(const struct saved_fd *s, int rw)
 	    errno != EPERM)	/* already sealed (F_SEAL_SEAL) */
 		ckpt_log("fd %d (%s): adding its seals %#x again: %s", s->fd,
 			 saved_path(s), s->seals, strerror(errno));
-	shared_memory_attach_file(s->ino, rw);
+	shared_memory_attach_file(s->dev, s->ino, rw);
 	if (nrecreated == RECREATED_MAX)
 		return;
 	kept = move_out_of_the_way(fcntl(rw, F_DUPFD_CLOEXEC, 3));
 	if (kept >= 0)
-		recreated[nrecreated++] = (typeof(recreated[0])){ s->ino, kept };
+		recreated[nrecreated++] = (typeof(recreated[0])){ s->dev, s->ino,
+								  kept };
 }
 
 /* A description of the file open in fd (magic link), with s's flags. */
@@ -1080,7 +1081,7 @@ static int reopen_as(const struct saved_fd *s, int fd)
 static int recreate_deleted(const struct saved_fd *s, int image_fd)
 {
 	uint64_t off, size;
-	int tmp = recreated_fd(s->ino), fd, r;
+	int tmp = recreated_fd(s), fd, r;
 
 	if (tmp >= 0)
 		return reopen_as(s, tmp);
@@ -1110,7 +1111,7 @@ static void adopt_handed_deleted(const struct saved_fd *s, int handed)
 {
 	int rw;
 
-	if (recreated_fd(s->ino) >= 0)
+	if (recreated_fd(s) >= 0)
 		return;
 	rw = reopen_as(&(struct saved_fd){ .flags = O_RDWR }, handed);
 	if (rw < 0)

@@ -463,6 +463,7 @@ int restart_image_make_anonymous(void *addr, size_t len, int keep);
 /* memory.c: the shared memory objects the process maps */
 struct shared_region {
 	uint64_t start, end, offset, ino;
+	uint64_t dev;		/* of the object, as st_dev */
 	uint32_t prot;
 	int sysv;		/* a SysV segment (shmat) */
 };
@@ -473,7 +474,7 @@ extern const struct ckpt_resource_ops shared_memory_resource_ops;
 struct ckpt_plan_shm;
 int handover_read_shm(int plan_fd, struct ckpt_plan_shm *out, int max);
 int shared_memory_detach_restored(const void *addr);
-void shared_memory_attach_file(uint64_t ino, int rw_fd);
+void shared_memory_attach_file(uint64_t dev, uint64_t ino, int rw_fd);
 
 /* image_temporaries.c */
 void image_tmp_name(char *buf, size_t len);

@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "ckpt/accel.h"
@@ -615,6 +616,7 @@ int memory_shared_regions(struct shared_region *out, int max)
 		out[n++] = (struct shared_region){
 			.start = m.start, .end = m.end, .offset = m.offset,
 			.ino = m.ino, .prot = m.prot,
+			.dev = makedev(m.major, m.minor),
 			.sysv = !strncmp(m.name, "/SYSV", 5),
 		};
 	}
