@@ -35,6 +35,7 @@
 #define FLOCK_TRIES	200
 
 static int journal_fd = -1;
+static uint64_t journal_dev, journal_ino;
 /* The newest checkpoint this process (or the one it forked from, or the
  * program before its exec: CKPT_EPOCH) was stopped for, or restored
  * from: what it makes now is made after that one. Not ckpt.generation,
@@ -62,12 +63,26 @@ static uint64_t own_start_time(void)
 	return start_time;
 }
 
+/* Still the journal: a program that closes every descriptor (daemons
+ * do) may have closed it, and its number may name a file of the
+ * program's now. */
+static int journal_still_open(void)
+{
+	struct stat st;
+
+	return journal_fd >= 0 && ckpt_is_own_fd(journal_fd) &&
+	       fstat(journal_fd, &st) == 0 &&
+	       (uint64_t)st.st_dev == journal_dev &&
+	       (uint64_t)st.st_ino == journal_ino;
+}
+
 static int open_journal(void)
 {
 	struct ckpt_refusal ref;
+	struct stat st;
 	int dirfd, fd;
 
-	if (journal_fd >= 0 && ckpt_is_own_fd(journal_fd))
+	if (journal_still_open())
 		return journal_fd;
 	journal_fd = -1;
 	if (!ckpt.ckpt_dir[0])
@@ -75,11 +90,18 @@ static int open_journal(void)
 	dirfd = ckpt_safe_dir_open(ckpt.ckpt_dir, &ref);
 	if (dirfd < 0)
 		return dirfd;
+	/* read too: compact() reads it back */
 	fd = ckpt_open_own_at(dirfd, CKPT_CREATED_JOURNAL,
-			      O_WRONLY | O_APPEND, 0600, &ref);
+			      O_RDWR | O_APPEND, 0600, &ref);
 	close(dirfd);
 	if (fd < 0)
 		return fd;
+	if (fstat(fd, &st) < 0) {
+		close(fd);
+		return -errno;
+	}
+	journal_dev = st.st_dev;
+	journal_ino = st.st_ino;
 	journal_fd = ckpt_move_fd_high(fd);
 	return journal_fd;
 }
