@@ -181,12 +181,12 @@ static int shared_memory_restore(const struct ckpt_restart_args *args)
 	return r;
 }
 
-/* files.c made the deleted file (memfd, unlinked file) of device dev
- * and inode ino again, open in rw_fd: the mappings of it that no other image maps (each
- * a shared anonymous copy of its own from the loader) become MAP_SHARED
- * mappings of that file, so the program's fd and its mappings are one
- * object again. The file holds the same content (both were saved at one
- * moment). */
+/* files.c made the deleted file (memfd, unlinked file) of device dev and
+ * inode ino again, open in rw_fd: the mappings of it that no other image
+ * maps (each a shared anonymous copy of its own from the loader) become
+ * MAP_SHARED mappings of that file, so the program's fd and its mappings
+ * are one object again. The file holds the same content (both were saved
+ * at one moment). */
 void shared_memory_attach_file(uint64_t dev, uint64_t ino, int rw_fd)
 {
 	for (int i = 0; i < nregions; i++)

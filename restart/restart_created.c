@@ -208,7 +208,8 @@ static void sweep_dir(const char *dir, const struct ckpt_image *img)
 			CKPT_CREATED_JOURNAL);
 		goto out;
 	}
-	if (ckpt_created_lock(fd, LOCK_EX, FLOCK_TRIES, 2000) < 0 || fstat(fd, &st) < 0) {
+	if (ckpt_created_lock(fd, LOCK_EX, FLOCK_TRIES, 2000) < 0 ||
+	    fstat(fd, &st) < 0) {
 		fprintf(stderr, "ckpt_restart: warning: %s/%s stays locked: "
 			"files made after the checkpoint are left in place\n",
 			dir, CKPT_CREATED_JOURNAL);
