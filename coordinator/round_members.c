@@ -307,8 +307,10 @@ static void fail_missing(struct coordinator *co, const struct expected_proc *e)
 		snprintf(parent, sizeof(parent), ", a child of pid %d",
 			 (int)e->parent);
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)e->pid);
-	uid = ckpt_proc_status_field(path, "Uid", buf, sizeof(buf));
-	if (ckpt_proc_status_field(path, "Seccomp", buf, sizeof(buf)) > 0)
+	if (ckpt_proc_read(path, buf, sizeof(buf)) < 0)
+		buf[0] = 0;
+	uid = ckpt_proc_field(buf, "Uid");
+	if (ckpt_proc_field(buf, "Seccomp") > 0)
 		snprintf(what, sizeof(what), "process %d (%s)%s runs under a "
 			 "seccomp filter and did not join the computation "
 			 "within %d s: a sandbox that forbids the calls libckpt "

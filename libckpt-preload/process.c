@@ -27,12 +27,13 @@ static struct itimerval saved_timers[3];	/* REAL, VIRTUAL, PROF */
 static int saved_personality;
 static int saved_no_new_privs;
 
+static char status_buf[4096];	/* a /proc status file's text */
+
 /* The value of "Name:\tN" in a /proc status file; -1 if absent. */
 static int status_field(const char *path, const char *name)
 {
-	static char buf[4096];
-
-	return ckpt_proc_status_field(path, name, buf, sizeof(buf));
+	return ckpt_proc_status_field(path, name, status_buf,
+				      sizeof(status_buf));
 }
 
 /* Threads under a seccomp filter (mode 2) or strict mode (1): the
@@ -52,7 +53,7 @@ static void note_seccomp(void)
 		mode = status_field(path, "Seccomp");
 		if (mode <= 0)
 			continue;
-		filters = status_field(path, "Seccomp_filters");
+		filters = ckpt_proc_field(status_buf, "Seccomp_filters");
 		unrestored_add("thread %d: %s (%d filter%s): not restored, "
 			       "the restarted thread runs without it",
 			       vpid_virt_from_real(tid), mode == 1 ?

@@ -116,6 +116,9 @@ int restart_put_back_files(struct ckpt_image *imgs, int n);
  * restart_created.c), saying each; before restart_put_back_files. */
 void restart_remove_created_after(struct ckpt_image *imgs, int n);
 
+/* The directory of path ("" when it names none; restart_tmpfiles.c). */
+void parent_dir(const char *path, char *dir, size_t len);
+
 /* ckpt_restart has a terminal that is not its controlling terminal (it
  * was started outside the terminal's session, e.g. in a new pty), and the
  * root led a session with one: the root makes a session to take it. */

@@ -229,18 +229,6 @@ out:
 	close(fd);
 }
 
-static void image_dir(const char *path, char *dir, size_t len)
-{
-	const char *slash = strrchr(path, '/');
-
-	if (!slash)
-		snprintf(dir, len, ".");
-	else if (slash == path)
-		snprintf(dir, len, "/");
-	else
-		snprintf(dir, len, "%.*s", (int)(slash - path), path);
-}
-
 void restart_remove_created_after(struct ckpt_image *imgs, int n)
 {
 	char dir[PATH_MAX], prev[PATH_MAX] = "";
@@ -248,7 +236,9 @@ void restart_remove_created_after(struct ckpt_image *imgs, int n)
 	if (n < 1 || !imgs[0].hdr.computation_id)
 		return;
 	for (int i = 0; i < n; i++) {
-		image_dir(imgs[i].path, dir, sizeof(dir));
+		parent_dir(imgs[i].path, dir, sizeof(dir));
+		if (!dir[0])
+			snprintf(dir, sizeof(dir), ".");
 		if (strcmp(dir, prev) == 0)
 			continue;
 		snprintf(prev, sizeof(prev), "%s", dir);

@@ -30,7 +30,7 @@
 #include "process_tree.h"
 
 /* The file's directory, for O_TMPFILE: "" when the path has none. */
-static void parent_dir(const char *path, char *dir, size_t len)
+void parent_dir(const char *path, char *dir, size_t len)
 {
 	const char *slash = strrchr(path, '/');
 	size_t n = slash ? (size_t)(slash - path) : 0;

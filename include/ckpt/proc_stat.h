@@ -58,22 +58,29 @@ static inline int ckpt_proc_start_time(const char *stat_path,
 	return 0;
 }
 
-/* The number after "Name:" in a /proc status file (buf: room to read
- * it); -1 if absent. */
-static inline int ckpt_proc_status_field(const char *path, const char *name,
-					 char *buf, size_t size)
+/* The number after "Name:" in the text of a /proc status file; -1 if
+ * absent. */
+static inline int ckpt_proc_field(const char *text, const char *name)
 {
 	size_t len = strlen(name);
 
-	if (ckpt_proc_read(path, buf, size) < 0)
-		return -1;
-	for (char *p = buf; p; p = strchr(p, '\n')) {
+	for (const char *p = text; p; p = strchr(p, '\n')) {
 		if (*p == '\n')
 			p++;
 		if (!strncmp(p, name, len) && p[len] == ':')
 			return atoi(p + len + 1);
 	}
 	return -1;
+}
+
+/* The number after "Name:" in a /proc status file (buf: room to read
+ * it); -1 if absent. */
+static inline int ckpt_proc_status_field(const char *path, const char *name,
+					 char *buf, size_t size)
+{
+	if (ckpt_proc_read(path, buf, size) < 0)
+		return -1;
+	return ckpt_proc_field(buf, name);
 }
 
 #endif /* CKPT_PROC_STAT_H */
