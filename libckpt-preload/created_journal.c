@@ -139,14 +139,12 @@ static void compact(int fd, off_t size)
 		return;
 	if (pread(fd, buf, (size_t)size, 0) != size)
 		goto out;
-	while (in + (off_t)sizeof(struct ckpt_created_record) <= size) {
+	for (;;) {
 		struct ckpt_created_record r;
-		size_t len;
+		size_t len = ckpt_created_next(buf, (size_t)size, (size_t)in,
+					       &r);
 
-		memcpy(&r, buf + in, sizeof(r));
-		len = sizeof(r) + r.path_len;
-		if (r.magic != CKPT_CREATED_MAGIC ||
-		    r.version != CKPT_CREATED_VERSION || in + (off_t)len > size)
+		if (!len)
 			break;
 		if (record_file_there(&r, buf + in + sizeof(r))) {
 			memmove(buf + out, buf + in, len);

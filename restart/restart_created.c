@@ -161,14 +161,11 @@ static size_t sweep(char *buf, size_t size, const struct ckpt_image *img)
 	size_t in = 0, out = 0;
 	char path[PATH_MAX];
 
-	while (in + sizeof(struct ckpt_created_record) <= size) {
+	for (;;) {
 		struct ckpt_created_record r;
-		size_t len;
+		size_t len = ckpt_created_next(buf, size, in, &r);
 
-		memcpy(&r, buf + in, sizeof(r));
-		len = sizeof(r) + r.path_len;
-		if (r.magic != CKPT_CREATED_MAGIC ||
-		    r.version != CKPT_CREATED_VERSION || in + len > size)
+		if (!len)
 			break;
 		if (r.path_len > 0 && r.path_len < sizeof(path)) {
 			memcpy(path, buf + in + sizeof(r), r.path_len);

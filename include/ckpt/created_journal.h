@@ -23,6 +23,7 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -52,6 +53,25 @@ struct ckpt_created_record {
 	uint32_t has_btime;
 	char program[16];		/* the creator's name, for messages */
 };
+
+/* The record at buf + at (copied into *r): its length with its path, 0
+ * at the end or at a record of another magic or version, which ends the
+ * reading. */
+static inline size_t ckpt_created_next(const char *buf, size_t size,
+				       size_t at,
+				       struct ckpt_created_record *r)
+{
+	size_t len;
+
+	if (at + sizeof(*r) > size)
+		return 0;
+	memcpy(r, buf + at, sizeof(*r));
+	len = sizeof(*r) + r->path_len;
+	if (r->magic != CKPT_CREATED_MAGIC ||
+	    r->version != CKPT_CREATED_VERSION || at + len > size)
+		return 0;
+	return len;
+}
 
 /* flock(fd, how) tried `tries` times, pause_us apart: a holder may be a
  * process stopped by a checkpoint, so nobody waits for it unbounded.
