@@ -296,9 +296,9 @@ void fd_headroom_program_limit(struct rlimit *r);
 int ckpt_open_raw(const char *path, int flags);
 int ckpt_read_small_file(const char *path, char *buf, size_t len);
 
-/* The numeric entries of a /proc directory (fds, tids), read with
- * getdents64 into the iterator itself: no malloc, usable while threads
- * are stopped. */
+/* The entries of a directory (or only the numeric ones of a /proc
+ * directory: fds, tids), read with getdents64 into the iterator itself:
+ * no malloc, usable while threads are stopped. */
 struct ckpt_dir_iter {
 	int fd;
 	long pos, len;
@@ -306,6 +306,9 @@ struct ckpt_dir_iter {
 };
 int ckpt_dir_open(struct ckpt_dir_iter *it, const char *path);
 int ckpt_dir_next_number(struct ckpt_dir_iter *it);	/* -1 at the end */
+struct dirent64;
+const struct dirent64 *ckpt_dir_next_entry(struct ckpt_dir_iter *it);
+							/* NULL at the end */
 void ckpt_dir_close(struct ckpt_dir_iter *it);
 
 /* threads.c */

@@ -137,23 +137,30 @@ int ckpt_dir_open(struct ckpt_dir_iter *it, const char *path)
 	return it->fd < 0 ? -errno : 0;
 }
 
+const struct dirent64 *ckpt_dir_next_entry(struct ckpt_dir_iter *it)
+{
+	struct dirent64 *d;
+
+	if (it->pos >= it->len) {
+		it->len = syscall(SYS_getdents64, it->fd, it->buf,
+				  sizeof(it->buf));
+		it->pos = 0;
+		if (it->len <= 0)
+			return NULL;
+	}
+	d = (struct dirent64 *)(it->buf + it->pos);
+	it->pos += d->d_reclen;
+	return d;
+}
+
 int ckpt_dir_next_number(struct ckpt_dir_iter *it)
 {
-	for (;;) {
-		struct dirent64 *d;
+	const struct dirent64 *d;
 
-		if (it->pos >= it->len) {
-			it->len = syscall(SYS_getdents64, it->fd, it->buf,
-					  sizeof(it->buf));
-			it->pos = 0;
-			if (it->len <= 0)
-				return -1;
-		}
-		d = (struct dirent64 *)(it->buf + it->pos);
-		it->pos += d->d_reclen;
+	while ((d = ckpt_dir_next_entry(it)))
 		if (d->d_name[0] >= '0' && d->d_name[0] <= '9')
 			return atoi(d->d_name);
-	}
+	return -1;
 }
 
 void ckpt_dir_close(struct ckpt_dir_iter *it)

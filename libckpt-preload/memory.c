@@ -7,8 +7,10 @@
  * saved by reference. The kernel's special mappings ([vdso], [vvar],
  * [vvar_vclock]) are recorded by address only, [vsyscall] not at all.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,10 +146,88 @@ static int ends_with(const char *s, const char *suffix)
 	return a >= b && strcmp(s + a - b, suffix) == 0;
 }
 
-/* Classify a mapping; 0 means "leave it out of the image". */
-static int region_kind(const struct maps_vma *m, struct stat *st)
+/* Entries of a directory looked through for a file's other name: past
+ * this many (a huge directory), the mapping stays a deleted one. */
+#define RELINK_SCAN_MAX 100000
+
+/* The path of a regular file of device dev, inode ino, among the entries
+ * of dir, into buf; 0 or -ENOENT. */
+static int name_in_dir(const char *dir, dev_t dev, uint64_t ino, char *buf,
+		       size_t len)
 {
-	const char *n = m->name;
+	struct ckpt_dir_iter it;
+	const struct dirent64 *d;
+	struct stat st;
+	int r = -ENOENT;
+
+	if (ckpt_dir_open(&it, dir) < 0)
+		return -ENOENT;
+	for (int n = 0; n < RELINK_SCAN_MAX &&
+			(d = ckpt_dir_next_entry(&it)); n++) {
+		if (d->d_ino != ino ||
+		    fstatat(it.fd, d->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    st.st_ino != ino || st.st_dev != dev ||
+		    !S_ISREG(st.st_mode))
+			continue;
+		size_t a = strlen(dir), b = strlen(d->d_name);
+
+		if (a + 1 + b < len) {
+			memcpy(buf, dir, a);
+			buf[a] = '/';
+			memcpy(buf + a + 1, d->d_name, b + 1);
+			r = 0;
+		}
+		break;
+	}
+	ckpt_dir_close(&it);
+	return r;
+}
+
+/*
+ * A shared mapping of a file whose name was unlinked while another name
+ * of it stays: glibc's sem_open makes a semaphore under a temporary name
+ * in /dev/shm, maps it, links it to its real name and unlinks the
+ * temporary one, so the kernel shows the creator's mapping as
+ * "/dev/shm/sem.XXXXXX (deleted)" while every other process maps
+ * /dev/shm/sem.NAME. Saved as deleted memory, the creator's copy would
+ * come back apart from the others' (python's multiprocessing locks
+ * stopped working across processes after a restart). The other name is
+ * looked for in the unlinked name's directory; when found, m->name
+ * points to it (a buffer that the next call reuses).
+ */
+static void name_linked_file(struct maps_vma *m)
+{
+	static char path[PATH_MAX];
+	static const char deleted[] = " (deleted)";
+	size_t len = strlen(m->name), keep;
+	const char *slash;
+	char dir[PATH_MAX];
+
+	if (!m->shared || m->name[0] != '/' || len < sizeof(deleted) ||
+	    strcmp(m->name + len - (sizeof(deleted) - 1), deleted) ||
+	    !strncmp(m->name, "/memfd:", 7) || !strncmp(m->name, "/SYSV", 5) ||
+	    !strncmp(m->name, "/dev/zero", 9))
+		return;
+	slash = strrchr(m->name, '/');
+	keep = slash == m->name ? 1 : (size_t)(slash - m->name);
+	if (keep >= sizeof(dir))
+		return;
+	memcpy(dir, m->name, keep);
+	dir[keep] = 0;
+	if (name_in_dir(dir, makedev(m->major, m->minor), m->ino, path,
+			sizeof(path)) == 0)
+		m->name = path;
+}
+
+/* Classify a mapping; 0 means "leave it out of the image". A shared
+ * mapping shown deleted whose file has another name gets that name
+ * (name_linked_file). */
+static int region_kind(struct maps_vma *m, struct stat *st)
+{
+	const char *n;
+
+	name_linked_file(m);
+	n = m->name;
 
 	if (!strcmp(n, "[vdso]"))
 		return CKPT_REGION_VDSO;
@@ -418,7 +498,7 @@ static uint64_t stack_reserve_start(const struct maps_vma *m, uint64_t floor)
 	return start < m->start ? start : m->start;
 }
 
-static int save_region(struct scan *s, const struct maps_vma *m,
+static int save_region(struct scan *s, struct maps_vma *m,
 		       char *err, size_t errlen)
 {
 	int image_backed = restart_image_backs(m);
