@@ -193,7 +193,7 @@ static void time_out_phase(struct coordinator *co)
 			 awaited_answer(c->proc.state), len / 1000.0,
 			 short_phase ? "--phase-timeout" : "--write-timeout",
 			 proc_on_this_host(c) ?
-			 stopped_by_tracer_hint(c->proc.local_pid, hint,
+			 stopped_by_tracer_hint(co, c->proc.local_pid, hint,
 						sizeof(hint)) : "");
 		drop_stalled(co, c, what);
 	}

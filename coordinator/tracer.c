@@ -40,18 +40,42 @@ const char *describe_tracer(pid_t pid, char *buf, size_t len)
 	return buf;
 }
 
-/* "; it is stopped, traced by PID N (gdb): ..." for a process a debugger
- * holds stopped, to end a stalled process's message; "" otherwise. */
-const char *stopped_by_tracer_hint(pid_t pid, char *buf, size_t len)
+/* Is a process of this host with this pid a member of co? */
+static bool tracer_is_member(const struct coordinator *co, pid_t tracer)
+{
+	for (size_t i = 0; i < co->nconns; i++) {
+		const struct conn *c = co->conns[i];
+
+		if (c->kind == CONN_PROCESS && proc_on_this_host(c) &&
+		    c->proc.local_pid == tracer)
+			return true;
+	}
+	return false;
+}
+
+/* The end of a stalled process's message when it is traced: "; it is
+ * stopped, traced by PID N (gdb): ..." for one a debugger holds stopped;
+ * a tracer that is itself in the computation (ckpt_launch strace -f,
+ * ckpt_launch gdb) was stopped by this checkpoint and holds its tracee in
+ * a tracing stop: no trace can be checkpointed that way. "" when not
+ * traced. */
+const char *stopped_by_tracer_hint(const struct coordinator *co, pid_t pid,
+				   char *buf, size_t len)
 {
 	char tracer[128], state = local_process_state(pid);
 
 	buf[0] = 0;
-	if ((state != 'T' && state != 't') ||
-	    !describe_tracer(pid, tracer, sizeof(tracer))[0])
+	if (!describe_tracer(pid, tracer, sizeof(tracer))[0])
 		return buf;
-	snprintf(buf, len, "; it is stopped, %s: continue it in the debugger, "
-		 "or checkpoint through the debugger's ckpt extension "
-		 "(docs/reversible-debugging.md)", tracer);
+	if (tracer_is_member(co, local_process_tracer(pid)))
+		snprintf(buf, len, "; it is %s, which is itself in the "
+			 "computation and stopped for the checkpoint, so it "
+			 "holds its tracee: ckpt cannot checkpoint a tracer "
+			 "with its tracees nor restore a trace (run the "
+			 "debugger or strace outside ckpt_launch)", tracer);
+	else if (state == 'T' || state == 't')
+		snprintf(buf, len, "; it is stopped, %s: continue it in the "
+			 "debugger, or checkpoint through the debugger's ckpt "
+			 "extension (docs/reversible-debugging.md)", tracer);
 	return buf;
 }

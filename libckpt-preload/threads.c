@@ -28,6 +28,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "ckpt/proc_stat.h"
 #include "internal.h"
 
 __thread uint64_t ckpt_interrupts __attribute__((tls_model("initial-exec")));
@@ -493,7 +494,8 @@ static int count_live_signaled(void)
 	return live;
 }
 
-static const char *first_unparked_hint(char *buf, size_t len)
+/* The first signaled thread that has not parked, or 0. */
+static int first_unparked(void)
 {
 	for (int i = 0; i < nsignaled; i++) {
 		int tid = signaled[i], found = 0;
@@ -501,12 +503,62 @@ static const char *first_unparked_hint(char *buf, size_t len)
 		for (int j = 0; j < nslots && j < CKPT_MAX_THREADS; j++)
 			if (slots[j].real_tid == tid)
 				found = 1;
-		if (!found && task_exists(tid)) {
-			ckpt_fmt(buf, len, "thread %d", tid);
-			return buf;
-		}
+		if (!found && task_exists(tid))
+			return tid;
 	}
-	return "a thread";
+	return 0;
+}
+
+/* The pid of the process that traces thread tid (ptrace: a debugger,
+ * strace), its name into comm; 0 when none. */
+static int tracer_of(int tid, char *comm, size_t len)
+{
+	char path[64], text[2048];
+	int tracer;
+	ssize_t n;
+
+	ckpt_fmt(path, sizeof(path), "/proc/self/task/%d/status", tid);
+	tracer = ckpt_proc_status_field(path, "TracerPid", text, sizeof(text));
+	if (tracer <= 0)
+		return 0;
+	ckpt_fmt(path, sizeof(path), "/proc/%d/comm", tracer);
+	n = ckpt_proc_read(path, comm, len);
+	if (n <= 0)
+		ckpt_fmt(comm, len, "?");
+	else if (comm[n - 1] == '\n')
+		comm[n - 1] = 0;
+	return tracer;
+}
+
+/* Why the threads did not all stop, into err. A traced thread stops for
+ * its tracer at the checkpoint signal (gdb stops there by default), and
+ * a trace cannot be restored anyway: say so rather than guess. */
+static void explain_not_stopped(int timeout_ms, char *err, size_t errlen)
+{
+	int tid = first_unparked(), tracer;
+	char comm[32];
+
+	tracer = tid ? tracer_of(tid, comm, sizeof(comm)) : 0;
+	if (tracer) {
+		ckpt_fmt(err, errlen,
+			 "thread %d did not stop within %d ms: it is traced "
+			 "by pid %d (%s), which holds it at each signal; ckpt "
+			 "cannot checkpoint a traced process nor restore a "
+			 "trace (run the debugger or tracer outside the "
+			 "computation, and detach it before a checkpoint)",
+			 tid, timeout_ms, tracer, comm);
+		return;
+	}
+	if (tid)
+		ckpt_fmt(err, errlen,
+			 "thread %d did not stop within %d ms (it may be in "
+			 "an uninterruptible wait, or block signal %d with a "
+			 "raw system call)", tid, timeout_ms, ckpt.signal);
+	else
+		ckpt_fmt(err, errlen,
+			 "a thread did not stop within %d ms (it may be in "
+			 "an uninterruptible wait, or block signal %d with a "
+			 "raw system call)", timeout_ms, ckpt.signal);
 }
 
 /* How long the threads may take to stop: within the coordinator's
@@ -526,7 +578,6 @@ static int wait_parked_on(int *count, char *err, size_t errlen)
 {
 	struct timespec start, now, slice = { 0, 50 * 1000 * 1000 };
 	int timeout_ms = stop_timeout_ms();
-	char who[32];
 
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (;;) {
@@ -540,11 +591,7 @@ static int wait_parked_on(int *count, char *err, size_t errlen)
 		    (now.tv_nsec - start.tv_nsec) / 1000000 > timeout_ms)
 			break;
 	}
-	ckpt_fmt(err, errlen,
-		 "%s did not stop within %d ms (it may be in an "
-		 "uninterruptible wait, or block signal %d with a raw system "
-		 "call)", first_unparked_hint(who, sizeof(who)), timeout_ms,
-		 ckpt.signal);
+	explain_not_stopped(timeout_ms, err, errlen);
 	return -ETIMEDOUT;
 }
 
