@@ -297,6 +297,27 @@ static void program_of(pid_t pid, char *name, size_t len)
 		name[n - 1] = 0;
 }
 
+/* Does the status text show a set-ID program's credentials (an
+ * effective user or group other than the real one)? */
+static bool runs_set_id(const char *status)
+{
+	static const char *const fields[] = { "\nUid:", "\nGid:" };
+
+	for (size_t i = 0; i < 2; i++) {
+		const char *p = strstr(status, fields[i]);
+		char *end;
+		long real, effective;
+
+		if (!p)
+			continue;
+		real = strtol(p + 5, &end, 10);
+		effective = strtol(end, NULL, 10);
+		if (real != effective)
+			return true;
+	}
+	return false;
+}
+
 static void fail_missing(struct coordinator *co, const struct expected_proc *e)
 {
 	char what[512], path[64], buf[2048], prog[64], parent[64] = "";
@@ -324,6 +345,13 @@ static void fail_missing(struct coordinator *co, const struct expected_proc *e)
 			 "man-db or nginx's workers started as root do), and "
 			 "ckpt cannot checkpoint it; the images would miss it",
 			 (int)e->pid, prog, parent, uid);
+	else if (runs_set_id(buf))
+		snprintf(what, sizeof(what), "process %d (%s)%s runs a "
+			 "set-user/group-ID program (its effective user or "
+			 "group is not its real one: Debian's ssh-agent is "
+			 "set-group-ID _ssh), into which the loader does not "
+			 "preload libckpt; it did not join the computation, and "
+			 "the images would miss it", (int)e->pid, prog, parent);
 	else
 		snprintf(what, sizeof(what), "process %d (%s)%s did not join "
 			 "the computation within %d s (a static or set-ID "

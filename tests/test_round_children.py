@@ -7,14 +7,19 @@ them: a shell with more children than the coordinator used to read from
 joins, must fail the round naming that child; a round that missed it
 would save images without it."""
 
+import grp
+import os
 import re
 import shutil
 import time
 
 import pytest
 
+from ckpt_harness import ROOT, app
+
 BUSYBOX = shutil.which("busybox")
 SLEEPERS = 70
+NOGROUP_GID = grp.getgrnam("nogroup").gr_gid
 
 
 def wait_members(session, n, timeout=120):
@@ -51,3 +56,31 @@ def test_child_after_the_64th_that_never_joins_fails_the_round(session):
                      r"join" % child, r.stderr), r.stderr
     session.kill_all()
     assert p.wait_exit(30) is not None
+
+
+@pytest.mark.time_limit(120)
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make a "
+                    "set-group-ID program of another group")
+def test_child_running_a_set_id_program_is_named(session):
+    # Debian's ssh-agent is set-group-ID _ssh: the loader does not
+    # preload libckpt into it, so it never joins. A set-group-ID copy of
+    # a test program (on the build directory: /tmp may be nosuid) does
+    # the same wherever ssh-agent is missing.
+    prog = os.path.join(ROOT, "build", "tests", "setgid_counter")
+    shutil.copy(app("counter"), prog)
+    os.chown(prog, 0, NOGROUP_GID)
+    os.chmod(prog, 0o2755)
+    try:
+        script = "%s 600 100 > /dev/null & echo child $!; wait" % prog
+        p = session.launch(["/bin/sh", "-c", script])
+        child = int(p.wait_line(r"^child (\d+)").group(1))
+        wait_members(session, 1)
+        r = session.command("--checkpoint")
+        assert r.returncode != 0, r.stdout
+        assert re.search(r"process %d \(setgid_counter\), a child of pid "
+                         r"\d+ runs a set-user/group-ID program" % child,
+                         r.stderr), r.stderr
+        session.kill_all()
+        assert p.wait_exit(30) is not None
+    finally:
+        os.unlink(prog)
