@@ -67,6 +67,9 @@ struct ckpt_state {
 					   --compress): every image */
 	int incremental;		/* CKPT_INCREMENTAL (ckpt_launch
 					   --incremental): chains of images */
+	int launched;			/* the process ckpt_launch became
+					   (CKPT_LAUNCHED), kept across its
+					   execs, not its forks */
 	int forked;			/* CKPT_FORKED (ckpt_launch
 					   --forked): every checkpoint is a
 					   forked one (forked_copy.c) */

@@ -997,6 +997,7 @@ static void after_fork_in_child(void)
 	emulator_note_fork_child();
 	emulator_threads_refresh();
 	ckpt.vppid = ckpt.vpid;
+	ckpt.launched = 0;
 	vpid_reset_after_fork();
 	thread_ids_after_fork();
 	ckpt.vpid = vpid_self();
@@ -1104,6 +1105,8 @@ __attribute__((constructor)) static void ckpt_init(void)
 	unsetenv("CKPT_OUTSIDE");
 	created_journal_inherit(getenv("CKPT_EPOCH"));
 	unsetenv("CKPT_EPOCH");
+	ckpt.launched = getenv("CKPT_LAUNCHED") != NULL;
+	unsetenv("CKPT_LAUNCHED");
 	read_settings();
 	make_identity();
 	remember_library_path();

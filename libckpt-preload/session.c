@@ -99,6 +99,8 @@ uint64_t session_image_flags(void)
 		flags |= CKPT_IMG_F_SESSION_LEADER;
 	if (had_terminal)
 		flags |= CKPT_IMG_F_CTTY;
+	if (ckpt.launched)
+		flags |= CKPT_IMG_F_LAUNCHED;
 	return flags;
 }
 

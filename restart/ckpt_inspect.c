@@ -83,6 +83,9 @@ static void print_header(const struct ckpt_image *img)
 							     "member",
 		       h->flags & CKPT_IMG_F_CTTY ?
 		       ", with a controlling terminal" : "");
+	if (h->flags & CKPT_IMG_F_LAUNCHED)
+		printf("launched    the process ckpt_launch started: "
+		       "ckpt_restart waits for it\n");
 	printf("restart     memory %s\n", h->flags & CKPT_IMG_F_MAPPABLE ?
 	       "may be mapped from the image" : "is copied (older libckpt)");
 	if (h->flags & CKPT_IMG_F_HAS_BRK)

@@ -112,7 +112,9 @@ static void usage(FILE *out)
 		"The images of one checkpoint come back as the process tree\n"
 		"they were, connected by their pipes. One root process\n"
 		"replaces ckpt_restart (same pid slot, terminal and stdio);\n"
-		"with several roots ckpt_restart waits for all and exits with\n"
+		"with several roots ckpt_restart waits for the program\n"
+		"ckpt_launch started and exits with its status (daemons it\n"
+		"left go on), or, without it among the images, for all, with\n"
 		"the first failure's status. On a terminal, the restart of\n"
 		"one image shows its progress on stderr.\n");
 }

@@ -157,7 +157,7 @@ static bool nul_terminated(const char *s, size_t size)
 
 #define HEADER_FLAGS_KNOWN (CKPT_IMG_F_HAS_BRK | CKPT_IMG_F_SESSION_LEADER | \
 			    CKPT_IMG_F_CTTY | CKPT_IMG_F_MAPPABLE | \
-			    CKPT_IMG_F_CHAIN)
+			    CKPT_IMG_F_CHAIN | CKPT_IMG_F_LAUNCHED)
 
 static int check_identity(struct ckpt_image *img)
 {

@@ -63,6 +63,7 @@ static void json_header(struct json_out *j, const struct ckpt_image *img)
 	json_bool(j, "session_leader", h->flags & CKPT_IMG_F_SESSION_LEADER);
 	json_bool(j, "controlling_terminal", h->flags & CKPT_IMG_F_CTTY);
 	json_bool(j, "mappable", h->flags & CKPT_IMG_F_MAPPABLE);
+	json_bool(j, "launched", h->flags & CKPT_IMG_F_LAUNCHED);
 	if (h->flags & CKPT_IMG_F_HAS_BRK) {
 		json_hex(j, "brk_start", h->brk_start);
 		json_hex(j, "brk_end", h->brk_end);

@@ -378,21 +378,44 @@ static int exit_status(int wstatus)
 	return 1;
 }
 
-/* Several roots: wait for all of them (no timeout: they are the restarted
- * programs); the first failure's status. */
+/* The root that ckpt_launch started (CKPT_IMG_F_LAUNCHED), or -1: the
+ * other roots are daemons, orphaned before the checkpoint. */
+static int launched_root(const struct tree *t)
+{
+	for (int i = 0; i < t->n; i++)
+		if (t->parent[i] < 0 &&
+		    (t->imgs[i].hdr.flags & CKPT_IMG_F_LAUNCHED))
+			return i;
+	return -1;
+}
+
+/*
+ * Several roots: the program ckpt_launch started is the one waited for,
+ * as ckpt_launch (which became it) was; daemons it left behind go on
+ * after ckpt_restart returns, as they did after the program ended before
+ * (gpg-agent, an ssh-agent, a server started with setsid). Without such
+ * a root among the images (an older libckpt, a subset of the images),
+ * all of them are waited for (no timeout: they are the restarted
+ * programs) and the first failure's status is returned.
+ */
 static int wait_for_roots(struct tree *t)
 {
-	int status, first_failure = 0;
-	pid_t pid;
+	int status, first_failure = 0, launched = launched_root(t);
+	pid_t pid, launched_pid = 0;
 
 	for (int fd = t->plan_fd; fd < t->keep_fd_end; fd++)
 		close(fd);
+	if (launched >= 0)
+		launched_pid = __atomic_load_n(
+			&t->plan->procs[launched].real_pid, __ATOMIC_ACQUIRE);
 	for (;;) {
 		pid = waitpid(-1, &status, 0);
 		if (pid < 0 && errno == EINTR)
 			continue;
 		if (pid < 0)
 			break;
+		if (launched_pid > 0 && pid == launched_pid)
+			return exit_status(status);
 		if (exit_status(status) && !first_failure)
 			first_failure = exit_status(status);
 	}

@@ -70,3 +70,48 @@ def test_daemon_stays_in_the_computation(session):
     assert open(log).read().endswith("done\n")
     assert {(m.group(2), m.group(3)) for m in t} == {
         (first.group(2), first.group(3))}, "pid or session changed"
+
+
+# The program ckpt_launch started leaves two daemons (orphaned by a
+# subshell, so their parent is outside the computation at the
+# checkpoint): one that lingers, one that fails once `go` exists. After
+# the restart there are three roots; ckpt_restart must return with the
+# program's status when the program ends, as ckpt_launch did, not wait
+# for the lingering daemon nor take the failing one's status.
+LEAVES_DAEMONS = r"""
+go=$1
+(setsid sleep 300 < /dev/null > /dev/null 2>&1 &)
+(setsid sh -c 'while [ ! -e "$0" ]; do sleep 0.05; done; exit 2' "$go" \
+    < /dev/null > /dev/null 2>&1 &)
+i=0
+while [ ! -e "$go" ]; do echo "step $i"; i=$((i+1)); sleep 0.05; done
+sleep 1
+echo "program ends"
+exit 7
+"""
+
+
+@pytest.mark.time_limit(180)
+def test_restart_returns_with_the_launched_program(session):
+    go = session.path("go")
+    p = session.launch(["/bin/sh", "-c", LEAVES_DAEMONS, "sh", go])
+    p.wait_line(r"^step (\d+)$", minimum=10, timeout=30)
+    session.wait_members(3)
+    # plus the short sleeps of the two loops that happen to run
+    c = session.command("--checkpoint")
+    assert c.returncode == 0, c.stderr
+    images = c.stdout.split()
+    assert len(images) >= 3, images
+    session.kill_all()
+    p.wait_exit(30)
+
+    r = session.restart(images)
+    r.wait_line(r"^step (\d+)$", minimum=1, timeout=30)
+    open(go, "w").close()
+    # before: ckpt_restart waited 300 s for the sleep, and would have
+    # returned the other daemon's 2
+    assert r.wait_exit(60) == 7, (r.lines()[-3:], r.stderr_text())
+    assert r.lines()[-1] == "program ends"
+    listed = session.command("--list").stdout
+    assert re.search(r"\bsleep\b", listed), listed
+    session.kill_all()

@@ -41,7 +41,7 @@ CKPT_EARLY_CONSTRUCTOR static void resolve_next_exec(void)
 	RESOLVE_NEXT(posix_spawnp);
 }
 
-#define ENV_EXTRA 14
+#define ENV_EXTRA 15
 #define ENV_VPIDS_MAX (32 * 1024)	/* CKPT_VPIDS, on the stack */
 
 static char env_preload[4200];	/* "LD_PRELOAD=<libckpt>[:<others>]" */
@@ -110,6 +110,7 @@ static int is_ours(const char *entry)
 	       names_var(entry, "CKPT_VPID") ||
 	       names_var(entry, "CKPT_VPIDS") ||
 	       names_var(entry, "CKPT_EPOCH") ||
+	       names_var(entry, "CKPT_LAUNCHED") ||
 	       names_var(entry, "CKPT_OUTSIDE") ||
 	       names_var(entry, "CKPT_SAVE_FILES") ||
 	       names_var(entry, "CKPT_TMP_FILE_MAX") ||
@@ -219,6 +220,9 @@ static void build_env(char *const envp[], const char **out, char *vpid_var,
 		out[n++] = vpids_var;
 	if (created_journal_env(env_epoch, sizeof(env_epoch)))
 		out[n++] = env_epoch;
+	/* the process ckpt_launch became stays it through its execs */
+	if (ckpt.launched && self == ckpt.vpid)
+		out[n++] = "CKPT_LAUNCHED=1";
 	n += record_env(out + n);
 	out[n] = NULL;
 }

@@ -72,6 +72,10 @@
 					   .img, carries page hashes; with
 					   nlinks > 0 a delta whose extents
 					   may lie in the linked images */
+#define CKPT_IMG_F_LAUNCHED	0x20	/* the process ckpt_launch became
+					   (or a program it exec'd): the
+					   one ckpt_restart waits for among
+					   several roots (docs/restart.md) */
 
 struct ckpt_image_header {
 	char magic[8];			/* CKPT_IMAGE_MAGIC */

@@ -434,7 +434,10 @@ static int set_preload(struct launch *l)
 
 static int set_environment(struct launch *l)
 {
-	if (setenv("CKPT_COORD", l->addr, 1) < 0 ||
+	/* the program is the process ckpt_restart waits for among
+	 * several roots (CKPT_IMG_F_LAUNCHED) */
+	if (setenv("CKPT_LAUNCHED", "1", 1) < 0 ||
+	    setenv("CKPT_COORD", l->addr, 1) < 0 ||
 	    setenv("CKPT_DIR", l->dir, 1) < 0 || set_preload(l) < 0) {
 		fprintf(stderr, "ckpt_launch: cannot set the environment: %s\n",
 			strerror(errno));
