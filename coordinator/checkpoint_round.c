@@ -508,25 +508,38 @@ static uint32_t template_flags(struct coordinator *co)
 	return CKPT_CHECKPOINT_F_TEMPLATE;
 }
 
+/* A round that cannot start: every request waiting for one is told
+ * why. */
+static void refuse_round(struct coordinator *co, int err, const char *why)
+{
+	for (size_t i = 0; i < co->nconns; i++) {
+		struct conn *c = co->conns[i];
+
+		if (c->pending != PENDING_CHECKPOINT)
+			continue;
+		conn_reply(c, err, why);
+		c->pending = PENDING_NONE;
+	}
+}
+
 static void round_start_into(struct coordinator *co, uint32_t flags,
 			     const char *dir, uint64_t snapshot_id)
 {
 	struct round *r = &co->round;
 	int64_t now = now_ms();
+	char why[512];
 	int n;
 
 	conn_catch_up_hellos(co);
 	n = count_processes(co);
 	if (n == 0) {
-		for (size_t i = 0; i < co->nconns; i++) {
-			struct conn *c = co->conns[i];
-
-			if (c->pending != PENDING_CHECKPOINT)
-				continue;
-			conn_reply(c, ESRCH, "no processes are connected to "
-				   "this coordinator; nothing to checkpoint");
-			c->pending = PENDING_NONE;
-		}
+		refuse_round(co, ESRCH, "no processes are connected to this "
+			     "coordinator; nothing to checkpoint");
+		return;
+	}
+	if (member_traced_by_member(co, why, sizeof(why))) {
+		coord_log("checkpoint refused: %s", why);
+		refuse_round(co, EPERM, why);
 		return;
 	}
 	buf_free(&r->paths);

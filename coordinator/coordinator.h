@@ -493,6 +493,8 @@ char round_process_state(struct coordinator *co, struct conn *c);
 /* tracer.c */
 pid_t local_process_tracer(pid_t pid);
 const char *describe_tracer(pid_t pid, char *buf, size_t len);
+bool member_traced_by_member(const struct coordinator *co, char *what,
+			     size_t len);
 const char *stopped_by_tracer_hint(const struct coordinator *co, pid_t pid,
 				   char *buf, size_t len);
 int local_children(pid_t pid, pid_t *out, int max);

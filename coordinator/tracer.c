@@ -46,9 +46,43 @@ static bool tracer_is_member(const struct coordinator *co, pid_t tracer)
 	for (size_t i = 0; i < co->nconns; i++) {
 		const struct conn *c = co->conns[i];
 
-		if (c->kind == CONN_PROCESS && proc_on_this_host(c) &&
-		    c->proc.local_pid == tracer)
+		if (c->kind == CONN_PROCESS && !c->eof &&
+		    proc_on_this_host(c) && c->proc.local_pid == tracer)
 			return true;
+	}
+	return false;
+}
+
+/*
+ * A member of this host traced by another member (ckpt_launch gdb PROG,
+ * ckpt_launch strace -f PROG): no round can work, as the checkpoint
+ * would stop the tracer, which then holds its tracee in a tracing stop
+ * at the checkpoint signal, and a trace cannot be restored anyway. Said
+ * into what before any process is stopped (true), so that the round is
+ * refused at once and the debugger is never left stopped.
+ */
+bool member_traced_by_member(const struct coordinator *co, char *what,
+			     size_t len)
+{
+	for (size_t i = 0; i < co->nconns; i++) {
+		const struct conn *c = co->conns[i];
+		char tracer[128];
+		pid_t by;
+
+		if (c->kind != CONN_PROCESS || c->eof || !proc_on_this_host(c))
+			continue;
+		by = local_process_tracer(c->proc.local_pid);
+		if (by <= 0 || !tracer_is_member(co, by))
+			continue;
+		describe_tracer(c->proc.local_pid, tracer, sizeof(tracer));
+		snprintf(what, len, "process %d (%s) is %s, a process of this "
+			 "computation: a traced process cannot be checkpointed "
+			 "with its tracer (the checkpoint would stop the tracer "
+			 "and leave its tracee stopped, and a trace cannot be "
+			 "restored); run the debugger or strace outside "
+			 "ckpt_launch", (int)c->proc.local_pid,
+			 c->proc.hello.program, tracer);
+		return true;
 	}
 	return false;
 }
