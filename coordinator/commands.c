@@ -169,8 +169,11 @@ static int alive_killed(struct coordinator *co)
  * SIGKILL: the children are listed before pid is
  * killed; once it is dead they are init's, out of reach, and left
  * stopped by the SIGSTOP pass. Any other signal: listed after it, so a
- * child forked meanwhile is not missed. */
-static void signal_tree(pid_t pid, int sig, int depth)
+ * child forked meanwhile is not missed. Each process SIGKILLed is noted:
+ * the kill's reply waits until it is gone (a child that is no member
+ * holds what it inherited, a listening socket, until it is). */
+static void signal_tree(struct coordinator *co, pid_t pid, int sig,
+			int depth)
 {
 	bool listed_first = sig == SIGKILL;
 	pid_t kids[256];
@@ -178,11 +181,13 @@ static void signal_tree(pid_t pid, int sig, int depth)
 
 	if (listed_first && depth < COORD_KILL_TREE_DEPTH)
 		n = local_children(pid, kids, 256);
-	kill(pid, sig);
+	if (kill(pid, sig) == 0 && sig == SIGKILL &&
+	    co->nkilled < COORD_KILLED_MAX)
+		co->killed[co->nkilled++] = pid;
 	if (!listed_first && depth < COORD_KILL_TREE_DEPTH)
 		n = local_children(pid, kids, 256);
 	for (int i = 0; i < n; i++)
-		signal_tree(kids[i], sig, depth + 1);
+		signal_tree(co, kids[i], sig, depth + 1);
 }
 
 /* The processes on this host and their descendants are stopped first,
@@ -198,8 +203,21 @@ static void stop_local_processes(struct coordinator *co, int sig)
 
 		if (p->kind == CONN_PROCESS && !p->eof &&
 		    !p->proc.kill_sent && proc_on_this_host(p))
-			signal_tree(p->proc.local_pid, sig, 0);
+			signal_tree(co, p->proc.local_pid, sig, 0);
 	}
+}
+
+/* How many of the processes SIGKILLed are still running (not gone, not
+ * a zombie: a zombie holds no file any more); the list keeps those. */
+static int killed_still_running(struct coordinator *co)
+{
+	int kept = 0;
+
+	for (int i = 0; i < co->nkilled; i++)
+		if (!local_process_gone(co->killed[i]))
+			co->killed[kept++] = co->killed[i];
+	co->nkilled = kept;
+	return kept;
 }
 
 static void start_kill(struct coordinator *co, struct conn *c,
@@ -208,6 +226,7 @@ static void start_kill(struct coordinator *co, struct conn *c,
 	int n = 0;
 
 	c->pending = pending;
+	co->nkilled = 0;
 	stop_local_processes(co, SIGSTOP);
 	stop_local_processes(co, SIGKILL);
 	for (size_t i = 0; i < co->nconns; i++) {
@@ -236,19 +255,26 @@ static void kill_report(struct coordinator *co, struct buf *t)
 		buf_printf(t, "%s: still connected 10 s after DO_KILL\n",
 			   proc_name(p, name, sizeof(name)));
 	}
+	for (int i = 0; i < co->nkilled; i++)
+		buf_printf(t, "process %d: still running 10 s after SIGKILL "
+			   "(state %c)\n", (int)co->killed[i],
+			   local_process_state(co->killed[i]));
 }
 
 /* Reply to KILL/QUIT once every killed process has gone, or at the
  * deadline with the names of those that did not. */
 void kill_check(struct coordinator *co)
 {
-	int alive = alive_killed(co);
+	int running = co->kill_deadline ? killed_still_running(co) : 0;
+	int alive = alive_killed(co) + running;
 	struct buf t = { 0 };
 	int status = 0;
 
+	co->killed_check_ms = running ? now_ms() + COORD_KILLED_CHECK_MS : 0;
 	if (!co->kill_deadline || (alive && now_ms() < co->kill_deadline))
 		return;
 	co->kill_deadline = 0;
+	co->killed_check_ms = 0;
 	if (alive) {
 		kill_report(co, &t);
 		status = ETIMEDOUT;

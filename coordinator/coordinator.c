@@ -339,6 +339,7 @@ static int64_t next_deadline(struct coordinator *co)
 	if (!co->round.active)
 		d = deadline_earlier(d, co->next_interval_ms);
 	d = deadline_earlier(d, co->kill_deadline);
+	d = deadline_earlier(d, co->killed_check_ms);
 	if (!co->daemon && !co->ever_had_process)
 		d = deadline_earlier(d, co->started_ms + COORD_IDLE_EXIT_MS);
 	if (!co->daemon && co->empty_since_ms)

@@ -27,6 +27,9 @@
 						   this many phase timeouts */
 #define COORD_KILL_TIMEOUT_MS		10000	/* all gone after DO_KILL */
 #define COORD_KILL_TREE_DEPTH		64	/* below a process, at --kill */
+#define COORD_KILLED_MAX		4096	/* local processes a kill waits
+						   for, members or not */
+#define COORD_KILLED_CHECK_MS		10	/* how often they are looked at */
 #define COORD_STOP_CHECK_MS		1000	/* stopped processes in a round */
 #define COORD_STOP_CHECK_MAX_MS		4000	/* one seen running, at most */
 #define COORD_JOIN_TIMEOUT_MS		3000	/* a forked/exec'd member */
@@ -305,6 +308,11 @@ struct coordinator {
 	int64_t empty_since_ms;		/* when the last process left; 0 */
 	bool quit;			/* exit once replies are out */
 	int64_t kill_deadline;		/* 0: no KILL/QUIT in progress */
+	pid_t killed[COORD_KILLED_MAX];	/* local processes SIGKILLed by the
+					   kill in progress, still running
+					   when last looked at */
+	int nkilled;
+	int64_t killed_check_ms;	/* next look at them; 0: none */
 	int64_t accept_paused_until;	/* out of fds: listener not polled */
 	int accept_backoff_ms;		/* the next pause */
 	struct conn **conns;
@@ -488,6 +496,7 @@ void orphans_discard(struct coordinator *co);
 /* round_members.c */
 bool proc_on_this_host(const struct conn *c);
 char local_process_state(pid_t pid);
+bool local_process_gone(pid_t pid);
 /* The same for a process of a round (its /proc file kept open). */
 char round_process_state(struct coordinator *co, struct conn *c);
 /* tracer.c */

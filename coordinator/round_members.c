@@ -108,7 +108,7 @@ static int count_threads(pid_t pid)
  * threads (libckpt's manager thread, at least) are still on their way
  * out; its parent cannot see it as exited yet, so its image would not
  * record it. Only a zombie with no thread left is one. */
-static bool is_gone_or_zombie(pid_t pid)
+bool local_process_gone(pid_t pid)
 {
 	char s = local_process_state(pid);
 
@@ -381,7 +381,7 @@ int members_complete(struct coordinator *co)
 	for (int i = 0; i < r->nexpected; i++) {
 		struct expected_proc *e = &r->expected[i];
 
-		if (member_with_pid(co, e->pid) || is_gone_or_zombie(e->pid))
+		if (member_with_pid(co, e->pid) || local_process_gone(e->pid))
 			continue;
 		if (now - e->since_ms >= COORD_JOIN_TIMEOUT_MS) {
 			fail_missing(co, e);

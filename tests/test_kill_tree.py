@@ -9,7 +9,6 @@ python had SIGPIPE ignored for it)."""
 
 import os
 import shutil
-import time
 
 import pytest
 
@@ -37,8 +36,9 @@ def test_kill_takes_children_that_never_joined(session):
     assert alive(child)
     r = session.command("--kill")
     assert r.returncode == 0, r.stderr
+    # "all processes gone" means gone, non-members below them too: a
+    # restart right after must not find what they held (a listening
+    # socket's path still answering, seen with gpg-agent's child)
+    assert not alive(child), "--kill returned with the child %d still " \
+        "running" % child
     assert p.wait_exit(30) is not None
-    deadline = time.monotonic() + 10
-    while alive(child) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not alive(child), "--kill left the child %d running" % child
