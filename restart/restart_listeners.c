@@ -19,6 +19,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
@@ -26,6 +27,8 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include "../protocol/client_internal.h"
+#include "ckpt/safe_file.h"
 #include "ckpt/sockaddr_text.h"
 #include "ckpt/socket_options.h"
 #include "host_map.h"
@@ -83,6 +86,46 @@ static void say(const struct own_socket *o, const char *step, int err)
 		step ? ": " : "", strerror(err),
 		err == EADDRINUSE ? " (another socket holds the address; "
 		"nothing was restarted)" : "");
+}
+
+/*
+ * The directory of a Unix socket's path, made again when a program
+ * removed it after the checkpoint (python's multiprocessing removes its
+ * /tmp/pymp-* directory at exit, so a restart of an older checkpoint
+ * could not listen there again): each missing directory made 0700 as
+ * mkdtemp does, said, and the path checked as the restart checks where
+ * it puts files back (nobody else can redirect it). 0, or -errno after
+ * saying why.
+ */
+static int make_missing_socket_dir(const struct own_socket *o)
+{
+	const struct sockaddr_un *a = (const void *)o->si.addr;
+	char dir[PATH_MAX], bad[PATH_MAX];
+	struct ckpt_refusal ref = { 0 };
+	struct stat st;
+	int r;
+
+	if (o->si.addr_len <= offsetof(struct sockaddr_un, sun_path) ||
+	    a->sun_path[0] != '/')
+		return 0;	/* abstract, or relative to its directory */
+	parent_dir(a->sun_path, dir, sizeof(dir));
+	if (!dir[0] || stat(dir, &st) == 0 || errno != ENOENT)
+		return 0;	/* there, or bind says what is wrong */
+	r = ckpt_cc_make_dirs(dir);
+	if (r == 0)
+		r = ckpt_path_check(dir, bad, sizeof(bad), &ref);
+	if (r < 0) {
+		if (ref.why)
+			say(o, ref.why, -r);
+		else
+			say(o, "making its directory again", -r);
+		return r;
+	}
+	fprintf(stderr, "ckpt_restart: %s: %s (vpid %d), fd %d: the "
+		"directory %s of its socket was gone; made again (0700)\n",
+		o->img->path, o->img->hdr.program, o->img->hdr.vpid, o->f->fd,
+		dir);
+	return 0;
 }
 
 /* Options that change a bind first, then the others the program had
@@ -216,7 +259,9 @@ static int make_socket(const struct own_socket *o)
 	if (r < 0) {
 		say(o, "setting SO_REUSEADDR, SO_REUSEPORT or IPV6_V6ONLY",
 		    -r);
-	} else if (si->family == AF_UNIX && (r = clear_unix_path(o)) < 0) {
+	} else if (si->family == AF_UNIX &&
+		   ((r = make_missing_socket_dir(o)) < 0 ||
+		    (r = clear_unix_path(o)) < 0)) {
 		/* said */
 	} else if (si->family == AF_NETLINK) {
 		if (ckpt_sockaddr_is_bound(si->addr, si->addr_len) &&
