@@ -477,6 +477,7 @@ int restart_tree(struct ckpt_image *imgs, int n, const char *coord,
 						 &t.keep_fd_end);
 	if (r == 0)
 		r = restart_shm_create(imgs, n, t.plan, &t.keep_fd_end);
+	restart_deleted_files_release();
 	if (r == 0)
 		r = restart_ptys_create(imgs, n, t.plan, &t.keep_fd_end);
 	if (r == 0)	/* last: a queued message may carry any of the above */

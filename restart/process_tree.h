@@ -96,6 +96,10 @@ int place_handed(int fd, int *next_fd);
 int restart_deleted_files_create(struct ckpt_image *imgs, int n,
 				 struct ckpt_restart_plan *plan,
 				 int *keep_fd_end);
+/* The file made for the deleted file of inode ino at path, kept open
+ * for restart_shm.c until restart_deleted_files_release(); -1 if none. */
+int restart_deleted_file_fd(uint64_t ino, const char *path);
+void restart_deleted_files_release(void);
 
 /* One memfd per shared memory object several images map, filled with
  * its pages (restart_shm.c), as fds from *keep_fd_end up. 0 or -errno

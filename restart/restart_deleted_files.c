@@ -11,13 +11,18 @@
  * memfd), opens one description per record at the saved offset and
  * flags, and hands them over through the plan; libckpt dup2s each to its
  * number (files.c). A deleted file only one image holds is left to
- * libckpt, as before.
+ * libckpt, as before, unless processes of several images map it too
+ * (a memfd shared across fork, held as an fd and mapped): then it is made
+ * here, and restart_shm.c maps this same file for them
+ * (restart_deleted_file_fd), so that fd and mappings stay one object.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include "ckpt/copy_range.h"
 #include "ckpt/memfd_name.h"
@@ -49,6 +54,46 @@ static struct deleted_file *find_file(uint32_t tag, const char *path)
 		if (files[i].tag == tag && !strcmp(files[i].path, path))
 			return &files[i];
 	return NULL;
+}
+
+/* Does image i map the file of tag `tag` at path (a MAP_SHARED mapping
+ * saved as a shared object: region kind ANON_SHARED, same inode, same
+ * name)? */
+static int image_maps(const struct ckpt_image *img, uint32_t tag,
+		      const char *path)
+{
+	for (uint32_t j = 0; j < img->hdr.nregions; j++) {
+		const struct ckpt_region *r = &img->regions[j];
+
+		if (r->kind == CKPT_REGION_ANON_SHARED && r->file_ino &&
+		    (uint32_t)(r->file_ino & ~CKPT_FD_SHARE_GROUP) ==
+		    (tag & ~CKPT_FD_SHARE_GROUP) &&
+		    !strcmp(image_string(img, r->name), path))
+			return 1;
+	}
+	return 0;
+}
+
+/* Images that map the file but hold no fd of it count as holders: the
+ * file is then made here for the fds and the mappings alike. */
+static void count_mapping_images(struct ckpt_image *imgs, int n)
+{
+	for (int k = 0; k < nfiles; k++) {
+		struct deleted_file *d = &files[k];
+
+		d->nimages = 0;
+		for (int i = 0; i < n; i++) {
+			int holds = 0;
+
+			for (uint32_t j = 0; j < imgs[i].hdr.nfds && !holds; j++)
+				holds = is_tagged(&imgs[i].fds[j]) &&
+					imgs[i].fds[j].share == d->tag &&
+					!strcmp(image_string(&imgs[i],
+						imgs[i].fds[j].path), d->path);
+			if (holds || image_maps(&imgs[i], d->tag, d->path))
+				d->nimages++;
+		}
+	}
 }
 
 /* Note record (i, j); -E2BIG when there are too many files. */
@@ -183,12 +228,49 @@ static int count_handed(struct ckpt_image *imgs, int n)
 	return count;
 }
 
-static void close_files(void)
+/* The made files stay open for restart_shm.c, whose objects take the
+ * numbers right after the handed descriptions: moved to the top of the
+ * fd table out of their way (where they are, if that fails: the
+ * object's placing then says so). */
+static void park_made_files(void)
+{
+	struct rlimit rl;
+	int slot = 0;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur < 256 ||
+	    rl.rlim_cur > INT_MAX)
+		return;
+	for (int i = 0; i < nfiles; i++) {
+		int moved;
+
+		if (files[i].fd < 0)
+			continue;
+		moved = fcntl(files[i].fd, F_DUPFD_CLOEXEC,
+			      (int)rl.rlim_cur - 1 - nfiles + slot++);
+		if (moved < 0)
+			continue;
+		close(files[i].fd);
+		files[i].fd = moved;
+	}
+}
+
+void restart_deleted_files_release(void)
 {
 	for (int i = 0; i < nfiles; i++)
 		if (files[i].fd >= 0)
 			close(files[i].fd);
 	nfiles = 0;
+}
+
+int restart_deleted_file_fd(uint64_t ino, const char *path)
+{
+	uint32_t low = (uint32_t)(ino & ~CKPT_FD_SHARE_GROUP);
+
+	for (int i = 0; i < nfiles; i++)
+		if ((files[i].tag & ~CKPT_FD_SHARE_GROUP) == low &&
+		    !strcmp(files[i].path, path))
+			return files[i].fd;
+	return -1;
 }
 
 int restart_deleted_files_create(struct ckpt_image *imgs, int n,
@@ -204,12 +286,17 @@ int restart_deleted_files_create(struct ckpt_image *imgs, int n,
 	if (r < 0)
 		fprintf(stderr, "ckpt_restart: more than %d deleted files "
 			"open in the computation\n", MAX_DELETED_FILES);
+	else
+		count_mapping_images(imgs, n);
 	above = *keep_fd_end + (r ? 0 : count_handed(imgs, n));
 	for (int i = 0; i < n && !r; i++)
 		for (uint32_t j = 0; j < imgs[i].hdr.nfds && !r; j++)
 			if (is_tagged(&imgs[i].fds[j]))
 				r = hand_record(imgs, i, (int)j, plan,
 						keep_fd_end, above);
-	close_files();
+	if (r < 0)
+		restart_deleted_files_release();
+	else
+		park_made_files();
 	return r;
 }

@@ -6,6 +6,9 @@
  * moment, so their copies agree; together they cover every page any of
  * them had), handed to every process in the plan. libckpt maps it over
  * the private copy the loader made (libckpt-preload/shared_memory.c).
+ * An object whose file processes also hold as an fd (a memfd shared
+ * across fork) is the file restart_deleted_files.c made for those fds,
+ * not a memfd of its own: writes through either reach the other.
  *
  * A SysV segment (its region named /SYSV...) comes back as a SysV segment,
  * also when one process attached it: a new IPC_PRIVATE segment with the
@@ -21,6 +24,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/shm.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "ckpt/copy_range.h"
 #include "process_tree.h"
@@ -79,15 +83,56 @@ static int fill_from_region(const struct ckpt_image *img,
 	return 0;
 }
 
+/* The name of the object's first region (its memfd's or deleted
+ * file's "PATH (deleted)"), "" if none. */
+static const char *object_name(struct ckpt_image *imgs, int n, uint64_t ino)
+{
+	for (int i = 0; i < n; i++)
+		for (uint32_t j = 0; j < imgs[i].hdr.nregions; j++)
+			if (is_shared_object(&imgs[i].regions[j]) &&
+			    imgs[i].regions[j].file_ino == ino)
+				return image_string(&imgs[i],
+						    imgs[i].regions[j].name);
+	return "";
+}
+
+/* The file behind the object: the one restart_deleted_files.c made for
+ * the fds of the same file (a memfd held as an fd and mapped: one object
+ * again), else a new memfd. At least size bytes long. */
+static int object_file(struct ckpt_image *imgs, int n, uint64_t ino,
+		       uint64_t size)
+{
+	int made = restart_deleted_file_fd(ino, object_name(imgs, n, ino));
+	struct stat st;
+	int fd;
+
+	if (made >= 0) {
+		fd = fcntl(made, F_DUPFD_CLOEXEC, 0);
+		if (fd < 0)
+			return -errno;
+		if (fstat(fd, &st) == 0 && (uint64_t)st.st_size >= size)
+			return fd;
+	} else {
+		fd = memfd_create("ckpt-shared-memory", MFD_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+	}
+	if (ftruncate(fd, (off_t)size) < 0) {
+		int e = errno;
+
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
 static int make_object(struct ckpt_image *imgs, int n, uint64_t ino,
 		       uint64_t size)
 {
-	int memfd = memfd_create("ckpt-shared-memory", MFD_CLOEXEC), r = 0;
+	int memfd = object_file(imgs, n, ino, size), r = 0;
 
 	if (memfd < 0)
-		return -errno;
-	if (ftruncate(memfd, (off_t)size) < 0)
-		r = -errno;
+		return memfd;
 	for (int i = 0; i < n && r == 0; i++)
 		for (uint32_t j = 0; j < imgs[i].hdr.nregions && r == 0; j++)
 			if (is_shared_object(&imgs[i].regions[j]) &&

@@ -100,3 +100,63 @@ def test_memfd_fd_mappings_name_and_seals_come_back(session):
     assert numbers(out, STEP)[-1] == STEPS
     assert not re.search(r"seals|mapping the restored copy", r.stderr_text()),\
         r.stderr_text()
+
+
+# A memfd shared across fork, held as an fd and mapped by both
+# processes (two images): the parent writes through its fd, the child
+# reads through its mapping and answers through it, the parent reads the
+# answer through its mapping and its fd. Restored as two objects (one
+# file for the fds, another for the mappings), nothing would cross.
+SHARED_ACROSS_FORK = r"""
+import mmap, os, sys, time
+page = mmap.PAGESIZE
+fd = os.memfd_create("across-fork")
+os.ftruncate(fd, page)
+m = mmap.mmap(fd, page, mmap.MAP_SHARED)
+ask, answer = os.pipe(), os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.close(ask[1])
+    os.close(answer[0])
+    while True:
+        k = os.read(ask[0], 16)
+        if not k:
+            os._exit(0)
+        n = int(k)
+        assert m[0:8] == b"%08d" % n, ("child saw", m[0:8], n)
+        m[8:16] = b"%08d" % (n * 2)            # answer through the mapping
+        os.pwrite(fd, b"%08d" % (n * 3), 16)   # and through its fd
+        os.write(answer[1], b"k")
+os.close(ask[0])
+os.close(answer[1])
+for k in range(1, int(sys.argv[1]) + 1):
+    os.pwrite(fd, b"%08d" % k, 0)
+    os.write(ask[1], b"%d" % k)
+    os.read(answer[0], 1)
+    ok = (m[8:16] == b"%08d" % (2 * k) and
+          os.pread(fd, 8, 8) == b"%08d" % (2 * k) and
+          m[16:24] == b"%08d" % (3 * k))
+    print("step %d %s" % (k, "ok" if ok else "FAIL %r" % m[0:24]),
+          flush=True)
+    if not ok:
+        sys.exit(1)
+    time.sleep(0.03)
+os.close(ask[1])
+os.waitpid(pid, 0)
+print("done", flush=True)
+"""
+
+
+@pytest.mark.time_limit(200)
+def test_memfd_held_and_mapped_by_two_processes(session):
+    s = session
+    p = s.launch(["/usr/bin/python3", "-c", SHARED_ACROSS_FORK, str(STEPS)])
+    p.wait_line(STEP, minimum=5)
+    images = s.checkpoint(expect_images=2)
+    p.sigkill()
+    s.kill_all()
+    r = s.restart(images)
+    assert r.wait_exit() == 0, (r.lines()[-3:], r.stderr_text())
+    out = r.lines()
+    assert not [l for l in out if "FAIL" in l], out[-3:]
+    assert out[-1] == "done" and numbers(out, STEP)[-1] == STEPS
