@@ -143,6 +143,9 @@ struct ckpt_thread {
 					   image's signal state */
 	uint64_t features_in_use;	/* xsave components live in the frame */
 	char name[16];			/* PR_GET_NAME (/proc/PID/task/TID/comm) */
+	int pdeathsig;			/* PR_GET_PDEATHSIG: the signal the
+					   thread gets when its parent dies
+					   (per thread; a fork clears it) */
 	int pid_arg;			/* the pending system call's argument
 					   that names a process, or -1 */
 	pid_t pid_arg_virt;		/* that process's virtual pid */

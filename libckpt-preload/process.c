@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Process attributes: personality, working directory, umask, resource
- * limits, no_new_privs and the interval timers (alarm/setitimer), re-armed
+ * limits, no_new_privs, the child subreaper mark (PR_SET_CHILD_SUBREAPER:
+ * init-like programs, tini, a build tool reaping what its jobs leave)
+ * and the interval timers (alarm/setitimer), re-armed
  * with the time they had left (timer_create timers: posix_timers.c).
  * Seccomp filters are not restored (the kernel lets no unprivileged
  * process read one back): a thread with one is said at the checkpoint. */
@@ -26,6 +28,7 @@ static int saved_limit_ok[RLIM_NLIMITS];
 static struct itimerval saved_timers[3];	/* REAL, VIRTUAL, PROF */
 static int saved_personality;
 static int saved_no_new_privs;
+static int saved_subreaper;
 
 static char status_buf[4096];	/* a /proc status file's text */
 
@@ -74,6 +77,8 @@ static int process_save(void)
 	saved_no_new_privs = status_field("/proc/self/status",
 					  "NoNewPrivs") == 1;
 	note_seccomp();
+	if (prctl(PR_GET_CHILD_SUBREAPER, &saved_subreaper, 0, 0, 0) < 0)
+		saved_subreaper = 0;
 	saved_umask = umask(0);
 	umask(saved_umask);
 	for (int i = 0; i < RLIM_NLIMITS; i++)
@@ -108,6 +113,9 @@ static int process_restore(const struct ckpt_restart_args *args)
 	/* before the threads are made again: they inherit it */
 	if (saved_no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		ckpt_log("cannot set no_new_privs again: %s", strerror(errno));
+	if (saved_subreaper && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+		ckpt_log("cannot be a child subreaper again: %s",
+			 strerror(errno));
 	if (saved_cwd[0] && chdir(saved_cwd) < 0)
 		ckpt_log("cannot return to working directory %s: %s; "
 			 "staying in the restart directory",

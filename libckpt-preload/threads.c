@@ -90,6 +90,8 @@ void threads_capture_self(struct ckpt_thread *t)
 	t->clear_tid = tid_address_of_self();
 	memset(t->name, 0, sizeof(t->name));
 	prctl(PR_GET_NAME, t->name, 0, 0, 0);
+	if (prctl(PR_GET_PDEATHSIG, &t->pdeathsig, 0, 0, 0) < 0)
+		t->pdeathsig = 0;
 	syscall(SYS_get_robust_list, 0, &head, &len);
 	t->robust_head = head;
 	t->robust_len = len;
@@ -107,13 +109,20 @@ void threads_capture_self(struct ckpt_thread *t)
 }
 
 /* Give the kernel back what clone() does not: rseq, robust list, the
- * tid glibc caches in the thread descriptor and the thread's name (a
- * clone takes its creator's, the main thread has the loader's). */
+ * tid glibc caches in the thread descriptor, the thread's name (a clone
+ * takes its creator's, the main thread has the loader's) and its parent
+ * death signal (a worker a server starts with PR_SET_PDEATHSIG must still
+ * die with it; the restart's fork cleared it). */
 static void reregister_self(struct ckpt_thread *t)
 {
 	t->real_tid = ckpt_real_gettid();
 	if (t->name[0])
 		prctl(PR_SET_NAME, t->name, 0, 0, 0);
+	if (t->pdeathsig > 0 && t->pdeathsig < 65 &&
+	    prctl(PR_SET_PDEATHSIG, t->pdeathsig, 0, 0, 0) < 0)
+		ckpt_log("thread %d: setting its parent death signal %d "
+			 "again failed: %s", (int)t->vtid, t->pdeathsig,
+			 strerror(errno));
 	if (t->clear_tid) {
 		*t->clear_tid = t->real_tid;
 		syscall(SYS_set_tid_address, t->clear_tid);
