@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Process attributes: personality, working directory, umask, resource
- * limits, no_new_privs, the child subreaper mark (PR_SET_CHILD_SUBREAPER:
+ * limits, no_new_privs, "not dumpable" (PR_SET_DUMPABLE 0: agents that
+ * hold keys forbid ptrace and core dumps), the child subreaper mark
+ * (PR_SET_CHILD_SUBREAPER:
  * init-like programs, tini, a build tool reaping what its jobs leave)
  * and the interval timers (alarm/setitimer), re-armed
  * with the time they had left (timer_create timers: posix_timers.c).
@@ -29,6 +31,7 @@ static struct itimerval saved_timers[3];	/* REAL, VIRTUAL, PROF */
 static int saved_personality;
 static int saved_no_new_privs;
 static int saved_subreaper;
+static int saved_dumpable = 1;
 
 static char status_buf[4096];	/* a /proc status file's text */
 
@@ -79,6 +82,7 @@ static int process_save(void)
 	note_seccomp();
 	if (prctl(PR_GET_CHILD_SUBREAPER, &saved_subreaper, 0, 0, 0) < 0)
 		saved_subreaper = 0;
+	saved_dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
 	saved_umask = umask(0);
 	umask(saved_umask);
 	for (int i = 0; i < RLIM_NLIMITS; i++)
@@ -115,6 +119,11 @@ static int process_restore(const struct ckpt_restart_args *args)
 		ckpt_log("cannot set no_new_privs again: %s", strerror(errno));
 	if (saved_subreaper && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
 		ckpt_log("cannot be a child subreaper again: %s",
+			 strerror(errno));
+	/* a process that forbade ptrace and core dumps (it holds keys)
+	 * must not come back open to them */
+	if (saved_dumpable == 0 && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		ckpt_log("cannot make the process not dumpable again: %s",
 			 strerror(errno));
 	if (saved_cwd[0] && chdir(saved_cwd) < 0)
 		ckpt_log("cannot return to working directory %s: %s; "
