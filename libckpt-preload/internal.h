@@ -9,6 +9,7 @@
 #ifndef CKPT_INTERNAL_H
 #define CKPT_INTERNAL_H
 
+#include <sched.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -146,6 +147,13 @@ struct ckpt_thread {
 	int pdeathsig;			/* PR_GET_PDEATHSIG: the signal the
 					   thread gets when its parent dies
 					   (per thread; a fork clears it) */
+	cpu_set_t affinity;		/* sched_getaffinity of the thread
+					   (HPC programs pin threads) */
+	int affinity_saved;
+	int nice;			/* getprio of the thread (Linux: per
+					   thread) */
+	int policy;			/* sched_getscheduler, -1: unknown */
+	struct sched_param sched_param;
 	int pid_arg;			/* the pending system call's argument
 					   that names a process, or -1 */
 	pid_t pid_arg_virt;		/* that process's virtual pid */

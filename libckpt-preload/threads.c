@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -78,6 +79,40 @@ static void wait_while_equal(int *addr, int val)
 		futex(addr, FUTEX_WAIT_PRIVATE, val, NULL);
 }
 
+/* The thread's CPU affinity, nice value and scheduling policy: the
+ * kernel's, per thread, lost when the restart makes the thread again. */
+static void capture_scheduling(struct ckpt_thread *t)
+{
+	t->affinity_saved = sched_getaffinity(0, sizeof(t->affinity),
+					      &t->affinity) == 0;
+	errno = 0;
+	t->nice = getpriority(PRIO_PROCESS, 0);
+	if (t->nice == -1 && errno)
+		t->nice = 0;
+	t->policy = sched_getscheduler(0);
+	if (t->policy < 0 || sched_getparam(0, &t->sched_param) < 0)
+		t->policy = -1;
+}
+
+/* Put them back: an affinity to CPUs this machine lacks, a nice value
+ * below the current one or a real-time policy without the privilege
+ * is said and left. */
+static void restore_scheduling(const struct ckpt_thread *t)
+{
+	if (t->affinity_saved &&
+	    sched_setaffinity(0, sizeof(t->affinity), &t->affinity) < 0)
+		ckpt_log("thread %d: its CPU affinity cannot be set again: %s",
+			 (int)t->vtid, strerror(errno));
+	if (getpriority(PRIO_PROCESS, 0) != t->nice &&
+	    setpriority(PRIO_PROCESS, 0, t->nice) < 0)
+		ckpt_log("thread %d: its nice value %d cannot be set again: %s",
+			 (int)t->vtid, t->nice, strerror(errno));
+	if (t->policy > 0 &&
+	    sched_setscheduler(0, t->policy, &t->sched_param) < 0)
+		ckpt_log("thread %d: its scheduling policy %d cannot be set "
+			 "again: %s", (int)t->vtid, t->policy, strerror(errno));
+}
+
 void threads_capture_self(struct ckpt_thread *t)
 {
 	void *head = NULL;
@@ -92,6 +127,7 @@ void threads_capture_self(struct ckpt_thread *t)
 	prctl(PR_GET_NAME, t->name, 0, 0, 0);
 	if (prctl(PR_GET_PDEATHSIG, &t->pdeathsig, 0, 0, 0) < 0)
 		t->pdeathsig = 0;
+	capture_scheduling(t);
 	syscall(SYS_get_robust_list, 0, &head, &len);
 	t->robust_head = head;
 	t->robust_len = len;
@@ -123,6 +159,7 @@ static void reregister_self(struct ckpt_thread *t)
 		ckpt_log("thread %d: setting its parent death signal %d "
 			 "again failed: %s", (int)t->vtid, t->pdeathsig,
 			 strerror(errno));
+	restore_scheduling(t);
 	if (t->clear_tid) {
 		*t->clear_tid = t->real_tid;
 		syscall(SYS_set_tid_address, t->clear_tid);
