@@ -365,6 +365,7 @@ struct ckpt_thread *threads_manager_slot(void);
 int threads_restore_all(char *err, size_t errlen);
 void threads_release_restored(void) __attribute__((noreturn));
 void threads_manager_restored(void);
+void threads_restart_hello_sent(void);
 uint64_t threads_main_tls(void);
 uint64_t threads_features_in_use(void);
 void threads_set_current_features(uint64_t features);

@@ -376,15 +376,15 @@ static void pause_before_second_try(void)
 	nanosleep(&pause, NULL);
 }
 
-/* One more try when the coordinator went away in the middle of the
- * introduction (it was exiting): a new one is started then. */
-static int join_coordinator_retrying(uint32_t flags)
+/* HELLO, tried once more when the coordinator was exiting: the
+ * connection, its WELCOME unread, or -errno. */
+static int send_hello_retrying(uint32_t flags)
 {
-	int r = join_coordinator(flags);
+	int r = send_hello(flags);
 
 	if (coordinator_was_exiting(r)) {
 		pause_before_second_try();
-		r = join_coordinator(flags);
+		r = send_hello(flags);
 	}
 	return r;
 }
@@ -788,7 +788,7 @@ static uint32_t welcome_pending_flags;
 
 /* In the manager thread: the answer to the HELLO start_in_this_process
  * sent. A coordinator that was exiting meanwhile is joined again (or a
- * new one started) as join_coordinator_retrying does. */
+ * new one started) as send_hello_retrying does. */
 static void finish_joining(void)
 {
 	int r;
@@ -936,23 +936,27 @@ void manager_after_restart(uint64_t image_generation)
 	ckpt.generation = image_generation;
 	created_journal_epoch(image_generation);
 	read_hostname();
-	r = join_coordinator_retrying(CKPT_HELLO_F_RESTARTED |
-				      CKPT_HELLO_F_IMAGE_GENERATION);
-	if (r < 0)
+	/* the program's threads wait for the HELLO, not for the WELCOME */
+	r = send_hello_retrying(CKPT_HELLO_F_RESTARTED |
+				CKPT_HELLO_F_IMAGE_GENERATION);
+	threads_restart_hello_sent();
+	if (r >= 0) {
+		ckpt.coord_fd = r;
+		welcome_pending_flags = CKPT_HELLO_F_RESTARTED |
+					CKPT_HELLO_F_IMAGE_GENERATION;
+		finish_joining();
+	} else {
 		ckpt_log("restarted, but cannot reach the coordinator at %s: "
-			 "%s; checkpoints of this process are off",
+			 "%s; trying again in the background",
 			 ckpt.coord_addr, strerror(-r));
+	}
 	hooks_round_restarted();
 }
 
 static void start_in_this_process(uint32_t flags)
 {
-	int r = send_hello(flags);
+	int r = send_hello_retrying(flags);
 
-	if (coordinator_was_exiting(r)) {
-		pause_before_second_try();
-		r = send_hello(flags);
-	}
 	if (r < 0 && (r == -EINVAL || r == -EACCES)) {
 		ckpt_log("cannot reach the coordinator at %s: %s; running "
 			 "without checkpoints", ckpt.coord_addr[0] ?

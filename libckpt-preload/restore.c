@@ -14,8 +14,9 @@
  *   6. wait until every process of the restart is that far
  *      (restart_barrier.c)
  *   6b. put back the rest of TCP queues that did not fit (tcp_rest.c)
- *   7. release the threads and become the main thread; the manager
- *      thread rejoins the coordinator (manager.c)
+ *   7. release the manager thread, which sends the coordinator its HELLO
+ *      (manager.c), then the program's threads once it has, and become
+ *      the main thread
  */
 #include <fcntl.h>
 #include <signal.h>

@@ -52,7 +52,14 @@ static int suspended_count;	/* futex: threads parked in the handler */
 static int resume_word;		/* futex: bumped to release them */
 static int round_active;	/* the handler only parks during a round */
 static int restored_count;	/* futex: threads back after a restart */
-static int restart_go;		/* futex: restored threads may continue */
+/* futex: how far restored threads may go. The manager thread goes first
+ * and says HELLO (manager_after_restart), the program's threads once it
+ * has: a checkpoint asked for as soon as the program runs again then
+ * finds the process a member (docs/protocol.md, "Members of a round"). */
+static int restart_go;
+enum { RESTART_HOLD, RESTART_MANAGER_GO, RESTART_ALL_GO };
+static int restart_hello_sent;	/* futex: the manager's HELLO went out */
+#define RESTART_HELLO_WAIT_MS 6000	/* its connect, maybe a new coordinator */
 static int slot_overflow;
 /* Moving the checkpoint signal (ckpt_signal.c): the threads park like for
  * a checkpoint, then swap the old and new signals in their masks. */
@@ -77,6 +84,14 @@ static void wait_while_equal(int *addr, int val)
 {
 	while (__atomic_load_n(addr, __ATOMIC_ACQUIRE) == val)
 		futex(addr, FUTEX_WAIT_PRIVATE, val, NULL);
+}
+
+static void wait_until_at_least(int *addr, int want)
+{
+	int v;
+
+	while ((v = __atomic_load_n(addr, __ATOMIC_ACQUIRE)) < want)
+		futex(addr, FUTEX_WAIT_PRIVATE, v, NULL);
 }
 
 /* The thread's CPU affinity, nice value and scheduling policy: the
@@ -226,7 +241,8 @@ static void restored_barrier(struct ckpt_thread *t)
 	pending_requeue_thread(&t->pending);
 	__atomic_add_fetch(&restored_count, 1, __ATOMIC_RELEASE);
 	futex_wake_all(&restored_count);
-	wait_while_equal(&restart_go, 0);
+	wait_until_at_least(&restart_go, t == &manager_slot ?
+			    RESTART_MANAGER_GO : RESTART_ALL_GO);
 }
 
 void threads_manager_restored(void)
@@ -701,7 +717,8 @@ static int suspend_all_locked(char *err, size_t errlen)
 	nsignaled = 0;
 	slot_overflow = 0;
 	restored_count = 0;
-	restart_go = 0;
+	restart_go = RESTART_HOLD;
+	restart_hello_sent = 0;
 	__atomic_store_n(&suspended_count, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&round_active, 1, __ATOMIC_RELEASE);
 	r = park_every_thread(&suspended_count, err, errlen);
@@ -874,6 +891,31 @@ int threads_restore_all(char *err, size_t errlen)
 	return 0;
 }
 
+/* In the manager thread of a restarted process: its HELLO is out (or
+ * could not be sent), the program's threads may go. */
+void threads_restart_hello_sent(void)
+{
+	__atomic_store_n(&restart_hello_sent, 1, __ATOMIC_RELEASE);
+	futex_wake_all(&restart_hello_sent);
+}
+
+/* The manager thread first, until it said HELLO: bounded, a coordinator
+ * it must start takes a moment, one that does not answer is left to the
+ * manager's retries in the background. */
+static void release_manager_first(void)
+{
+	struct timespec slice = { 0, 50 * 1000 * 1000 };
+
+	__atomic_store_n(&restart_go, RESTART_MANAGER_GO, __ATOMIC_RELEASE);
+	futex_wake_all(&restart_go);
+	if (manager_slot.is_main)
+		return;	/* not a thread of its own: nobody to wait for */
+	for (int waited = 0; waited < RESTART_HELLO_WAIT_MS &&
+	     !__atomic_load_n(&restart_hello_sent, __ATOMIC_ACQUIRE);
+	     waited += 50)
+		futex(&restart_hello_sent, FUTEX_WAIT_PRIVATE, 0, &slice);
+}
+
 /* Let the restored threads go, then turn the leader into the main thread
  * (or end it, when the main thread had already exited). */
 void threads_release_restored(void)
@@ -881,7 +923,8 @@ void threads_release_restored(void)
 	struct ckpt_thread *m = main_slot();
 
 	pending_requeue_process();
-	__atomic_store_n(&restart_go, 1, __ATOMIC_RELEASE);
+	release_manager_first();
+	__atomic_store_n(&restart_go, RESTART_ALL_GO, __ATOMIC_RELEASE);
 	futex_wake_all(&restart_go);
 	if (m && m != &manager_slot)
 		ckpt_resume_context(&m->ctx, CKPT_RESTARTED);

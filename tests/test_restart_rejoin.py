@@ -4,6 +4,8 @@ saves the whole computation or fails saying so, never a part of it: the
 processes of one restart join the coordinator one by one (here the child,
 with almost no memory, well before its parent with 192 MiB)."""
 
+import os
+import subprocess
 import time
 
 import pytest
@@ -68,3 +70,42 @@ def test_checkpoint_while_restart_joins_saves_every_process(session):
     assert parents == list(range(parents[0], STEPS + 1)), parents[:10]
     assert parents[0] <= seen + 1
     assert any(l.startswith("done ") for l in r2.lines()), r2.lines()[-3:]
+
+
+def on_cpu0():
+    os.sched_setaffinity(0, {0})
+
+
+@pytest.mark.time_limit(240)
+def test_restarted_program_runs_only_once_its_coordinator_knows_it(session):
+    """A restarted process's program runs again only once its HELLO is
+    out (libckpt's manager thread sends it first): a checkpoint asked for
+    as soon as the restarted program prints finds it a member, even when
+    the manager thread shares its CPU with a busy one. Before, the
+    program ran while its manager waited for a CPU, and such a checkpoint
+    found no process, or (beside a running copy) only the other one."""
+    if len(os.sched_getaffinity(0)) < 2 or 0 not in os.sched_getaffinity(0):
+        pytest.skip("needs CPU 0 and another one")
+    hog = subprocess.Popen(["taskset", "-c", "0", "nice", "-n", "-5",
+                            "sh", "-c", "while :; do :; done"],
+                           stdout=subprocess.DEVNULL)
+    try:
+        p = session.launch([app("counter"), "100000000", "0"],
+                           preexec_fn=on_cpu0)
+        p.wait_line(r"^count (\d+)", minimum=20)
+        [image] = session.checkpoint()
+        session.kill_all()
+        p.wait_exit(30)
+        for attempt in range(20):
+            r = session.restart([image], preexec_fn=on_cpu0)
+            r.wait_line(r"^count (\d+)")
+            ck = session.command("--checkpoint")
+            assert ck.returncode == 0 and len(ck.stdout.split()) == 1, (
+                "attempt %d: a checkpoint as soon as the restarted program "
+                "printed: exit %d, stdout %r, stderr:\n%s" % (
+                    attempt, ck.returncode, ck.stdout, ck.stderr))
+            session.kill_all()
+            r.wait_exit(30)
+    finally:
+        hog.kill()
+        hog.wait(10)
