@@ -17,7 +17,7 @@ mkdir -p "$D" "$W"
 # ckpt tree (libckpt.so).
 cp "$COUNTER" "$D/ckpt_counter"
 mkdir -p "$D/lib"
-for lib in $(ldd "$COUNTER" "$P/lib/ckpt/libckpt.so" | grep -o '/[^ ]*' | sort -u); do
+for lib in $(ldd "$COUNTER" "$P/lib/ckpt/libckpt.so" | grep -v ":$" | grep -o '/[^ ]*' | sort -u); do
 	cp "$(readlink -f "$lib")" "$D/lib/$(basename "$lib")"
 done
 cp -a "$P" "$D/ckpt"
