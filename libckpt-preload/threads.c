@@ -474,16 +474,51 @@ void threads_reset_after_fork(void)
 	move_active = 0;
 }
 
-/* A zombie leader (main called pthread_exit) cannot take a signal. */
-static int task_is_zombie(int tid)
+#define PF_IO_WORKER_FLAG 0x10	/* PF_IO_WORKER, include/linux/sched.h */
+
+/* The state letter and the flags of a thread (/proc/self/task/N/stat);
+ * -1: gone. */
+static int task_state(int tid, char *state, unsigned *flags)
 {
 	char path[64], buf[512], *p;
 
 	ckpt_fmt(path, sizeof(path), "/proc/self/task/%d/stat", tid);
 	if (ckpt_read_small_file(path, buf, sizeof(buf)) <= 0)
-		return 1;
+		return -1;
 	p = strrchr(buf, ')');
-	return p && (p[2] == 'Z' || p[2] == 'X');
+	if (!p || p[1] != ' ' || !p[2])
+		return -1;
+	*state = p[2];
+	/* then ppid, pgrp, session, tty_nr, tpgid, flags */
+	for (int field = 0; field < 6 && p; field++)
+		p = strchr(p + 1, ' ');
+	p = p ? strchr(p + 1, ' ') : NULL;
+	*flags = p ? (unsigned)strtoul(p + 1, NULL, 10) : 0;
+	return 0;
+}
+
+/* A zombie leader (main called pthread_exit) cannot take a signal. */
+static int task_is_zombie(int tid)
+{
+	unsigned flags;
+	char state;
+
+	return task_state(tid, &state, &flags) < 0 || state == 'Z' ||
+	       state == 'X';
+}
+
+/* A thread that never parks: a zombie leader, or one only the kernel
+ * runs: io_uring's io-wq workers and SQPOLL thread (iou-wrk-N,
+ * iou-sqp-N) are tasks of the process with every signal blocked but
+ * SIGKILL and SIGSTOP; the kernel makes them again when a ring needs
+ * them, and the image has no use for them. */
+static int task_never_parks(int tid)
+{
+	unsigned flags;
+	char state;
+
+	return task_state(tid, &state, &flags) < 0 || state == 'Z' ||
+	       state == 'X' || (flags & PF_IO_WORKER_FLAG);
 }
 
 static int task_exists(int tid)
@@ -520,8 +555,8 @@ static int signal_new_threads(char *err, size_t errlen)
 		return r;
 	}
 	while ((tid = ckpt_dir_next_number(&it)) > 0) {
-		if (tid == self || was_signaled(tid) || task_is_zombie(tid) ||
-		    emulator_thread(tid))
+		if (tid == self || was_signaled(tid) ||
+		    task_never_parks(tid) || emulator_thread(tid))
 			continue;
 		if (nsignaled >= CKPT_MAX_THREADS) {
 			ckpt_fmt(err, errlen, "more than %d threads",
