@@ -104,15 +104,16 @@ static int note_end(struct tcp_end *ends, int *n, const struct ckpt_image *img,
 	return 0;
 }
 
-/* Order of the ends by (family, local address, peer address): an end's
- * partner is found by a binary search for (family, peer, local). */
-static int key_cmp(int family, const uint8_t *local, const uint8_t *remote,
+/* Order of the ends by (local address, peer address), both canonical: an
+ * end's partner is found by a binary search for (peer, local). Not by
+ * family: an IPv6 socket that accepted an IPv4 connection (a dual-stack
+ * server: iperf3, nginx `listen [::]:80`) has the v4-mapped form of its
+ * IPv4 client's addresses. */
+static int key_cmp(const uint8_t *local, const uint8_t *remote,
 		   const struct tcp_end *b)
 {
-	int c = family - b->si.family;
+	int c = memcmp(local, b->local, sizeof(b->local));
 
-	if (!c)
-		c = memcmp(local, b->local, sizeof(b->local));
 	return c ? c : memcmp(remote, b->remote, sizeof(b->remote));
 }
 
@@ -122,8 +123,7 @@ static int end_cmp(const void *x, const void *y)
 {
 	const struct tcp_end *a = &sorted_ends[*(const int *)x];
 
-	return key_cmp(a->si.family, a->local, a->remote,
-		       &sorted_ends[*(const int *)y]);
+	return key_cmp(a->local, a->remote, &sorted_ends[*(const int *)y]);
 }
 
 static void sort_ends(const struct tcp_end *ends, int n, int *order)
@@ -143,8 +143,7 @@ static struct tcp_end *partner_of(const struct tcp_end *a,
 	while (lo < hi) {
 		int mid = lo + (hi - lo) / 2;
 
-		if (key_cmp(a->si.family, a->remote, a->local,
-			    &ends[order[mid]]) > 0)
+		if (key_cmp(a->remote, a->local, &ends[order[mid]]) > 0)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -152,7 +151,7 @@ static struct tcp_end *partner_of(const struct tcp_end *a,
 	for (; lo < n; lo++) {
 		struct tcp_end *b = &ends[order[lo]];
 
-		if (key_cmp(a->si.family, a->remote, a->local, b))
+		if (key_cmp(a->remote, a->local, b))
 			return NULL;
 		if (b != a && !b->done && b->img)
 			return b;
@@ -172,32 +171,68 @@ static void make_room(int to, int from, uint64_t queued)
 	setsockopt(from, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
 }
 
-/* One listener per family on a loopback port, for all the connections:
- * each is connected and accepted at once, so the accepted one is its
- * peer (checked by address). It sits above the numbers the connections
- * will take, which then come out where place_pair wants them. */
+/* One listener per kind of pair on a loopback port, for all the
+ * connections: each is connected and accepted at once, so the accepted
+ * one is its peer (checked by address). It sits above the numbers the
+ * connections will take, which then come out where place_pair wants
+ * them. The kinds: IPv4 to IPv4, IPv6 to IPv6, and IPv4 to an IPv6
+ * socket (a dual-stack server's accepted connection), whose listener is
+ * an IPv6 socket on ::ffff:127.0.0.1 that the IPv4 end connects to at
+ * 127.0.0.1. */
+enum { PAIR_V4, PAIR_V6, PAIR_V4_TO_V6, PAIR_KINDS };
+
 struct loopback {
 	int fd;
-	struct sockaddr_storage addr;
+	int connect_family;
+	struct sockaddr_storage addr;	/* where the connecting end goes */
 	socklen_t len;
 };
 
-static int listen_loopback(struct loopback *lb, int family, int above)
+static int bind_listener(struct loopback *lb, int kind)
 {
-	int moved;
+	struct sockaddr_storage at;
+	socklen_t len = ckpt_loopback_addr(kind == PAIR_V4 ? AF_INET :
+					   AF_INET6, &at);
+	int off = 0;
 
-	lb->len = ckpt_loopback_addr(family, &lb->addr);
-	lb->fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (kind == PAIR_V4_TO_V6) {
+		struct sockaddr_in6 *in6 = (void *)&at;
+
+		in6->sin6_addr = (struct in6_addr){ .s6_addr = {
+			[10] = 0xff, [11] = 0xff, 127, 0, 0, 1 } };
+		if (setsockopt(lb->fd, IPPROTO_IPV6, IPV6_V6ONLY, &off,
+			       sizeof(off)) < 0)
+			return -errno;
+	}
+	if (bind(lb->fd, (void *)&at, len) < 0 ||
+	    getsockname(lb->fd, (void *)&at, &len) < 0 ||
+	    listen(lb->fd, 16) < 0)
+		return -errno;
+	lb->connect_family = kind == PAIR_V6 ? AF_INET6 : AF_INET;
+	if (kind != PAIR_V4_TO_V6) {
+		lb->addr = at;
+		lb->len = len;
+		return 0;
+	}
+	lb->len = ckpt_loopback_addr(AF_INET, &lb->addr);
+	((struct sockaddr_in *)&lb->addr)->sin_port =
+		((struct sockaddr_in6 *)&at)->sin6_port;
+	return 0;
+}
+
+static int listen_loopback(struct loopback *lb, int kind, int above)
+{
+	int moved, r;
+
+	lb->fd = socket(kind == PAIR_V4 ? AF_INET : AF_INET6,
+			SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (lb->fd < 0)
 		return -errno;
-	if (bind(lb->fd, (void *)&lb->addr, lb->len) < 0 ||
-	    getsockname(lb->fd, (void *)&lb->addr, &lb->len) < 0 ||
-	    listen(lb->fd, 16) < 0) {
-		int e = errno;
-
+	r = bind_listener(lb, kind);
+	if (r < 0) {
 		close(lb->fd);
 		lb->fd = -1;
-		return -e;
+		return r;
 	}
 	moved = fcntl(lb->fd, F_DUPFD_CLOEXEC, above);
 	if (moved >= 0) {	/* else it stays lower: place_pair moves */
@@ -213,7 +248,7 @@ static int listen_loopback(struct loopback *lb, int family, int above)
  * connecting to the port meanwhile is closed. The connection is queued
  * once connect returns: the wait is for a strange case only. */
 static int accept_from(const struct loopback *lb,
-		       const struct sockaddr_storage *from, socklen_t len)
+		       const struct sockaddr_storage *from)
 {
 	for (int tries = 0; tries < 64; tries++) {
 		struct pollfd p = { .fd = lb->fd, .events = POLLIN };
@@ -229,7 +264,9 @@ static int accept_from(const struct loopback *lb,
 		}
 		if (fd < 0)
 			return -errno;
-		if (plen == len && !memcmp(&peer, from, len))
+		/* the accepted end may have the IPv6 form of from */
+		if (socket_same_address((const void *)&peer,
+					(const void *)from))
 			return fd;
 		close(fd);
 	}
@@ -245,13 +282,13 @@ static int loopback_pair(const struct loopback *lb, int fds[2])
 	int r = 0;
 
 	fds[1] = -1;
-	fds[0] = socket(lb->addr.ss_family, SOCK_STREAM, 0);
+	fds[0] = socket(lb->connect_family, SOCK_STREAM, 0);
 	if (fds[0] < 0)
 		return -errno;
 	if (connect(fds[0], (const void *)&lb->addr, lb->len) < 0 ||
 	    getsockname(fds[0], (void *)&me, &len) < 0)
 		r = -errno;
-	else if ((fds[1] = accept_from(lb, &me, len)) < 0)
+	else if ((fds[1] = accept_from(lb, &me)) < 0)
 		r = fds[1];
 	if (r < 0)
 		close(fds[0]);
@@ -355,19 +392,30 @@ static int reconnect_partners(struct tcp_end *ends, int n,
 			      struct ckpt_restart_plan *plan, int *keep_fd_end)
 {
 	static int order[CKPT_PLAN_MAX_SOCKETS];
-	struct loopback lb[2] = { { .fd = -1 }, { .fd = -1 } };
+	struct loopback lb[PAIR_KINDS] = { { .fd = -1 }, { .fd = -1 },
+					   { .fd = -1 } };
 	int r = 0, nfillers = -1;
 
 	sort_ends(ends, n, order);
 	for (int i = 0; i < n && r == 0; i++) {
 		struct tcp_end *a = &ends[i], *b;
-		struct loopback *l = &lb[a->si.family == AF_INET6];
+		struct loopback *l;
+		int kind;
 
 		if (a->done || !(b = partner_of(a, ends, order, n)))
 			continue;
+		if (a->si.family == AF_INET6 && b->si.family == AF_INET) {
+			struct tcp_end *t = a;	/* the IPv4 end connects */
+
+			a = b;
+			b = t;
+		}
+		kind = a->si.family == b->si.family ?
+		       (a->si.family == AF_INET6 ? PAIR_V6 : PAIR_V4) :
+		       PAIR_V4_TO_V6;
+		l = &lb[kind];
 		if (l->fd < 0)
-			r = listen_loopback(l, a->si.family,
-					    *keep_fd_end + n + 2);
+			r = listen_loopback(l, kind, *keep_fd_end + n + 2);
 		if (r == 0 && nfillers < 0)
 			nfillers = fill_holes(l->fd, *keep_fd_end);
 		if (r == 0)
@@ -376,7 +424,7 @@ static int reconnect_partners(struct tcp_end *ends, int n,
 			say_reconnect_failed(a, r);
 	}
 	close_fillers(nfillers);
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < PAIR_KINDS; i++)
 		if (lb[i].fd >= 0)
 			close(lb[i].fd);
 	return r;
