@@ -68,6 +68,10 @@ struct ckpt_state {
 					   --compress): every image */
 	int incremental;		/* CKPT_INCREMENTAL (ckpt_launch
 					   --incremental): chains of images */
+	uint64_t base_userns;		/* the inode of the user namespace
+					   the computation runs in
+					   (CKPT_USERNS, or this process's
+					   at its start or restart) */
 	int launched;			/* the process ckpt_launch became
 					   (CKPT_LAUNCHED), kept across its
 					   execs, not its forks */
@@ -713,6 +717,9 @@ int checkpoint_restore_resources(const struct ckpt_restart_args *args);
 int ordered_dir_check(const char *dir, char *err, size_t errlen);
 
 int manager_start(void);
+uint64_t process_user_namespace(void);
+int manager_leave(void);
+void manager_come_back(void);
 int ckpt_real_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
 			     void *(*fn)(void *), void *arg);
 void manager_wait_started(void);

@@ -23,6 +23,7 @@
 #include <unistd.h>
 #include "ckpt/accel.h"
 #include "ckpt/coord_client.h"
+#include "ckpt/proc_stat.h"
 #include "image_chain.h"
 #include "image_writer.h"
 #include "internal.h"
@@ -389,13 +390,30 @@ static int send_hello_retrying(uint32_t flags)
 	return r;
 }
 
+/* Held while the connection is closed, or shut down by manager_leave
+ * from another thread (not a number the program reuses meanwhile). */
+static int coord_fd_lock;
+
+static void lock_coord_fd(void)
+{
+	while (__atomic_exchange_n(&coord_fd_lock, 1, __ATOMIC_ACQUIRE))
+		sched_yield();
+}
+
+static void unlock_coord_fd(void)
+{
+	__atomic_store_n(&coord_fd_lock, 0, __ATOMIC_RELEASE);
+}
+
 static void leave_coordinator(void)
 {
+	lock_coord_fd();
 	if (ckpt.coord_fd >= 0) {
 		ckpt_mark_own_fd(ckpt.coord_fd, 0);
 		close(ckpt.coord_fd);
 	}
 	ckpt.coord_fd = -1;
+	unlock_coord_fd();
 }
 
 /* From DO_WRITE until DURABLE or FAILED is sent. The application runs
@@ -744,6 +762,24 @@ int manager_stack_overlaps(uint64_t addr, uint64_t len)
 	return addr < manager_stack_hi && addr + len > manager_stack_lo;
 }
 
+/* Set while a program thread takes the manager thread out of the process
+ * (manager_leave): the manager ends at the top of its loop. */
+static int manager_leaving;
+
+static int leaving(void)
+{
+	return __atomic_load_n(&manager_leaving, __ATOMIC_ACQUIRE);
+}
+
+/* A pause of ms that ends early when the manager is asked to leave. */
+static void pause_unless_leaving(int ms)
+{
+	struct timespec pause = { ms / 1000, (ms % 1000) * 1000000L };
+
+	syscall(SYS_futex, &manager_leaving, FUTEX_WAIT_PRIVATE, 0, &pause,
+		NULL, 0);
+}
+
 /* The coordinator is gone (it exited, crashed or was killed): the process
  * runs on, and its manager thread joins the coordinator at the same
  * address again, with growing pauses, starting one when nobody answers
@@ -756,11 +792,11 @@ static void rejoin_coordinator(void)
 	int delay = CKPT_REJOIN_FIRST_MS + ckpt_real_getpid() % 50;
 
 	for (int attempt = 1;; attempt++) {
-		struct timespec pause = { delay / 1000,
-					  (delay % 1000) * 1000000L };
 		int r;
 
-		nanosleep(&pause, NULL);
+		pause_unless_leaving(delay);
+		if (leaving())
+			return;
 		r = join_coordinator(CKPT_HELLO_F_REJOIN);
 		if (r == 0) {
 			ckpt_log("joined the coordinator at %s again",
@@ -798,6 +834,8 @@ static void finish_joining(void)
 	if (r == 0)
 		return;
 	leave_coordinator();
+	if (leaving())
+		return;
 	if (coordinator_was_exiting(r)) {
 		pause_before_second_try();
 		r = join_coordinator(welcome_pending_flags);
@@ -853,8 +891,10 @@ static void *manager_main(void *arg)
 	if (welcome_pending)
 		finish_joining();
 	for (;;) {
-		if (ckpt.coord_fd < 0)
+		if (!leaving() && ckpt.coord_fd < 0)
 			rejoin_coordinator();
+		if (leaving())
+			break;
 		if (have_next_suspend) {
 			have_next_suspend = 0;
 			msg.do_ckpt = next_suspend;
@@ -875,14 +915,16 @@ static void *manager_main(void *arg)
 		case CKPT_MSG_DO_COMMIT:
 			break; /* stale: no round of ours is open */
 		default:
-			if (r < 0) {
+			if (r < 0 && !leaving())
 				ckpt_log("lost the coordinator at %s (%s); "
 					 "joining it again",
 					 ckpt.coord_addr, strerror(-r));
+			if (r < 0)
 				leave_coordinator();
-			}
 		}
 	}
+	leave_coordinator();
+	__atomic_store_n(&manager_started, MANAGER_NONE, __ATOMIC_RELEASE);
 	return NULL;
 }
 
@@ -934,6 +976,8 @@ void manager_after_restart(uint64_t image_generation)
 	ckpt.coord_fd = -1;
 	ckpt.restarts++;
 	ckpt.generation = image_generation;
+	/* the restart's, where the process runs now */
+	ckpt.base_userns = process_user_namespace();
 	created_journal_epoch(image_generation);
 	read_hostname();
 	/* the program's threads wait for the HELLO, not for the WELCOME */
@@ -981,6 +1025,62 @@ static void start_in_this_process(uint32_t flags)
 	}
 }
 
+#define MANAGER_LEAVE_MS (CKPT_SUSPEND_TIMEOUT_MS + 2000)
+
+static int other_threads(void)
+{
+	char buf[2048];
+	int n = ckpt_proc_status_field("/proc/self/status", "Threads", buf,
+				       sizeof(buf));
+
+	return n > 0 ? n - 1 : -1;
+}
+
+/* Take the manager thread out of the process, for a call the kernel
+ * allows a single-threaded process only (unshare or setns of a user
+ * namespace, wrappers/namespaces.c), the caller's checkpoint signal
+ * blocked: its connection is shut down (a round it is in fails), and it
+ * ends. 0 once the process has no other thread; -EBUSY when the program
+ * has threads of its own (the call fails as it would without ckpt),
+ * -ETIMEDOUT. manager_come_back starts it again either way. */
+int manager_leave(void)
+{
+	manager_wait_started();	/* one just created takes a moment */
+	if (ckpt_real_getpid() != vpid_real_from_virt(ckpt.vpid) ||
+	    emulator_active() ||
+	    __atomic_load_n(&manager_started, __ATOMIC_ACQUIRE) !=
+	    MANAGER_STARTED || other_threads() != 1)
+		return -EBUSY;
+	__atomic_store_n(&manager_leaving, 1, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &manager_leaving, FUTEX_WAKE_PRIVATE, INT_MAX,
+		NULL, NULL, 0);
+	lock_coord_fd();
+	if (ckpt.coord_fd >= 0)
+		shutdown(ckpt.coord_fd, SHUT_RDWR);
+	unlock_coord_fd();
+	for (int waited = 0; other_threads() != 0; waited += 5) {
+		struct timespec slice = { 0, 5 * 1000 * 1000 };
+
+		if (waited >= MANAGER_LEAVE_MS) {
+			ckpt_log("the checkpoint thread did not end within "
+				 "%d ms", MANAGER_LEAVE_MS);
+			return -ETIMEDOUT;
+		}
+		nanosleep(&slice, NULL);
+	}
+	return 0;
+}
+
+/* After manager_leave: the manager thread again (it joins the
+ * coordinator as a process that lost it, CKPT_HELLO_F_REJOIN). */
+void manager_come_back(void)
+{
+	__atomic_store_n(&manager_leaving, 0, __ATOMIC_RELEASE);
+	if (__atomic_load_n(&manager_started, __ATOMIC_ACQUIRE) ==
+	    MANAGER_NONE)
+		start_in_this_process(CKPT_HELLO_F_REJOIN);
+}
+
 /* A forked child is a new process of the computation: its own identity,
  * its own connection, its own manager thread. */
 static void after_fork_in_child(void)
@@ -996,6 +1096,7 @@ static void after_fork_in_child(void)
 		ckpt.coord_fd = -1;
 	}
 	welcome_pending = 0; /* the parent's connection, closed above */
+	coord_fd_lock = 0;   /* a thread of the parent's may have held it */
 	image_in_flight = 0; /* the parent's image, not ours */
 	threads_reset_after_fork();
 	emulator_note_fork_child();
@@ -1111,6 +1212,10 @@ __attribute__((constructor)) static void ckpt_init(void)
 	unsetenv("CKPT_EPOCH");
 	ckpt.launched = getenv("CKPT_LAUNCHED") != NULL;
 	unsetenv("CKPT_LAUNCHED");
+	ckpt.base_userns = getenv("CKPT_USERNS") ?
+			   strtoull(getenv("CKPT_USERNS"), NULL, 10) :
+			   process_user_namespace();
+	unsetenv("CKPT_USERNS");
 	read_settings();
 	make_identity();
 	remember_library_path();

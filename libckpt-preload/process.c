@@ -70,6 +70,30 @@ static void note_seccomp(void)
 	ckpt_dir_close(&it);
 }
 
+/* The inode of the process's user namespace; 0 if unknown. */
+uint64_t process_user_namespace(void)
+{
+	struct stat st;
+
+	return stat("/proc/self/ns/user", &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
+/* A user namespace the process made or entered after the computation
+ * started (unshare -r, bubblewrap, nsenter -U, or a child cloned into
+ * one): a restart does not make it again. */
+static void note_user_namespace(void)
+{
+	uint64_t now = process_user_namespace();
+
+	if (!now || !ckpt.base_userns || now == ckpt.base_userns)
+		return;
+	unrestored_add("user namespace user:[%llu] (the computation started "
+		       "in user:[%llu]): not restored, the restarted process "
+		       "runs in the user namespace of ckpt_restart, with its "
+		       "ids", (unsigned long long)now,
+		       (unsigned long long)ckpt.base_userns);
+}
+
 static int process_save(void)
 {
 	if (syscall(SYS_getcwd, saved_cwd, sizeof(saved_cwd)) < 0)
@@ -80,6 +104,7 @@ static int process_save(void)
 	saved_no_new_privs = status_field("/proc/self/status",
 					  "NoNewPrivs") == 1;
 	note_seccomp();
+	note_user_namespace();
 	if (prctl(PR_GET_CHILD_SUBREAPER, &saved_subreaper, 0, 0, 0) < 0)
 		saved_subreaper = 0;
 	saved_dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);

@@ -1,0 +1,88 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""unshare and setns of a user namespace need a single-threaded process,
+and libckpt's manager thread makes every process of the computation a
+threaded one: `unshare -r` failed under ckpt_launch with "unshare failed:
+Invalid argument" where it works without ckpt. The manager thread steps
+aside for the call (wrappers/namespaces.c) and joins again. The namespace
+itself is not restored: the checkpoint says so, and the restarted program
+goes on, in the user namespace of ckpt_restart (docs/resources.md,
+"Process attributes")."""
+
+import os
+import subprocess
+
+import pytest
+
+from ckpt_harness import app, numbers, restart_to_end
+
+PROGRESS = r"^count (\d+) "
+STEPS, PAUSE_MS = 300, 20
+
+
+def need_user_namespaces():
+    r = subprocess.run(["unshare", "-r", "true"], capture_output=True,
+                       text=True, timeout=30)
+    if r.returncode != 0:
+        pytest.skip("no user namespaces here: %s" % r.stderr.strip())
+
+
+def user_ns(pid):
+    return os.readlink("/proc/%d/ns/user" % pid)
+
+
+def program_pid(session):
+    r = session.command("--list")
+    pids = [int(w[4:]) for l in r.stdout.splitlines() for w in l.split()
+            if w.startswith("pid=")]
+    assert len(pids) == 1, r.stdout
+    return pids[0]
+
+
+def checkpoint_restart_continues(session, p):
+    """The program in its own user namespace: the checkpoint names it,
+    the restart goes on to the end, counting exactly."""
+    p.wait_line(PROGRESS, minimum=5)
+    pid = program_pid(session)
+    assert user_ns(pid) != user_ns(os.getpid()), \
+        "the program is not in a user namespace of its own"
+    seen = max(numbers(p.lines(), PROGRESS))
+    r = session.command("--checkpoint")
+    assert r.returncode == 0, r.stderr
+    assert "user namespace" in r.stderr and "not restored" in r.stderr, \
+        "the checkpoint does not say the namespace is lost: %r" % r.stderr
+    images = r.stdout.split()
+    p.wait_line(PROGRESS, minimum=seen + 3)
+    session.kill_all()
+    p.wait_exit(30)
+    restart_to_end(session, images, PROGRESS, STEPS, seen,
+                   numbers(p.lines(), PROGRESS))
+
+
+@pytest.mark.time_limit(180)
+def test_unshare_user_namespace_runs_and_restarts(session):
+    need_user_namespaces()
+    p = session.launch(["unshare", "-r", "sh", "-c",
+                        'id -u; exec "$0" "$@"', app("counter"),
+                        str(STEPS), str(PAUSE_MS)])
+    p.wait_line(r"^0$", timeout=30)
+    assert "Invalid argument" not in p.stderr_text(), p.stderr_text()
+    checkpoint_restart_continues(session, p)
+
+
+@pytest.mark.time_limit(180)
+def test_setns_into_a_user_namespace_runs_and_restarts(session):
+    need_user_namespaces()
+    holder = subprocess.Popen(["unshare", "-r", "sleep", "120"])
+    try:
+        for _ in range(200):
+            if user_ns(holder.pid) != user_ns(os.getpid()):
+                break
+            subprocess.run(["sleep", "0.02"], timeout=10)
+        p = session.launch(["nsenter", "--user=/proc/%d/ns/user" %
+                            holder.pid, "--preserve-credentials",
+                            app("counter"), str(STEPS), str(PAUSE_MS)])
+        checkpoint_restart_continues(session, p)
+        assert "Invalid argument" not in p.stderr_text(), p.stderr_text()
+    finally:
+        holder.kill()
+        holder.wait(10)
