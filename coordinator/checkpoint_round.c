@@ -537,7 +537,8 @@ static void round_start_into(struct coordinator *co, uint32_t flags,
 			     "coordinator; nothing to checkpoint");
 		return;
 	}
-	if (member_traced_by_member(co, why, sizeof(why))) {
+	if (member_in_other_pid_namespace(co, why, sizeof(why)) ||
+	    member_traced_by_member(co, why, sizeof(why))) {
 		coord_log("checkpoint refused: %s", why);
 		refuse_round(co, EPERM, why);
 		return;

@@ -318,6 +318,48 @@ static bool runs_set_id(const char *status)
 	return false;
 }
 
+/* The process runs in another pid namespace than the coordinator (a
+ * sandbox such as bwrap --unshare-pid, unshare --pid, a container's
+ * init): its libckpt could not join with the pids the computation
+ * knows. False when it cannot be told. */
+static bool in_other_pid_namespace(pid_t pid)
+{
+	char path[64], mine[64], its[64];
+	ssize_t a, b;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)pid);
+	a = readlink("/proc/self/ns/pid", mine, sizeof(mine) - 1);
+	b = readlink(path, its, sizeof(its) - 1);
+	return a > 0 && b > 0 && (a != b || memcmp(mine, its, (size_t)a));
+}
+
+/* A member that joined over the Unix socket from another pid namespace
+ * (its pid is not the one the kernel gave at accept: a child of
+ * `unshare --pid --fork`): its pids are not the computation's, and its
+ * libckpt looks in a /proc of another namespace. Said into what before
+ * any process is stopped (true), so that the round is refused at once. */
+bool member_in_other_pid_namespace(const struct coordinator *co, char *what,
+				   size_t len)
+{
+	if (co->is_tcp)
+		return false;
+	for (size_t i = 0; i < co->nconns; i++) {
+		const struct conn *c = co->conns[i];
+
+		if (c->kind != CONN_PROCESS || c->eof || c->proc.local_pid ||
+		    c->peer_pid <= 0 || !in_other_pid_namespace(c->peer_pid))
+			continue;
+		snprintf(what, len, "process %d (%s; pid %d inside) runs in "
+			 "a pid namespace of its own (a "
+			 "sandbox such as bwrap --unshare-pid or unshare --pid, "
+			 "or a container), which ckpt does not checkpoint",
+			 (int)c->peer_pid, c->proc.hello.program,
+			 (int)c->proc.hello.real_pid);
+		return true;
+	}
+	return false;
+}
+
 static void fail_missing(struct coordinator *co, const struct expected_proc *e)
 {
 	char what[512], path[64], buf[2048], prog[64], parent[64] = "";
@@ -345,6 +387,13 @@ static void fail_missing(struct coordinator *co, const struct expected_proc *e)
 			 "man-db or nginx's workers started as root do), and "
 			 "ckpt cannot checkpoint it; the images would miss it",
 			 (int)e->pid, prog, parent, uid);
+	else if (in_other_pid_namespace(e->pid))
+		snprintf(what, sizeof(what), "process %d (%s)%s runs in a pid "
+			 "namespace of its own (a sandbox such as bwrap "
+			 "--unshare-pid or unshare --pid, or a container), which "
+			 "ckpt does not checkpoint; it did not join the "
+			 "computation, and the images would miss it",
+			 (int)e->pid, prog, parent);
 	else if (runs_set_id(buf))
 		snprintf(what, sizeof(what), "process %d (%s)%s runs a "
 			 "set-user/group-ID program (its effective user or "

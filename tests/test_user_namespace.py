@@ -86,3 +86,36 @@ def test_setns_into_a_user_namespace_runs_and_restarts(session):
     finally:
         holder.kill()
         holder.wait(10)
+
+
+@pytest.mark.time_limit(180)
+def test_child_in_a_pid_namespace_of_its_own_is_named(session):
+    """A sandbox's child in a pid namespace of its own (`unshare --pid
+    --fork`, bwrap --unshare-pid) cannot join: the failed checkpoint says
+    why, instead of guessing at a static or set-ID program, and the
+    program runs on."""
+    if os.geteuid() != 0:
+        pytest.skip("a pid namespace without a user namespace needs root "
+                    "(with `unshare -r -p` the manager thread could not "
+                    "come back: the call fails with EINVAL, as said)")
+    p = session.launch(["unshare", "-p", "-f", app("counter"),
+                        str(STEPS), str(PAUSE_MS)])
+    p.wait_line(PROGRESS, minimum=5)
+    r = session.command("--checkpoint")
+    assert r.returncode != 0, "a checkpoint missing the sandboxed child " \
+        "succeeded: %r" % r.stdout
+    assert "pid namespace of its own" in r.stderr, r.stderr
+    seen = max(numbers(p.lines(), PROGRESS))
+    p.wait_line(PROGRESS, minimum=seen + 3)
+
+
+@pytest.mark.time_limit(120)
+def test_unshare_of_user_and_pid_namespaces_fails_as_said(session):
+    """`unshare -r -p`: after a new pid namespace for its children no
+    thread can be made, so the manager thread could not come back and
+    the images would miss the process: the call keeps the kernel's
+    EINVAL of a threaded process (docs/resources.md)."""
+    need_user_namespaces()
+    p = session.launch(["unshare", "-r", "-p", "-f", "true"])
+    assert p.wait_exit(30) != 0
+    assert "Invalid argument" in p.stderr_text(), p.stderr_text()

@@ -8,7 +8,9 @@
  * manager thread leaves (manager_leave: its connection is shut down, a
  * round it is in fails), the call is made, and the manager starts again
  * and joins the coordinator as a process that lost it. A program with
- * threads of its own gets the kernel's EINVAL as without ckpt. The
+ * threads of its own gets the kernel's EINVAL as without ckpt, and so
+ * does one that makes a pid namespace in the same call (`unshare -r -p`):
+ * after it no thread can be made, so the manager could not come back. The
  * namespace itself is not restored by a restart: the checkpoint says so
  * (process.c, note_user_namespace).
  */
@@ -48,7 +50,10 @@ CKPT_EARLY_CONSTRUCTOR static void resolve_next_namespaces(void)
 
 CKPT_WRAPPER int unshare(int flags)
 {
-	if (!(flags & SINGLE_THREAD_ONLY))
+	/* after a new pid namespace for its children the process cannot
+	 * make a thread (EINVAL from clone): the manager could not come
+	 * back, and the images would miss the process without a word */
+	if (!(flags & SINGLE_THREAD_ONLY) || (flags & CLONE_NEWPID))
 		return NEXT_FN(unshare)(flags);
 	return SINGLE_THREADED(NEXT_FN(unshare)(flags));
 }
