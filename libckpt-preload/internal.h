@@ -54,6 +54,10 @@ long ckpt_syscall_noerrno(long nr, long a1, long a2, long a3, long a4,
 #define CKPT_REJOIN_FIRST_MS	100	/* first pause before rejoining */
 #define CKPT_REJOIN_MAX_MS	5000	/* longest pause between tries */
 
+/* The namespaces a process compares with the computation's (process.c):
+ * user, mnt, net, ipc, uts. */
+#define CKPT_NS_KINDS 5
+
 struct ckpt_state {
 	int coord_fd;			/* -1 when not connected */
 	int signal;			/* the checkpoint signal (ckpt_signal.c) */
@@ -68,10 +72,10 @@ struct ckpt_state {
 					   --compress): every image */
 	int incremental;		/* CKPT_INCREMENTAL (ckpt_launch
 					   --incremental): chains of images */
-	uint64_t base_userns;		/* the inode of the user namespace
-					   the computation runs in
-					   (CKPT_USERNS, or this process's
-					   at its start or restart) */
+	uint64_t base_ns[CKPT_NS_KINDS];/* the inodes of the namespaces
+					   the computation runs in (CKPT_NS,
+					   or this process's at its start
+					   or restart; process.c) */
 	int launched;			/* the process ckpt_launch became
 					   (CKPT_LAUNCHED), kept across its
 					   execs, not its forks */
@@ -717,7 +721,9 @@ int checkpoint_restore_resources(const struct ckpt_restart_args *args);
 int ordered_dir_check(const char *dir, char *err, size_t errlen);
 
 int manager_start(void);
-uint64_t process_user_namespace(void);
+void namespaces_take_base(const char *env);
+void namespaces_rebase(void);
+void namespaces_env(char *buf, size_t len);
 int manager_leave(void);
 void manager_come_back(void);
 int ckpt_real_pthread_create(pthread_t *thread, const pthread_attr_t *attr,

@@ -976,8 +976,7 @@ void manager_after_restart(uint64_t image_generation)
 	ckpt.coord_fd = -1;
 	ckpt.restarts++;
 	ckpt.generation = image_generation;
-	/* the restart's, where the process runs now */
-	ckpt.base_userns = process_user_namespace();
+	namespaces_rebase();	/* the restart's, where it runs now */
 	created_journal_epoch(image_generation);
 	read_hostname();
 	/* the program's threads wait for the HELLO, not for the WELCOME */
@@ -1212,10 +1211,8 @@ __attribute__((constructor)) static void ckpt_init(void)
 	unsetenv("CKPT_EPOCH");
 	ckpt.launched = getenv("CKPT_LAUNCHED") != NULL;
 	unsetenv("CKPT_LAUNCHED");
-	ckpt.base_userns = getenv("CKPT_USERNS") ?
-			   strtoull(getenv("CKPT_USERNS"), NULL, 10) :
-			   process_user_namespace();
-	unsetenv("CKPT_USERNS");
+	namespaces_take_base(getenv("CKPT_NS"));
+	unsetenv("CKPT_NS");
 	read_settings();
 	make_identity();
 	remember_library_path();

@@ -70,28 +70,72 @@ static void note_seccomp(void)
 	ckpt_dir_close(&it);
 }
 
-/* The inode of the process's user namespace; 0 if unknown. */
-uint64_t process_user_namespace(void)
+/* The namespaces a restart does not make again, in the order of
+ * ckpt.base_ns and of CKPT_NS. */
+static const char *const ns_names[CKPT_NS_KINDS] = {
+	"user", "mnt", "net", "ipc", "uts",
+};
+
+/* The inode of the process's namespace of that kind; 0 if unknown. */
+static uint64_t namespace_now(int kind)
 {
+	char path[32];
 	struct stat st;
 
-	return stat("/proc/self/ns/user", &st) == 0 ? (uint64_t)st.st_ino : 0;
+	ckpt_fmt(path, sizeof(path), "/proc/self/ns/%s", ns_names[kind]);
+	return stat(path, &st) == 0 ? (uint64_t)st.st_ino : 0;
 }
 
-/* A user namespace the process made or entered after the computation
- * started (unshare -r, bubblewrap, nsenter -U, or a child cloned into
- * one): a restart does not make it again. */
-static void note_user_namespace(void)
+/* At the start: the computation's namespaces from CKPT_NS (set by the
+ * process that exec'd this one), else this process's own. */
+void namespaces_take_base(const char *env)
 {
-	uint64_t now = process_user_namespace();
+	char *end;
 
-	if (!now || !ckpt.base_userns || now == ckpt.base_userns)
-		return;
-	unrestored_add("user namespace user:[%llu] (the computation started "
-		       "in user:[%llu]): not restored, the restarted process "
-		       "runs in the user namespace of ckpt_restart, with its "
-		       "ids", (unsigned long long)now,
-		       (unsigned long long)ckpt.base_userns);
+	for (int k = 0; k < CKPT_NS_KINDS; k++) {
+		ckpt.base_ns[k] = env ? strtoull(env, &end, 10) : 0;
+		if (env)
+			env = *end == ',' ? end + 1 : end;
+		if (!ckpt.base_ns[k])
+			ckpt.base_ns[k] = namespace_now(k);
+	}
+}
+
+/* After a restart: where the process runs now, the restart's. */
+void namespaces_rebase(void)
+{
+	for (int k = 0; k < CKPT_NS_KINDS; k++)
+		ckpt.base_ns[k] = namespace_now(k);
+}
+
+/* "CKPT_NS=<user>,<mnt>,<net>,<ipc>,<uts>" for an exec. */
+void namespaces_env(char *buf, size_t len)
+{
+	const uint64_t *b = ckpt.base_ns;
+
+	ckpt_fmt(buf, len, "CKPT_NS=%llu,%llu,%llu,%llu,%llu",
+		 (unsigned long long)b[0], (unsigned long long)b[1],
+		 (unsigned long long)b[2], (unsigned long long)b[3],
+		 (unsigned long long)b[4]);
+}
+
+/* A namespace the process made or entered after the computation started
+ * (unshare -r, bubblewrap, nsenter, or a child cloned into one): a
+ * restart does not make it again. */
+static void note_namespaces(void)
+{
+	for (int k = 0; k < CKPT_NS_KINDS; k++) {
+		uint64_t now = namespace_now(k);
+
+		if (!now || !ckpt.base_ns[k] || now == ckpt.base_ns[k])
+			continue;
+		unrestored_add("%s namespace %s:[%llu] (the computation "
+			       "started in %s:[%llu]): not restored, the "
+			       "restarted process runs in the one of "
+			       "ckpt_restart", ns_names[k], ns_names[k],
+			       (unsigned long long)now, ns_names[k],
+			       (unsigned long long)ckpt.base_ns[k]);
+	}
 }
 
 static int process_save(void)
@@ -104,7 +148,7 @@ static int process_save(void)
 	saved_no_new_privs = status_field("/proc/self/status",
 					  "NoNewPrivs") == 1;
 	note_seccomp();
-	note_user_namespace();
+	note_namespaces();
 	if (prctl(PR_GET_CHILD_SUBREAPER, &saved_subreaper, 0, 0, 0) < 0)
 		saved_subreaper = 0;
 	saved_dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);

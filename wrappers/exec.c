@@ -48,7 +48,7 @@ static char env_preload[4200];	/* "LD_PRELOAD=<libckpt>[:<others>]" */
 static char env_coord[600], env_dir[4200], env_signal[32];
 static char env_record[1100];	/* "CKPT_RECORD_INPUTS=<base>.exec" */
 static char env_epoch[64];	/* "CKPT_EPOCH=<generation>:<computation>" */
-static char env_userns[48];	/* "CKPT_USERNS=<inode>" */
+static char env_ns[128];	/* "CKPT_NS=<inodes>" (process.c) */
 static char exe_path[4096];	/* the program, for /proc/self/exe */
 static char libckpt[4096];	/* our own path, as LD_PRELOAD names it */
 
@@ -112,7 +112,7 @@ static int is_ours(const char *entry)
 	       names_var(entry, "CKPT_VPIDS") ||
 	       names_var(entry, "CKPT_EPOCH") ||
 	       names_var(entry, "CKPT_LAUNCHED") ||
-	       names_var(entry, "CKPT_USERNS") ||
+	       names_var(entry, "CKPT_NS") ||
 	       names_var(entry, "CKPT_OUTSIDE") ||
 	       names_var(entry, "CKPT_SAVE_FILES") ||
 	       names_var(entry, "CKPT_TMP_FILE_MAX") ||
@@ -225,11 +225,10 @@ static void build_env(char *const envp[], const char **out, char *vpid_var,
 	/* the process ckpt_launch became stays it through its execs */
 	if (ckpt.launched && self == ckpt.vpid)
 		out[n++] = "CKPT_LAUNCHED=1";
-	/* the user namespace the computation runs in, for one made later
-	 * (process.c, note_user_namespace) */
-	ckpt_fmt(env_userns, sizeof(env_userns), "CKPT_USERNS=%llu",
-		 (unsigned long long)ckpt.base_userns);
-	out[n++] = env_userns;
+	/* the namespaces the computation runs in, for one made later
+	 * (process.c, note_namespaces) */
+	namespaces_env(env_ns, sizeof(env_ns));
+	out[n++] = env_ns;
 	n += record_env(out + n);
 	out[n] = NULL;
 }
