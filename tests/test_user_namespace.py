@@ -26,8 +26,12 @@ def need_user_namespaces():
         pytest.skip("no user namespaces here: %s" % r.stderr.strip())
 
 
+def ns_of(pid, kind):
+    return os.readlink("/proc/%d/ns/%s" % (pid, kind))
+
+
 def user_ns(pid):
-    return os.readlink("/proc/%d/ns/user" % pid)
+    return ns_of(pid, "user")
 
 
 def program_pid(session):
@@ -38,17 +42,18 @@ def program_pid(session):
     return pids[0]
 
 
-def checkpoint_restart_continues(session, p):
-    """The program in its own user namespace: the checkpoint names it,
+def checkpoint_restart_continues(session, p, kind="user"):
+    """The program in a namespace of its own: the checkpoint names it,
     the restart goes on to the end, counting exactly."""
     p.wait_line(PROGRESS, minimum=5)
     pid = program_pid(session)
-    assert user_ns(pid) != user_ns(os.getpid()), \
-        "the program is not in a user namespace of its own"
+    assert ns_of(pid, kind) != ns_of(os.getpid(), kind), \
+        "the program is not in a %s namespace of its own" % kind
     seen = max(numbers(p.lines(), PROGRESS))
     r = session.command("--checkpoint")
     assert r.returncode == 0, r.stderr
-    assert "user namespace" in r.stderr and "not restored" in r.stderr, \
+    assert "%s namespace" % kind in r.stderr and \
+        "not restored" in r.stderr, \
         "the checkpoint does not say the namespace is lost: %r" % r.stderr
     images = r.stdout.split()
     p.wait_line(PROGRESS, minimum=seen + 3)
@@ -119,3 +124,15 @@ def test_unshare_of_user_and_pid_namespaces_fails_as_said(session):
     p = session.launch(["unshare", "-r", "-p", "-f", "true"])
     assert p.wait_exit(30) != 0
     assert "Invalid argument" in p.stderr_text(), p.stderr_text()
+
+
+@pytest.mark.time_limit(180)
+def test_network_namespace_of_its_own_is_named(session):
+    """A program in a network namespace of its own (`unshare -n`, as
+    root): the checkpoint says the namespace is not restored, and the
+    restart goes on."""
+    if os.geteuid() != 0:
+        pytest.skip("unshare -n without a user namespace needs root")
+    p = session.launch(["unshare", "-n", app("counter"), str(STEPS),
+                        str(PAUSE_MS)])
+    checkpoint_restart_continues(session, p, "net")
