@@ -502,6 +502,7 @@ char round_process_state(struct coordinator *co, struct conn *c);
 /* tracer.c */
 pid_t local_process_tracer(pid_t pid);
 const char *describe_tracer(pid_t pid, char *buf, size_t len);
+struct conn *local_process_conn(const struct coordinator *co, pid_t pid);
 bool member_in_other_pid_namespace(const struct coordinator *co, char *what,
 				   size_t len);
 bool member_traced_by_member(const struct coordinator *co, char *what,

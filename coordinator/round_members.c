@@ -117,17 +117,26 @@ bool local_process_gone(pid_t pid)
 	return s == 0;
 }
 
-static struct conn *member_with_pid(struct coordinator *co, pid_t pid)
+/* The connected process of this host whose vouched pid is pid, or NULL
+ * (pid 0 matches none). */
+struct conn *local_process_conn(const struct coordinator *co, pid_t pid)
 {
-	for (size_t i = 0; i < co->nconns; i++) {
+	for (size_t i = 0; pid > 0 && i < co->nconns; i++) {
 		struct conn *c = co->conns[i];
 
 		if (c->kind == CONN_PROCESS && !c->eof &&
-		    c->proc.round_generation == co->round.generation &&
 		    c->proc.local_pid == pid && proc_on_this_host(c))
 			return c;
 	}
 	return NULL;
+}
+
+static struct conn *member_with_pid(struct coordinator *co, pid_t pid)
+{
+	struct conn *c = local_process_conn(co, pid);
+
+	return c && c->proc.round_generation == co->round.generation ? c
+								     : NULL;
 }
 
 static void expect(struct round *r, pid_t pid, pid_t parent)

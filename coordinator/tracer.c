@@ -43,14 +43,7 @@ const char *describe_tracer(pid_t pid, char *buf, size_t len)
 /* Is a process of this host with this pid a member of co? */
 static bool tracer_is_member(const struct coordinator *co, pid_t tracer)
 {
-	for (size_t i = 0; i < co->nconns; i++) {
-		const struct conn *c = co->conns[i];
-
-		if (c->kind == CONN_PROCESS && !c->eof &&
-		    proc_on_this_host(c) && c->proc.local_pid == tracer)
-			return true;
-	}
-	return false;
+	return local_process_conn(co, tracer) != NULL;
 }
 
 /*
