@@ -723,6 +723,7 @@ int ordered_dir_check(const char *dir, char *err, size_t errlen);
 int manager_start(void);
 void namespaces_take_base(const char *env);
 void namespaces_rebase(void);
+int namespaces_own_uts(void);
 void namespaces_env(char *buf, size_t len);
 int manager_leave(void);
 void manager_come_back(void);

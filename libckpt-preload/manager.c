@@ -110,13 +110,22 @@ static void make_unique_id(void)
 			 (unsigned long)now.tv_sec);
 }
 
+/* CKPT_HOST: the host name of the process that exec'd this one. */
+static char inherited_host[64];
+
 /* The host the process runs on, as its HELLO reports it: read again
- * after a restart, which may be on another host (docs/multi-host.md). */
+ * after a restart, which may be on another host (docs/multi-host.md).
+ * A process in a UTS namespace of its own (bwrap --hostname) keeps the
+ * host name of the process that exec'd it: its own names no host, and
+ * the coordinator would take it for a process of another one. */
 static void read_hostname(void)
 {
 	struct utsname u;
 
-	if (uname(&u) == 0)
+	if (inherited_host[0] && namespaces_own_uts())
+		ckpt_fmt(ckpt.hostname, sizeof(ckpt.hostname), "%s",
+			 inherited_host);
+	else if (uname(&u) == 0)
 		ckpt_fmt(ckpt.hostname, sizeof(ckpt.hostname), "%s",
 			 u.nodename);
 }
@@ -1213,6 +1222,10 @@ __attribute__((constructor)) static void ckpt_init(void)
 	unsetenv("CKPT_LAUNCHED");
 	namespaces_take_base(getenv("CKPT_NS"));
 	unsetenv("CKPT_NS");
+	if (getenv("CKPT_HOST"))
+		ckpt_fmt(inherited_host, sizeof(inherited_host), "%s",
+			 getenv("CKPT_HOST"));
+	unsetenv("CKPT_HOST");
 	read_settings();
 	make_identity();
 	remember_library_path();

@@ -72,8 +72,10 @@ static void note_seccomp(void)
 
 /* The namespaces a restart does not make again, in the order of
  * ckpt.base_ns and of CKPT_NS. */
+enum { NS_USER, NS_MNT, NS_NET, NS_IPC, NS_UTS };
 static const char *const ns_names[CKPT_NS_KINDS] = {
-	"user", "mnt", "net", "ipc", "uts",
+	[NS_USER] = "user", [NS_MNT] = "mnt", [NS_NET] = "net",
+	[NS_IPC] = "ipc", [NS_UTS] = "uts",
 };
 
 /* The inode of the process's namespace of that kind; 0 if unknown. */
@@ -106,6 +108,14 @@ void namespaces_rebase(void)
 {
 	for (int k = 0; k < CKPT_NS_KINDS; k++)
 		ckpt.base_ns[k] = namespace_now(k);
+}
+
+/* The process runs in another UTS namespace than the computation. */
+int namespaces_own_uts(void)
+{
+	uint64_t now = namespace_now(NS_UTS);
+
+	return now && ckpt.base_ns[NS_UTS] && now != ckpt.base_ns[NS_UTS];
 }
 
 /* "CKPT_NS=<user>,<mnt>,<net>,<ipc>,<uts>" for an exec. */

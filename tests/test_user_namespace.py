@@ -136,3 +136,22 @@ def test_network_namespace_of_its_own_is_named(session):
     p = session.launch(["unshare", "-n", app("counter"), str(STEPS),
                         str(PAUSE_MS)])
     checkpoint_restart_continues(session, p, "net")
+
+
+@pytest.mark.time_limit(180)
+def test_uts_namespace_keeps_the_host_name_it_joins_with(session):
+    """A program in a UTS namespace of its own with another host name
+    (`unshare -u` then `hostname box`, bwrap --hostname) joins with the
+    host name of the computation, not as a process of a host "box" (its
+    images would name that host, and a round would not find it among
+    its parent's children); the namespace is named at the checkpoint and
+    the restart goes on."""
+    if os.geteuid() != 0:
+        pytest.skip("unshare -u without a user namespace needs root")
+    p = session.launch(["unshare", "-u", "sh", "-c",
+                        'hostname ckpt-box && exec "$0" "$@"',
+                        app("counter"), str(STEPS), str(PAUSE_MS)])
+    p.wait_line(PROGRESS, minimum=5)
+    listed = session.command("--list").stdout
+    assert "host=%s " % os.uname().nodename in listed, listed
+    checkpoint_restart_continues(session, p, "uts")

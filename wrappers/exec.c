@@ -41,7 +41,7 @@ CKPT_EARLY_CONSTRUCTOR static void resolve_next_exec(void)
 	RESOLVE_NEXT(posix_spawnp);
 }
 
-#define ENV_EXTRA 16
+#define ENV_EXTRA 17
 #define ENV_VPIDS_MAX (32 * 1024)	/* CKPT_VPIDS, on the stack */
 
 static char env_preload[4200];	/* "LD_PRELOAD=<libckpt>[:<others>]" */
@@ -49,6 +49,7 @@ static char env_coord[600], env_dir[4200], env_signal[32];
 static char env_record[1100];	/* "CKPT_RECORD_INPUTS=<base>.exec" */
 static char env_epoch[64];	/* "CKPT_EPOCH=<generation>:<computation>" */
 static char env_ns[128];	/* "CKPT_NS=<inodes>" (process.c) */
+static char env_host[80];	/* "CKPT_HOST=<host name>" (manager.c) */
 static char exe_path[4096];	/* the program, for /proc/self/exe */
 static char libckpt[4096];	/* our own path, as LD_PRELOAD names it */
 
@@ -113,6 +114,7 @@ static int is_ours(const char *entry)
 	       names_var(entry, "CKPT_EPOCH") ||
 	       names_var(entry, "CKPT_LAUNCHED") ||
 	       names_var(entry, "CKPT_NS") ||
+	       names_var(entry, "CKPT_HOST") ||
 	       names_var(entry, "CKPT_OUTSIDE") ||
 	       names_var(entry, "CKPT_SAVE_FILES") ||
 	       names_var(entry, "CKPT_TMP_FILE_MAX") ||
@@ -229,6 +231,8 @@ static void build_env(char *const envp[], const char **out, char *vpid_var,
 	 * (process.c, note_namespaces) */
 	namespaces_env(env_ns, sizeof(env_ns));
 	out[n++] = env_ns;
+	ckpt_fmt(env_host, sizeof(env_host), "CKPT_HOST=%s", ckpt.hostname);
+	out[n++] = env_host;
 	n += record_env(out + n);
 	out[n] = NULL;
 }
