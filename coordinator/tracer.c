@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "ckpt/proc_stat.h"
 #include "coordinator.h"
 
 /* The TracerPid of /proc/PID/status, 0 when none (or unknown). */
@@ -26,17 +27,13 @@ pid_t local_process_tracer(pid_t pid)
 const char *describe_tracer(pid_t pid, char *buf, size_t len)
 {
 	pid_t tracer = local_process_tracer(pid);
-	char comm[64] = "?";
-	size_t n;
+	char comm[64];
 
 	buf[0] = 0;
 	if (tracer <= 0)
 		return buf;
-	if (read_proc_text(tracer, "comm", comm, sizeof(comm)) == 0) {
-		n = strcspn(comm, "\n");
-		comm[n] = 0;
-	}
-	snprintf(buf, len, "traced by PID %d (%s)", (int)tracer, comm);
+	snprintf(buf, len, "traced by PID %d (%s)", (int)tracer,
+		 ckpt_proc_comm(tracer, comm, sizeof(comm)));
 	return buf;
 }
 

@@ -612,18 +612,12 @@ static int tracer_of(int tid, char *comm, size_t len)
 {
 	char path[64], text[2048];
 	int tracer;
-	ssize_t n;
 
 	ckpt_fmt(path, sizeof(path), "/proc/self/task/%d/status", tid);
 	tracer = ckpt_proc_status_field(path, "TracerPid", text, sizeof(text));
 	if (tracer <= 0)
 		return 0;
-	ckpt_fmt(path, sizeof(path), "/proc/%d/comm", tracer);
-	n = ckpt_proc_read(path, comm, len);
-	if (n <= 0)
-		ckpt_fmt(comm, len, "?");
-	else if (comm[n - 1] == '\n')
-		comm[n - 1] = 0;
+	ckpt_proc_comm(tracer, comm, len);
 	return tracer;
 }
 

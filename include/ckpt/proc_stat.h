@@ -11,6 +11,7 @@
 
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -71,6 +72,24 @@ static inline int ckpt_proc_field(const char *text, const char *name)
 			return atoi(p + len + 1);
 	}
 	return -1;
+}
+
+/* The name of process pid (/proc/PID/comm, without its newline) into
+ * comm; "?" when it cannot be read. */
+static inline const char *ckpt_proc_comm(int pid, char *comm, size_t len)
+{
+	char path[32];
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	if (len < 2 || ckpt_proc_read(path, comm, len) < 0) {
+		if (len >= 2)
+			strcpy(comm, "?");
+		return comm;
+	}
+	n = strcspn(comm, "\n");
+	comm[n] = 0;
+	return comm;
 }
 
 /* The number after "Name:" in a /proc status file (buf: room to read
