@@ -457,6 +457,7 @@ uint64_t pending_process_mask(void);
 /* memory.c */
 struct image_writer;
 int memory_scan(struct image_writer *w, char *err, size_t errlen);
+void memory_round_begins(void);
 void memory_reprotect(void);
 /* A page of the region not stored restores as zeros (fresh memory): its
  * pages of zeros are left out of the image. */

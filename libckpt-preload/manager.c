@@ -723,6 +723,7 @@ static void handle_suspend(const struct ckpt_msg_do_checkpoint *first)
 static void take_part_in_round(const struct ckpt_msg_do_checkpoint *m)
 {
 	fd_headroom_take();
+	memory_round_begins();
 	handle_suspend(m);
 	fd_headroom_give_back();
 	debugger_note(CKPT_DEBUGGER_ROUND_DONE, 0);

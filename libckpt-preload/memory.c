@@ -193,11 +193,48 @@ static int name_in_dir(const char *dir, dev_t dev, uint64_t ino, char *buf,
  * come back apart from the others' (python's multiprocessing locks
  * stopped working across processes after a restart). The other name is
  * looked for in the unlinked name's directory; when found, m->name
- * points to it (a buffer that the next call reuses).
+ * points to it. A round reads the maps three times (shared regions,
+ * shared files, the image): each file's answer is kept for the round
+ * (linked_names, forgotten by memory_round_begins), not a directory
+ * scan each time.
  */
+#define LINKED_NAMES_MAX 8
+static struct linked_name {
+	dev_t dev;
+	uint64_t ino;
+	int found;
+	char path[PATH_MAX];
+} linked_names[LINKED_NAMES_MAX];
+static int nlinked_names;
+
+void memory_round_begins(void)
+{
+	nlinked_names = 0;
+}
+
+/* The other name of (dev, ino) in dir, or NULL: kept for the round. */
+static const char *linked_name(const char *dir, dev_t dev, uint64_t ino)
+{
+	static char path[PATH_MAX];	/* when the cache is full */
+	struct linked_name *l;
+
+	for (int i = 0; i < nlinked_names; i++) {
+		l = &linked_names[i];
+		if (l->dev == dev && l->ino == ino)
+			return l->found ? l->path : NULL;
+	}
+	if (nlinked_names == LINKED_NAMES_MAX)
+		return name_in_dir(dir, dev, ino, path, sizeof(path)) == 0 ?
+		       path : NULL;
+	l = &linked_names[nlinked_names++];
+	l->dev = dev;
+	l->ino = ino;
+	l->found = name_in_dir(dir, dev, ino, l->path, sizeof(l->path)) == 0;
+	return l->found ? l->path : NULL;
+}
+
 static void name_linked_file(struct maps_vma *m)
 {
-	static char path[PATH_MAX];
 	static const char deleted[] = " (deleted)";
 	size_t len = strlen(m->name), keep;
 	const char *slash;
@@ -214,9 +251,11 @@ static void name_linked_file(struct maps_vma *m)
 		return;
 	memcpy(dir, m->name, keep);
 	dir[keep] = 0;
-	if (name_in_dir(dir, makedev(m->major, m->minor), m->ino, path,
-			sizeof(path)) == 0)
-		m->name = path;
+	const char *other = linked_name(dir, makedev(m->major, m->minor),
+					m->ino);
+
+	if (other)
+		m->name = other;
 }
 
 /* Classify a mapping; 0 means "leave it out of the image". A shared
