@@ -671,6 +671,7 @@ static void handle_suspend(const struct ckpt_msg_do_checkpoint *first)
 
 	for (;;) {
 		err[0] = 0;
+		memory_round_begins();	/* the program ran since the last */
 		r = ordered_dir_check(m.ckpt_dir, err, sizeof(err));
 		if (r == 0) /* the program's sections and hooks */
 			r = hooks_round_begin(err, sizeof(err));
@@ -723,7 +724,6 @@ static void handle_suspend(const struct ckpt_msg_do_checkpoint *first)
 static void take_part_in_round(const struct ckpt_msg_do_checkpoint *m)
 {
 	fd_headroom_take();
-	memory_round_begins();
 	handle_suspend(m);
 	fd_headroom_give_back();
 	debugger_note(CKPT_DEBUGGER_ROUND_DONE, 0);
