@@ -331,6 +331,10 @@ static bool runs_set_id(const char *status)
  * sandbox such as bwrap --unshare-pid, unshare --pid, a container's
  * init): its libckpt could not join with the pids the computation
  * knows. False when it cannot be told. */
+#define PID_NAMESPACE_OF_ITS_OWN "runs in a pid namespace of its own (a " \
+	"sandbox such as bwrap --unshare-pid or unshare --pid, or a " \
+	"container), which ckpt does not checkpoint"
+
 static bool in_other_pid_namespace(pid_t pid)
 {
 	char path[64], mine[64], its[64];
@@ -358,10 +362,8 @@ bool member_in_other_pid_namespace(const struct coordinator *co, char *what,
 		if (c->kind != CONN_PROCESS || c->eof || c->proc.local_pid ||
 		    c->peer_pid <= 0 || !in_other_pid_namespace(c->peer_pid))
 			continue;
-		snprintf(what, len, "process %d (%s; pid %d inside) runs in "
-			 "a pid namespace of its own (a "
-			 "sandbox such as bwrap --unshare-pid or unshare --pid, "
-			 "or a container), which ckpt does not checkpoint",
+		snprintf(what, len, "process %d (%s; pid %d inside) "
+			 PID_NAMESPACE_OF_ITS_OWN,
 			 (int)c->peer_pid, c->proc.hello.program,
 			 (int)c->proc.hello.real_pid);
 		return true;
@@ -397,10 +399,8 @@ static void fail_missing(struct coordinator *co, const struct expected_proc *e)
 			 "ckpt cannot checkpoint it; the images would miss it",
 			 (int)e->pid, prog, parent, uid);
 	else if (in_other_pid_namespace(e->pid))
-		snprintf(what, sizeof(what), "process %d (%s)%s runs in a pid "
-			 "namespace of its own (a sandbox such as bwrap "
-			 "--unshare-pid or unshare --pid, or a container), which "
-			 "ckpt does not checkpoint; it did not join the "
+		snprintf(what, sizeof(what), "process %d (%s)%s "
+			 PID_NAMESPACE_OF_ITS_OWN "; it did not join the "
 			 "computation, and the images would miss it",
 			 (int)e->pid, prog, parent);
 	else if (runs_set_id(buf))

@@ -110,12 +110,20 @@ void namespaces_rebase(void)
 		ckpt.base_ns[k] = namespace_now(k);
 }
 
+/* The process is in another namespace of that kind than the
+ * computation (its inode in *now). */
+static int namespace_left_base(int kind, uint64_t *now)
+{
+	*now = namespace_now(kind);
+	return *now && ckpt.base_ns[kind] && *now != ckpt.base_ns[kind];
+}
+
 /* The process runs in another UTS namespace than the computation. */
 int namespaces_own_uts(void)
 {
-	uint64_t now = namespace_now(NS_UTS);
+	uint64_t now;
 
-	return now && ckpt.base_ns[NS_UTS] && now != ckpt.base_ns[NS_UTS];
+	return namespace_left_base(NS_UTS, &now);
 }
 
 /* "CKPT_NS=<user>,<mnt>,<net>,<ipc>,<uts>" for an exec. */
@@ -135,9 +143,9 @@ void namespaces_env(char *buf, size_t len)
 static void note_namespaces(void)
 {
 	for (int k = 0; k < CKPT_NS_KINDS; k++) {
-		uint64_t now = namespace_now(k);
+		uint64_t now;
 
-		if (!now || !ckpt.base_ns[k] || now == ckpt.base_ns[k])
+		if (!namespace_left_base(k, &now))
 			continue;
 		unrestored_add("%s namespace %s:[%llu] (the computation "
 			       "started in %s:[%llu]): not restored, the "

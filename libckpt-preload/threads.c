@@ -477,34 +477,41 @@ void threads_reset_after_fork(void)
 #define PF_IO_WORKER_FLAG 0x10	/* PF_IO_WORKER, include/linux/sched.h */
 
 /* The state letter and the flags of a thread (/proc/self/task/N/stat);
- * -1: gone. */
-static int task_state(int tid, char *state, unsigned *flags)
+ * state 'X' (dead) and no flags when it is gone. */
+static void task_state(int tid, char *state, unsigned *flags)
 {
 	char path[64], buf[512], *p;
 
+	*state = 'X';
+	*flags = 0;
 	ckpt_fmt(path, sizeof(path), "/proc/self/task/%d/stat", tid);
 	if (ckpt_read_small_file(path, buf, sizeof(buf)) <= 0)
-		return -1;
+		return;
 	p = strrchr(buf, ')');
 	if (!p || p[1] != ' ' || !p[2])
-		return -1;
+		return;
 	*state = p[2];
 	/* then ppid, pgrp, session, tty_nr, tpgid, flags */
 	for (int field = 0; field < 6 && p; field++)
 		p = strchr(p + 1, ' ');
 	p = p ? strchr(p + 1, ' ') : NULL;
 	*flags = p ? (unsigned)strtoul(p + 1, NULL, 10) : 0;
-	return 0;
 }
 
-/* A zombie leader (main called pthread_exit) cannot take a signal. */
+/* Gone ('X' from task_state too), or a zombie: a zombie leader (main
+ * called pthread_exit) cannot take a signal. */
+static int dead_state(char state)
+{
+	return state == 'Z' || state == 'X';
+}
+
 static int task_is_zombie(int tid)
 {
 	unsigned flags;
 	char state;
 
-	return task_state(tid, &state, &flags) < 0 || state == 'Z' ||
-	       state == 'X';
+	task_state(tid, &state, &flags);
+	return dead_state(state);
 }
 
 /* A thread that never parks: a zombie leader, or one only the kernel
@@ -517,8 +524,8 @@ static int task_never_parks(int tid)
 	unsigned flags;
 	char state;
 
-	return task_state(tid, &state, &flags) < 0 || state == 'Z' ||
-	       state == 'X' || (flags & PF_IO_WORKER_FLAG);
+	task_state(tid, &state, &flags);
+	return dead_state(state) || (flags & PF_IO_WORKER_FLAG);
 }
 
 static int task_exists(int tid)

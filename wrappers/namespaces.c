@@ -12,7 +12,7 @@
  * does one that makes a pid namespace in the same call (`unshare -r -p`):
  * after it no thread can be made, so the manager could not come back. The
  * namespace itself is not restored by a restart: the checkpoint says so
- * (process.c, note_user_namespace).
+ * (process.c, note_namespaces).
  */
 #include <sys/ioctl.h>
 #include <linux/nsfs.h>
