@@ -298,6 +298,7 @@ pid_t ckpt_real_getpid(void);
 pid_t ckpt_real_gettid(void);
 int ckpt_is_own_fd(int fd);
 void ckpt_mark_own_fd(int fd, int own);
+int ckpt_next_own_fd(int from);
 int ckpt_move_fd_high(int fd);
 void ckpt_forget_own_fds(void);
 

@@ -80,16 +80,43 @@ void ckpt_mark_own_fd(int fd, int own)
 		own_fds[fd / (8 * sizeof(long))] &= ~bit;
 }
 
+/* The lowest of libckpt's descriptors at from or above, or -1. */
+int ckpt_next_own_fd(int from)
+{
+	const int per_word = 8 * sizeof(unsigned long);
+
+	for (int fd = from < 0 ? 0 : from; fd < OWN_FD_BITS; fd++) {
+		unsigned long word = own_fds[fd / per_word] >> (fd % per_word);
+
+		if (!word) {
+			fd = (fd / per_word + 1) * per_word - 1;
+			continue;
+		}
+		return fd + __builtin_ctzl(word);
+	}
+	return -1;
+}
+
 /* Move one of libckpt's descriptors above the range programs use, mark
- * it close-on-exec and as ours (skipped by the checkpoint). */
+ * it close-on-exec and as ours (skipped by the checkpoint, and a close
+ * by the program refuses it: wrappers/close.c). One up there already
+ * stays where it is. */
 int ckpt_move_fd_high(int fd)
 {
-	int nfd = fcntl(fd, F_DUPFD_CLOEXEC, OWN_FD_BASE);
+	int nfd;
 
+	if (fd >= OWN_FD_BASE && fcntl(fd, F_SETFD, FD_CLOEXEC) == 0) {
+		ckpt_mark_own_fd(fd, 1);
+		return fd;
+	}
+	nfd = fcntl(fd, F_DUPFD_CLOEXEC, OWN_FD_BASE);
 	if (nfd < 0)
 		nfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-	if (nfd < 0)
+	if (nfd < 0) {
+		ckpt_mark_own_fd(fd, 1);
 		return fd;
+	}
+	ckpt_mark_own_fd(fd, 0);
 	close(fd);
 	ckpt_mark_own_fd(nfd, 1);
 	return nfd;

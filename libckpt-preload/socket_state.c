@@ -37,6 +37,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -160,6 +161,27 @@ static void absolute_unix_path(struct ckpt_socket_info *si)
 	si->addr_len = off + c + n + 2;
 }
 
+/* The mode of the socket file at a Unix path (screen says whether a
+ * session is attached in its execute bits, and `screen -ls` shows a
+ * session whose file has another mode as "Unknown"). */
+static void save_path_mode(struct ckpt_socket_info *si)
+{
+	const struct sockaddr_un *a = (const void *)si->addr;
+	size_t off = offsetof(struct sockaddr_un, sun_path);
+	char path[sizeof(a->sun_path) + 1];
+	struct stat st;
+	size_t n;
+
+	if (si->addr_len <= off || a->sun_path[0] != '/')
+		return;
+	n = strnlen(a->sun_path, si->addr_len - off);
+	memcpy(path, a->sun_path, n);
+	path[n] = 0;
+	if (syscall(SYS_newfstatat, AT_FDCWD, path, &st,
+		    AT_SYMLINK_NOFOLLOW) == 0 && S_ISSOCK(st.st_mode))
+		si->path_mode = st.st_mode;
+}
+
 /* What every kind keeps, once family, type and protocol are known: the
  * options that change how a bind behaves, the other options, the
  * multicast groups joined. */
@@ -212,8 +234,10 @@ int socket_state_save(int fd, uint64_t ino, struct ckpt_socket_info *si)
 	len = sizeof(si->peer);
 	if (syscall(SYS_getpeername, fd, si->peer, &len) == 0)
 		si->peer_len = len;
-	if (si->family == AF_UNIX)
+	if (si->family == AF_UNIX) {
 		absolute_unix_path(si);
+		save_path_mode(si);
+	}
 	if (opt(fd, SOL_SOCKET, SO_ACCEPTCONN) == 1) {
 		si->backlog = listen_backlog(si->family, ino);
 		return CKPT_FD_SOCKET_LISTEN;

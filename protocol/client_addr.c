@@ -114,7 +114,7 @@ static int connect_unix(const char *path, int timeout_ms)
 	if (strlen(path) >= sizeof(sun.sun_path))
 		return -ENAMETOOLONG;
 	memcpy(sun.sun_path, path, strlen(path));
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	fd = ckpt_cc_keep_fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
 	if (fd < 0)
 		return -errno;
 	for (;;) {
@@ -145,7 +145,7 @@ static int connect_unix(const char *path, int timeout_ms)
 	ckpt_cc_session_forget(fd);	/* SO_PEERCRED vouches: no MACs */
 	return fd;
 fail:
-	close(fd);
+	ckpt_cc_close_fd(fd);
 	return r;
 }
 
@@ -222,8 +222,8 @@ static int connect_tcp(const char *addr, int timeout_ms)
 	r = parse_tcp_addr(addr, &ss, &sslen);
 	if (r < 0)
 		return r;
-	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
-		    0);
+	fd = ckpt_cc_keep_fd(socket(ss.ss_family,
+		SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
 	if (fd < 0)
 		return -errno;
 	if (connect(fd, (struct sockaddr *)&ss, sslen) == 0 ||
@@ -235,7 +235,7 @@ static int connect_tcp(const char *addr, int timeout_ms)
 	if (r == 0)
 		r = ckpt_cc_authenticate(fd, addr, deadline);
 	if (r < 0) {
-		close(fd);
+		ckpt_cc_close_fd(fd);
 		return r;
 	}
 	return fd;

@@ -38,6 +38,15 @@ int ckpt_cc_parse_size(const char *s, uint64_t *out);
  * dflt when unset, and when invalid after `tool` says so on stderr. */
 long ckpt_cc_progress_ms(const char *tool, long dflt);
 
+/* A connection's descriptor, just made: inside libckpt it moves up
+ * where libckpt's own live, marked as libckpt's at once, so a program
+ * closing every descriptor it did not open (daemons at their start) does
+ * not close it in the middle of the handshake (wrappers/close.c); the
+ * tools and the coordinator leave it where it is. ckpt_cc_close_fd
+ * closes one (and forgets it as libckpt's). */
+int ckpt_cc_keep_fd(int fd);
+void ckpt_cc_close_fd(int fd);
+
 /* Milliseconds of CLOCK_MONOTONIC. */
 int64_t ckpt_cc_now_ms(void);
 /* Deadline for a timeout in ms (< 0: none, returned as -1). */

@@ -75,6 +75,23 @@ size_t ckpt_cc_strlcpy(char *dst, const char *src, size_t cap)
 	return n;
 }
 
+/* libckpt defines these two (libckpt-preload/log.c); in the tools and
+ * the coordinator they are absent and the weak references are null. */
+int ckpt_move_fd_high(int fd) __attribute__((weak));
+void ckpt_mark_own_fd(int fd, int own) __attribute__((weak));
+
+int ckpt_cc_keep_fd(int fd)
+{
+	return fd >= 0 && ckpt_move_fd_high ? ckpt_move_fd_high(fd) : fd;
+}
+
+void ckpt_cc_close_fd(int fd)
+{
+	if (ckpt_mark_own_fd)
+		ckpt_mark_own_fd(fd, 0);
+	close(fd);
+}
+
 int64_t ckpt_cc_now_ms(void)
 {
 	struct timespec ts;

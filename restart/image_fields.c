@@ -555,10 +555,11 @@ int image_socket_info(const struct ckpt_image *img,
 	if (size < CKPT_SOCKET_INFO_SIZE_V1 || size > f->data_size)
 		return -EINVAL;
 	if (size < sizeof(*si)) {
-		memset((char *)si + CKPT_SOCKET_INFO_SIZE_V1, 0,
-		       sizeof(*si) - CKPT_SOCKET_INFO_SIZE_V1);
-		for (int i = 0; i < CKPT_SOCK_OPT_SLOTS; i++)
-			si->opt[i] = CKPT_SOCK_OPT_UNSET;
+		memset((char *)si + size, 0, sizeof(*si) - size);
+		if (size < offsetof(struct ckpt_socket_info, opt) +
+			   sizeof(si->opt))
+			for (int i = 0; i < CKPT_SOCK_OPT_SLOTS; i++)
+				si->opt[i] = CKPT_SOCK_OPT_UNSET;
 	}
 	return 0;
 }

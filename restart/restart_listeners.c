@@ -244,6 +244,24 @@ static int bind_netlink(const struct own_socket *o, int s)
 	return bind(s, (const void *)&a, sizeof(a)) < 0 ? -errno : 0;
 }
 
+/* The socket file's mode as it was at checkpoint (a program may have
+ * changed it after the bind: screen keeps a session's state in it). A
+ * failure is said and the restart goes on. */
+static void set_path_mode(const struct own_socket *o)
+{
+	const struct sockaddr_un *a = (const void *)o->si.addr;
+
+	if (o->si.family != AF_UNIX || !o->si.path_mode ||
+	    a->sun_path[0] != '/')
+		return;
+	if (chmod(a->sun_path, o->si.path_mode & 07777) < 0)
+		fprintf(stderr, "ckpt_restart: warning: %s: %s (vpid %d), fd "
+			"%d: cannot give %s its mode %04o again: %s\n",
+			o->img->path, o->img->hdr.program, o->img->hdr.vpid,
+			o->f->fd, o->where, o->si.path_mode & 07777,
+			strerror(errno));
+}
+
 static int make_socket(const struct own_socket *o)
 {
 	const struct ckpt_socket_info *si = &o->si;
@@ -284,6 +302,7 @@ static int make_socket(const struct own_socket *o)
 		close(s);
 		return r;
 	}
+	set_path_mode(o);
 	return s;
 }
 

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from ckpt_harness import app, numbers
+from ckpt_harness import app, checkpoint_and_kill, numbers
 
 LISTENING = r"^listening tcp (\d+) tcp6 (\d+) unix (\S+) udp (\d+)$"
 
@@ -225,3 +225,48 @@ def test_tcp_connection_inside_the_computation_reconnects(session):
     assert seen < after[0] <= before[-1] + 1, (seen, after[:3], before[-3:])
     assert after == list(range(after[0], total + 1)), after[:10]
     assert "reads as closed" not in r.stderr_text(), r.stderr_text()
+
+
+MODE_SERVER = r"""
+import os, socket, sys, time
+path, steps = sys.argv[1], int(sys.argv[2])
+os.umask(0o022)
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(path)
+s.listen(4)
+os.chmod(path, 0o600)   # screen: a detached session; the umask gave 0755
+for k in range(1, steps + 1):
+    print("count %d mode %o" % (k, os.stat(path).st_mode & 0o7777),
+          flush=True)
+    if k == steps // 2:
+        os.chmod(path, 0o700)   # attached, as screen says it
+    time.sleep(0.02)
+print("done", flush=True)
+"""
+
+
+@pytest.mark.time_limit(300)
+def test_unix_socket_file_keeps_its_mode(session):
+    """A program that changed the mode of its listening socket's file
+    after the bind (screen keeps a session's state in it, and `screen
+    -ls` shows a file of another mode as "Unknown") finds the mode it
+    set at the checkpoint after the restart, not the one the umask
+    gives a new bind; and can still change it."""
+    s = session
+    steps = 400
+    p = s.launch(["/usr/bin/python3", "-c", MODE_SERVER, s.path("m.sock"),
+                  str(steps)])
+    images, _, _ = checkpoint_and_kill(s, p, r"^count (\d+) ", 10)
+    r = s.restart(images)
+    assert r.wait_exit() == 0, r.stderr_text()
+    modes = {}
+    for line in r.lines():
+        m = re.match(r"^count (\d+) mode (\d+)$", line)
+        if m:
+            modes[int(m.group(1))] = m.group(2)
+    assert modes, r.lines()[-5:]
+    first = min(modes)
+    assert modes[first] == "600", (
+        "after the restart the socket file's mode is %s, not 600" %
+        modes[first])
+    assert modes[steps] == "700", modes[steps]

@@ -93,7 +93,7 @@ def as_first_layout(path):
         rec = img.data[off:off + size]
         flags, info_size = struct.unpack_from("<I", rec, 12)[0], \
             struct.unpack_from("<I", rec, 36)[0]
-        assert info_size == 368, info_size
+        assert info_size == 372, info_size
         tail = rec[info_size:] if flags & F_QUEUE else b""
         flags = (flags & ~(F_QUEUE | F_DGRAMS)) | (
             F_QUEUE_SAVED if flags & F_QUEUE else 0)

@@ -240,6 +240,14 @@ CKPT_WRAPPER long syscall(long nr, ...)
 		a[i] = va_arg(ap, long);
 	va_end(ap);
 	switch (nr) {
+	case SYS_close:
+	case SYS_close_range: {
+		long closed;
+
+		if (close_by_syscall(nr, a, CALL_SITE(), &closed))
+			return closed;
+		break;
+	}
 	case SYS_getpid:
 		return getpid();
 	case SYS_gettid:

@@ -190,6 +190,9 @@ int lock_order_take(const struct lock_ops *ops, void *obj, int kind,
 /* locks.c: take a mutex as the program's call would, not ordered */
 int locks_mutex_lock(pthread_mutex_t *m);
 
+/* close.c: syscall(2) asked to close a descriptor of libckpt's? */
+int close_by_syscall(long nr, const long *a, const void *site, long *result);
+
 /* signal.c: does si_pid of this signal and si_code name a process? */
 int signal_names_a_sender(int sig, int code);
 

@@ -520,6 +520,11 @@ struct ckpt_socket_info {
 	uint32_t ngroups;		/* multicast groups joined (libckpt
 					   joins them again from its table) */
 	int32_t opt[CKPT_SOCK_OPT_SLOTS];	/* enum ckpt_sock_opt */
+	uint32_t path_mode;		/* AF_UNIX bound to a path: st_mode of
+					   the socket file there (screen
+					   keeps its state in the mode bits),
+					   set again after the bind; 0 not
+					   known */
 };
 
 #define CKPT_SOCKET_INFO_SIZE_V1 offsetof(struct ckpt_socket_info, ndgrams)
