@@ -166,28 +166,33 @@ static int alive_killed(struct coordinator *co)
  * that has not joined yet (between fork and its HELLO, or exec'ing) is
  * part of the computation too, and left running it would see its
  * parent die and act on it (write into a pipe nobody reads any more).
- * SIGKILL: the children are listed before pid is
- * killed; once it is dead they are init's, out of reach, and left
- * stopped by the SIGSTOP pass. Any other signal: listed after it, so a
- * child forked meanwhile is not missed. Each process SIGKILLed is noted:
- * the kill's reply waits until it is gone (a child that is no member
- * holds what it inherited, a listening socket, until it is). */
+ * SIGKILL: the children first, then pid (post-order). Killing a parent
+ * first lets the kernel, when it exits, send SIGHUP and SIGCONT to a
+ * child's process group it leaves orphaned with stopped members (timeout,
+ * a job of a shell with job control, a daemon's setpgid): SIGCONT undoes
+ * the SIGSTOP pass and the group runs its SIGHUP handlers (apache
+ * restarted, timeout sent SIGTERM to its command) before its own SIGKILL.
+ * Once a process has SIGKILL pending no SIGCONT runs it again. Any other
+ * signal: to pid, then its children listed after it, so a child forked
+ * meanwhile is not missed. Each process SIGKILLed is noted: the kill's
+ * reply waits until it is gone (a child that is no member holds what it
+ * inherited, a listening socket, until it is). */
 static void signal_tree(struct coordinator *co, pid_t pid, int sig,
 			int depth)
 {
-	bool listed_first = sig == SIGKILL;
+	bool post_order = sig == SIGKILL;
 	pid_t kids[256];
 	int n = 0;
 
-	if (listed_first && depth < COORD_KILL_TREE_DEPTH)
-		n = local_children(pid, kids, 256);
-	if (kill(pid, sig) == 0 && sig == SIGKILL &&
-	    co->nkilled < COORD_KILLED_MAX)
-		co->killed[co->nkilled++] = pid;
-	if (!listed_first && depth < COORD_KILL_TREE_DEPTH)
+	if (!post_order)
+		kill(pid, sig);
+	if (depth < COORD_KILL_TREE_DEPTH)
 		n = local_children(pid, kids, 256);
 	for (int i = 0; i < n; i++)
 		signal_tree(co, kids[i], sig, depth + 1);
+	if (post_order && kill(pid, sig) == 0 &&
+	    co->nkilled < COORD_KILLED_MAX)
+		co->killed[co->nkilled++] = pid;
 }
 
 /* The processes on this host and their descendants are stopped first,

@@ -250,8 +250,11 @@ static int save_socket_state(int fd, uint64_t ino,
 }
 
 /* A socket: a connected Unix stream end (its peer may be restarted with
- * it), or one socket_state.c restores alone (fds 0-2 excepted: those come
- * from the restarting side). */
+ * it), or one socket_state.c restores alone. On fds 0-2 only a
+ * connection is saved as such (an inetd-style server's child, git
+ * daemon's, socat EXEC's, talks to a client of the computation on its
+ * stdin and stdout); restored without its peer it is the restarting
+ * side's stdio, like a listener or bound socket there. */
 static void note_socket(struct saved_fd *s, const struct stat *st)
 {
 	const struct tcp_diag_entry *e = NULL;
@@ -271,7 +274,7 @@ static void note_socket(struct saved_fd *s, const struct stat *st)
 		pair = unix_dgram_kind(s->fd, st->st_ino, &s->peer_ino);
 	if (pair > 0)
 		s->kind = pair;
-	else if (s->fd > 2 && kind)
+	else if (kind && (s->fd > 2 || kind == CKPT_FD_SOCKET_OUTSIDE))
 		s->kind = kind;
 	/* the table's send queue is the one SIOCOUTQ reads: none to wait
 	 * for when it was empty (the process is stopped) */

@@ -465,7 +465,8 @@ int main(int argc, char **argv)
 		return 1;
 	if (ensure_coordinator(o.coord, coord, sizeof(coord)))
 		return 1;
-	if (o.nimages == 1 && !has_pipes(&imgs[0]) && !restart_peer_hosts &&
+	if (o.nimages == 1 && !has_pipes(&imgs[0]) &&
+	    !restart_shm_needed(&imgs[0]) && !restart_peer_hosts &&
 	    !restart_host_map_given() && !root_wants_terminal(&imgs[0])) {
 		exec_loader(&imgs[0], coord, ckpt_dir, 0, 0);
 		return 1;

@@ -101,6 +101,10 @@ int restart_deleted_files_create(struct ckpt_image *imgs, int n,
 int restart_deleted_file_fd(uint64_t ino, const char *path);
 void restart_deleted_files_release(void);
 
+/* Whether a single image has shared memory that needs the plan of
+ * restart_shm_create (a SysV segment, a memfd it maps twice): it cannot
+ * take the loader's direct path. */
+int restart_shm_needed(struct ckpt_image *img);
 /* One memfd per shared memory object several images map, filled with
  * its pages (restart_shm.c), as fds from *keep_fd_end up. 0 or -errno
  * after printing why. */

@@ -40,14 +40,17 @@ static int is_sysv(const struct ckpt_image *img, const struct ckpt_region *r)
 }
 
 /* How many images map the object, how large it must be, and whether it
- * is a SysV segment. */
+ * is a SysV segment; *mappings: how many mappings of it they hold in
+ * all (a JIT maps one memfd twice in one process: writable and
+ * executable views). */
 static int object_users(struct ckpt_image *imgs, int n, uint64_t ino,
-			uint64_t *size, int *sysv)
+			uint64_t *size, int *sysv, int *mappings)
 {
 	int users = 0;
 
 	*size = 0;
 	*sysv = 0;
+	*mappings = 0;
 	for (int i = 0; i < n; i++) {
 		int here = 0;
 
@@ -57,6 +60,7 @@ static int object_users(struct ckpt_image *imgs, int n, uint64_t ino,
 			if (!is_shared_object(r) || r->file_ino != ino)
 				continue;
 			here = 1;
+			(*mappings)++;
 			*sysv |= is_sysv(&imgs[i], r);
 			if (r->file_offset + (r->end - r->start) > *size)
 				*size = r->file_offset + (r->end - r->start);
@@ -64,6 +68,27 @@ static int object_users(struct ckpt_image *imgs, int n, uint64_t ino,
 		users += here;
 	}
 	return users;
+}
+
+/* Does an image hold the object's file as an fd (a deleted file or memfd
+ * still open)? Then files.c (or restart_deleted_files.c) makes the file
+ * again and maps it for every mapping of the process. */
+static int held_as_fd(struct ckpt_image *imgs, int n, uint64_t ino,
+		      const char *name)
+{
+	uint32_t low = (uint32_t)(ino & ~CKPT_FD_SHARE_GROUP);
+
+	for (int i = 0; i < n; i++)
+		for (uint32_t j = 0; j < imgs[i].hdr.nfds; j++) {
+			const struct ckpt_fd_info *f = &imgs[i].fds[j];
+
+			if (f->kind == CKPT_FD_FILE_DELETED &&
+			    (f->share & CKPT_FD_SHARE_GROUP) &&
+			    (f->share & ~CKPT_FD_SHARE_GROUP) == low &&
+			    !strcmp(image_string(&imgs[i], f->path), name))
+				return 1;
+		}
+	return 0;
 }
 
 static int fill_from_region(const struct ckpt_image *img,
@@ -183,15 +208,42 @@ static int known(const struct ckpt_restart_plan *plan, uint64_t ino)
 	return 0;
 }
 
+/* Whether the object at ino is one object of the plan: mapped by two
+ * images or more, a SysV segment, or mapped twice by one image that
+ * holds no fd of it (the BEAM JIT's memfd, writable and executable
+ * views: code written through one runs through the other). *size and
+ * *sysv as object_users says. */
+static int needs_object(struct ckpt_image *imgs, int n, uint64_t ino,
+			uint64_t *size, int *sysv)
+{
+	int mappings;
+
+	if (object_users(imgs, n, ino, size, sysv, &mappings) >= 2 || *sysv)
+		return 1;
+	return mappings >= 2 &&
+	       !held_as_fd(imgs, n, ino, object_name(imgs, n, ino));
+}
+
+int restart_shm_needed(struct ckpt_image *img)
+{
+	uint64_t size;
+	int sysv;
+
+	for (uint32_t j = 0; j < img->hdr.nregions; j++)
+		if (is_shared_object(&img->regions[j]) &&
+		    needs_object(img, 1, img->regions[j].file_ino, &size,
+				 &sysv))
+			return 1;
+	return 0;
+}
+
 static int add_object(struct ckpt_image *imgs, int n, uint64_t ino,
 		      struct ckpt_restart_plan *plan, int *keep_fd_end)
 {
 	uint64_t size;
 	int fd, placed, sysv, id = -1;
 
-	if (known(plan, ino))
-		return 0;
-	if (object_users(imgs, n, ino, &size, &sysv) < 2 && !sysv)
+	if (known(plan, ino) || !needs_object(imgs, n, ino, &size, &sysv))
 		return 0;
 	if (plan->nshm == CKPT_PLAN_MAX_SHM) {
 		fprintf(stderr, "ckpt_restart: more than %d shared memory "

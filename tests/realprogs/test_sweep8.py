@@ -9,12 +9,20 @@ kill -> restart cycles (realprogs/driver.py), the output compared.
   among them, before wrappers/close.c) and keeps a session's state in
   the mode of its socket file ("Unknown" after a restart that made the
   file with the umask's mode, before restart_listeners.c set it back).
+- git daemon: 24 clones over git:// on a loopback port, each checked.
+  git daemon serves a connection in a child that has it on its stdin
+  and stdout; fds 0-2 were always taken from ckpt_restart's stdio, so
+  the child wrote to a closed descriptor ("fatal: write error: Bad file
+  descriptor") and the clone in progress failed.
 """
 
 import pytest
 
+import os
+import subprocess
+
 from realprogs.driver import check_program, require
-from realprogs.test_sweep7 import Scripted
+from realprogs.test_sweep7 import Scripted, write
 
 SCREEN = r"""
 export SCREENDIR=$PWD/screens
@@ -53,3 +61,51 @@ class Screen(Scripted):
 def test_screen_detached_session(session):
     require("/usr/bin/screen", "screen")
     check_program(session, Screen())
+
+
+GIT_DAEMON = r"""
+port=$1
+git daemon --reuseaddr --listen=127.0.0.1 --port=$port --base-path=$PWD \
+    --export-all $PWD > daemon.log 2>&1 & d=$!
+for t in $(seq 1 100); do
+    git ls-remote git://127.0.0.1:$port/repo.git > /dev/null 2>&1 && break
+    sleep 0.1
+done
+for i in $(seq 1 24); do
+    rm -rf c
+    timeout 20 git clone -q git://127.0.0.1:$port/repo.git c
+    echo "clone $i $(git -C c log --oneline | wc -l) $(cat c/f17)"
+    sleep 0.3
+done
+kill $d; wait $d
+echo done
+"""
+
+
+class GitDaemon(Scripted):
+    name = "git-daemon"
+    script = GIT_DAEMON
+    files_skip = (r"^c/", r"daemon\.log")
+
+    def setup(self, work):
+        super().setup(work)
+        env = dict(os.environ, GIT_AUTHOR_NAME="a", GIT_AUTHOR_EMAIL="a@b",
+                   GIT_COMMITTER_NAME="a", GIT_COMMITTER_EMAIL="a@b")
+        src = os.path.join(work, "src")
+        subprocess.run(["git", "init", "-q", "-b", "main", src], check=True,
+                       env=env, timeout=60)
+        for i in range(1, 41):
+            write(src, "f%d" % i, "%d\n" % (i * i))
+            subprocess.run(["git", "-C", src, "add", "f%d" % i], check=True,
+                           env=env, timeout=60)
+            subprocess.run(["git", "-C", src, "commit", "-qm", "c%d" % i],
+                           check=True, env=env, timeout=60)
+        subprocess.run(["git", "clone", "-q", "--bare", src,
+                        os.path.join(work, "repo.git")], check=True,
+                       env=env, timeout=60)
+
+
+@pytest.mark.time_limit(400)
+def test_git_daemon_clones(session):
+    require("/usr/bin/git", "git")
+    check_program(session, GitDaemon())
