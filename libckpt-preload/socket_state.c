@@ -209,6 +209,26 @@ static int restorable(const struct ckpt_socket_info *si)
 	       (si->type == SOCK_STREAM || si->type == SOCK_DGRAM);
 }
 
+/* A stream socket that was made (maybe bound, options set) and is
+ * neither listening nor connected nor connecting: a client between
+ * socket() and connect(), a server between bind() and listen(). TCP
+ * says so in its state (TCP_CLOSE; TCP_SYN_SENT is a connect under
+ * way); a Unix one has no peer. */
+static int never_connected(int fd, const struct ckpt_socket_info *si)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+
+	if (si->peer_len || (si->type != SOCK_STREAM &&
+			     si->type != SOCK_SEQPACKET))
+		return 0;
+	if (si->family == AF_UNIX)
+		return 1;
+	return si->protocol == IPPROTO_TCP &&
+	       getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 &&
+	       ti.tcpi_state == TCP_CLOSE;
+}
+
 /* The kind files.c records for socket fd (inode ino) and *si, or 0 when
  * it is none of those restored here. */
 int socket_state_save(int fd, uint64_t ino, struct ckpt_socket_info *si)
@@ -248,6 +268,9 @@ int socket_state_save(int fd, uint64_t ino, struct ckpt_socket_info *si)
 		return CKPT_FD_SOCKET_BOUND;
 	if (si->peer_len)
 		return CKPT_FD_SOCKET_OUTSIDE;
+	/* made again as a new socket, bound to its address if it was */
+	if (never_connected(fd, si))
+		return CKPT_FD_SOCKET_BOUND;
 	if (si->type == SOCK_DGRAM &&
 	    ckpt_sockaddr_is_bound(si->addr, si->addr_len))
 		return CKPT_FD_SOCKET_BOUND;

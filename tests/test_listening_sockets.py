@@ -270,3 +270,52 @@ def test_unix_socket_file_keeps_its_mode(session):
         "after the restart the socket file's mode is %s, not 600" %
         modes[first])
     assert modes[steps] == "700", modes[steps]
+
+
+NOT_YET = r"""
+import os, socket, sys, time
+steps, path = int(sys.argv[1]), sys.argv[2]
+client = socket.socket()                      # made, connected later
+client.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+server = socket.socket()                      # bound, listening later
+server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+server.bind(("127.0.0.1", 0))
+port = server.getsockname()[1]
+unix = socket.socket(socket.AF_UNIX)          # made, connected later
+userver = socket.socket(socket.AF_UNIX)       # bound, listening later
+userver.bind(path)
+for k in range(1, steps + 1):
+    print("count %d" % k, flush=True)
+    time.sleep(0.02)
+server.listen(4)
+client.connect(("127.0.0.1", port))
+peer, _ = server.accept()
+client.sendall(b"tcp")
+assert peer.recv(16) == b"tcp"
+assert client.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 1
+assert server.getsockname()[1] == port
+userver.listen(4)
+unix.connect(path)
+upeer, _ = userver.accept()
+unix.sendall(b"unix")
+assert upeer.recv(16) == b"unix"
+print("done", flush=True)
+"""
+
+
+@pytest.mark.time_limit(300)
+def test_sockets_made_but_not_yet_connected_or_listening(session):
+    """A socket made and not yet connected (a client between socket()
+    and connect()) or bound and not yet listening (a server between bind
+    and listen), TCP or Unix, comes back as a new socket, bound to its
+    address again, with its options: the program connects and listens
+    after the restart. Before, each was /dev/null ("not restored yet",
+    and connect() failed with ENOTSOCK; mosquitto keeps such a socket)."""
+    s = session
+    p = s.launch(["/usr/bin/python3", "-c", NOT_YET, "200",
+                  s.path("later.sock")])
+    images, _, _ = checkpoint_and_kill(s, p, r"^count (\d+)", 10)
+    r = s.restart(images)
+    assert r.wait_exit() == 0, r.stderr_text()
+    assert r.lines()[-1] == "done", r.lines()[-3:]
+    assert "/dev/null" not in r.stderr_text(), r.stderr_text()
