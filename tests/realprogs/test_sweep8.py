@@ -9,7 +9,7 @@ kill -> restart cycles (realprogs/driver.py), the output compared.
   among them, before wrappers/close.c) and keeps a session's state in
   the mode of its socket file ("Unknown" after a restart that made the
   file with the umask's mode, before restart_listeners.c set it back).
-- git daemon: 24 clones over git:// on a loopback port, each checked.
+- git daemon: 16 clones over git:// on a loopback port, each checked.
   git daemon serves a connection in a child that has it on its stdin
   and stdout; fds 0-2 were always taken from ckpt_restart's stdio, so
   the child wrote to a closed descriptor ("fatal: write error: Bad file
@@ -27,18 +27,18 @@ from realprogs.test_sweep7 import Scripted, write
 SCREEN = r"""
 export SCREENDIR=$PWD/screens
 mkdir -m 700 screens
-screen -dmS job bash -c 'for i in $(seq 1 60); do echo $i >> count.txt;
+screen -dmS job bash -c 'for i in $(seq 1 36); do echo $i >> count.txt;
     echo "line $i"; sleep 0.25; done; sleep 60'
 for k in $(seq 1 200); do
     sleep 0.5
     echo "ls $(screen -ls | grep -c 'job.*(Detached)')" >> ls.txt
-    [ "$(wc -l < count.txt)" -ge 60 ] && break
+    [ "$(wc -l < count.txt)" -ge 36 ] && break
 done
 sort ls.txt | uniq
 sleep 0.5
 screen -S job -X hardcopy "$PWD/hardcopy.txt"
 sleep 0.5
-grep -c '^line 60$' hardcopy.txt
+grep -c '^line 36$' hardcopy.txt
 screen -S job -X quit
 sleep 0.5
 echo "after quit $(screen -ls | grep -c job)"
@@ -71,7 +71,7 @@ for t in $(seq 1 100); do
     git ls-remote git://127.0.0.1:$port/repo.git > /dev/null 2>&1 && break
     sleep 0.1
 done
-for i in $(seq 1 24); do
+for i in $(seq 1 16); do
     rm -rf c
     timeout 20 git clone -q git://127.0.0.1:$port/repo.git c
     echo "clone $i $(git -C c log --oneline | wc -l) $(cat c/f17)"
