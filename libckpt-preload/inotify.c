@@ -76,7 +76,7 @@ static const char *watch_problem(struct saved_watch *w)
 	return NULL;
 }
 
-/* "inotify wd:N ino:HEX sdev:HEX mask:HEX ignored_mask:HEX ..." */
+/* "inotify wd:HEX ino:HEX sdev:HEX mask:HEX ignored_mask:HEX ..." */
 static int parse_watch(const char *line, struct saved_watch *w)
 {
 	const char *p;
@@ -84,7 +84,7 @@ static int parse_watch(const char *line, struct saved_watch *w)
 	memset(w, 0, sizeof(*w));
 	if (strncmp(line, "inotify wd:", 11))
 		return 0;
-	w->wd = atoi(line + 11);
+	w->wd = (int)strtol(line + 11, NULL, 16);	/* printed in hex */
 	p = strstr(line, " ino:");
 	if (p)
 		w->ino = strtoull(p + 5, NULL, 16);

@@ -13,7 +13,8 @@ import re
 
 import pytest
 
-from ckpt_harness import app, assert_resumed, numbers
+from ckpt_harness import (app, assert_resumed, checkpoint_and_kill, numbers,
+                          restart_to_end)
 
 TICKS = 80
 TICK = r"^tick (\d+)$"
@@ -90,3 +91,23 @@ def test_restarted_watcher_restarts_again(session, tmp_path):
                                                 r2.stderr_text()))
     first = assert_resumed(before, numbers(lines, TICK), TICK, TICKS, seen)
     assert lost(lines) in ([], [first]), lines[:5]
+
+
+@pytest.mark.time_limit(240)
+def test_watch_descriptors_of_ten_and_more(session, tmp_path):
+    """Watch descriptors from 10 on: the kernel prints them in hex in
+    fdinfo (`inotify wd:a`), and libckpt read them as decimal, so every
+    watch from 10 up was left out at a restart ("its path is not known",
+    or "now names another file") and its events never came again (node's
+    fs.watch of many files, tsc --watch). 24 files watched, 3 watches
+    removed; after the restart each still-watched file's event comes with
+    its own watch descriptor."""
+    workdir = tmp_path / "w"
+    workdir.mkdir()
+    p = session.launch([app("inotify_many"), str(workdir), "120", "30"])
+    images, seen, before = checkpoint_and_kill(session, p, r"^tick (\d+) ",
+                                               10)
+    r, _ = restart_to_end(session, images, r"^tick (\d+) ", 120, seen,
+                          before)
+    assert r.lines()[-1] == "OK inotify_many", r.lines()[-3:]
+    assert "leaves it out" not in r.stderr_text(), r.stderr_text()
