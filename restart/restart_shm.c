@@ -108,6 +108,18 @@ static int fill_from_region(const struct ckpt_image *img,
 	return 0;
 }
 
+/* A memfd's or a deleted file's "PATH (deleted)": a file the kernel
+ * shares between its mappings. Not a device's or kernel object's shared
+ * mapping (an io_uring ring's "anon_inode:[io_uring]", mapped three
+ * times from one inode at offsets far apart: never restored, nothing to
+ * share). */
+static int is_deleted_file_name(const char *name)
+{
+	size_t n = strlen(name), k = strlen(" (deleted)");
+
+	return n > k && !strcmp(name + n - k, " (deleted)");
+}
+
 /* The name of the object's first region (its memfd's or deleted
  * file's "PATH (deleted)"), "" if none. */
 static const char *object_name(struct ckpt_image *imgs, int n, uint64_t ino)
@@ -216,12 +228,15 @@ static int known(const struct ckpt_restart_plan *plan, uint64_t ino)
 static int needs_object(struct ckpt_image *imgs, int n, uint64_t ino,
 			uint64_t *size, int *sysv)
 {
+	const char *name;
 	int mappings;
 
 	if (object_users(imgs, n, ino, size, sysv, &mappings) >= 2 || *sysv)
 		return 1;
-	return mappings >= 2 &&
-	       !held_as_fd(imgs, n, ino, object_name(imgs, n, ino));
+	if (mappings < 2)
+		return 0;
+	name = object_name(imgs, n, ino);
+	return is_deleted_file_name(name) && !held_as_fd(imgs, n, ino, name);
 }
 
 int restart_shm_needed(struct ckpt_image *img)
