@@ -231,7 +231,7 @@ static int never_connected(int fd, const struct ckpt_socket_info *si)
 
 /* The kind files.c records for socket fd (inode ino) and *si, or 0 when
  * it is none of those restored here. */
-int socket_state_save(int fd, uint64_t ino, struct ckpt_socket_info *si)
+static int socket_kind(int fd, uint64_t ino, struct ckpt_socket_info *si)
 {
 	socklen_t len;
 
@@ -254,10 +254,8 @@ int socket_state_save(int fd, uint64_t ino, struct ckpt_socket_info *si)
 	len = sizeof(si->peer);
 	if (syscall(SYS_getpeername, fd, si->peer, &len) == 0)
 		si->peer_len = len;
-	if (si->family == AF_UNIX) {
+	if (si->family == AF_UNIX)
 		absolute_unix_path(si);
-		save_path_mode(si);
-	}
 	if (opt(fd, SOL_SOCKET, SO_ACCEPTCONN) == 1) {
 		si->backlog = listen_backlog(si->family, ino);
 		return CKPT_FD_SOCKET_LISTEN;
@@ -275,6 +273,18 @@ int socket_state_save(int fd, uint64_t ino, struct ckpt_socket_info *si)
 	    ckpt_sockaddr_is_bound(si->addr, si->addr_len))
 		return CKPT_FD_SOCKET_BOUND;
 	return 0;
+}
+
+int socket_state_save(int fd, uint64_t ino, struct ckpt_socket_info *si)
+{
+	int kind = socket_kind(fd, ino, si);
+
+	/* only a socket ckpt_restart binds again has its file's mode set
+	 * back: no stat for each accepted connection of a Unix listener */
+	if (si->family == AF_UNIX && (kind == CKPT_FD_SOCKET_LISTEN ||
+				      kind == CKPT_FD_SOCKET_BOUND))
+		save_path_mode(si);
+	return kind;
 }
 
 /* The SOL_SOCKET options of the sockets socket_state_save_tcp saw, read
