@@ -5,7 +5,7 @@
  * A TCP receive queue larger than a new connection's buffers: a sender
  * (the child) and a reader (the parent) over one connection on
  * 127.0.0.1. The reader reads FAST_MIB MiB as fast as it can (TCP
- * autotuning grows its receive buffer; 8 MiB more at a time while
+ * autotuning grows its receive buffer; 32 MiB more at a time while
  * SO_RCVBUF is below RCVBUF_MIN_MIB), says "paused at N" and tells the
  * sender (one byte back), then waits until GO_FILE exists. Meanwhile the
  * sender writes QUEUED_MIB MiB more, which wait in the reader's receive
@@ -33,8 +33,8 @@
 #define READ_MAX (32U << 20)
 #define GO_WAIT_S 600
 #define NAP_MS 10
-#define MORE (8U << 20)
-#define MORE_ROUNDS 64
+#define MORE (32U << 20)
+#define MORE_ROUNDS 16
 
 static unsigned char stream_byte(uint64_t i)
 {
@@ -190,7 +190,8 @@ static void read_stream(int fd, uint64_t *got, uint64_t end, uint64_t *h,
 			}
 		*h = hash_bytes(*h, buf, n);
 		*got += n;
-		if (nap)
+		/* not after the last read: the sender waits for the reader */
+		if (nap && *got < end)
 			wait_until_queue_full(fd);
 	}
 }
