@@ -258,6 +258,15 @@ static void name_linked_file(struct maps_vma *m)
 		m->name = other;
 }
 
+/* The shared memory object a shared anonymous mapping belongs to, as
+ * ckpt_region.file_ino names it: its inode, or a SysV segment's id with
+ * CKPT_SYSV_OBJECT (the first segment of an IPC namespace has id 0). */
+static uint64_t shared_object_ino(const struct maps_vma *m)
+{
+	return strncmp(m->name, "/SYSV", 5) ? m->ino
+					     : m->ino | CKPT_SYSV_OBJECT;
+}
+
 /* Classify a mapping; 0 means "leave it out of the image". A shared
  * mapping shown deleted whose file has another name gets that name
  * (name_linked_file). */
@@ -570,7 +579,7 @@ static int save_region(struct scan *s, struct maps_vma *m,
 		/* the shared object: ckpt_restart maps one copy of it into
 		 * every process that had it (shared_memory.c) */
 		r.file_offset = m->offset;
-		r.file_ino = m->ino;
+		r.file_ino = shared_object_ino(m);
 	}
 	if (kind == CKPT_REGION_STACK) {
 		r.start = stack_reserve_start(m, s->prev_end);
@@ -734,7 +743,7 @@ int memory_shared_regions(struct shared_region *out, int max)
 			return -E2BIG;
 		out[n++] = (struct shared_region){
 			.start = m.start, .end = m.end, .offset = m.offset,
-			.ino = m.ino, .prot = m.prot,
+			.ino = shared_object_ino(&m), .prot = m.prot,
 			.dev = makedev(m.major, m.minor),
 			.sysv = !strncmp(m.name, "/SYSV", 5),
 		};
