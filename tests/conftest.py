@@ -9,11 +9,13 @@ with a traceback instead of stalling the suite; the helpers' own waits are
 bounded well below it.
 """
 
+import ctypes
 import os
 import re
 import signal
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -36,6 +38,15 @@ class TimeLimitExceeded(Exception):
     pass
 
 
+def _raise_in_thread(ident, limit):
+    """Raise TimeLimitExceeded in the thread ident at its next Python
+    instruction (every wait of the harness wakes at least once a
+    second)."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(
+        ctypes.c_ulong(ident), ctypes.py_object(TimeLimitExceeded))
+    sys.stderr.write("test exceeded its %d s time limit\n" % limit)
+
+
 @pytest.fixture(autouse=True)
 def _time_limit(request):
     marker = request.node.get_closest_marker("time_limit")
@@ -44,6 +55,18 @@ def _time_limit(request):
     def expired(signum, frame):
         raise TimeLimitExceeded("test exceeded its %d s time limit" % limit)
 
+    if threading.current_thread() is not threading.main_thread():
+        # a pytest-xdist worker may run its tests in a thread of its own
+        # (make test runs two workers), where no signal handler can be set
+        timer = threading.Timer(limit, _raise_in_thread,
+                                (threading.get_ident(), limit))
+        timer.daemon = True
+        timer.start()
+        try:
+            yield
+        finally:
+            timer.cancel()
+        return
     old = signal.signal(signal.SIGALRM, expired)
     signal.alarm(limit)
     try:
