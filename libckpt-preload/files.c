@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <termios.h>
 #include <unistd.h>
@@ -126,6 +127,11 @@ static int fd_kind(int fd, const struct stat *st, const char *path)
 
 	if (event_kind)
 		return event_kind;
+	/* a POSIX message queue is a file of its own filesystem (no
+	 * device), never opened again by its path: not supported yet */
+	if (S_ISREG(st->st_mode) && major(st->st_dev) == 0 &&
+	    fd_is_mqueue(fd))
+		return CKPT_FD_UNSUPPORTED;
 	if (S_ISREG(st->st_mode))
 		return st->st_nlink == 0 ? CKPT_FD_FILE_DELETED : CKPT_FD_FILE;
 	if (S_ISDIR(st->st_mode))

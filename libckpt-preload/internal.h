@@ -244,6 +244,7 @@ void session_restore_foreground(pid_t vpgid);
 void unrestored_begin(void);
 void unrestored_add(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));
+int fd_is_mqueue(int fd);
 void unrestored_fd(int fd, const char *path);
 const char *unrestored_text(void);
 

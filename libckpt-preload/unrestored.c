@@ -11,7 +11,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/statfs.h>
 #include "internal.h"
+
+#define MQUEUE_MAGIC 0x19800202	/* the kernel's ipc/mqueue.c */
 
 #define UNRESTORED_MAX	(16 << 10)
 
@@ -81,11 +84,22 @@ static const char *anon_inode_name(const char *path)
 	return "a kernel object";
 }
 
+/* A POSIX message queue (mq_open): a file of the mqueue filesystem. */
+int fd_is_mqueue(int fd)
+{
+	struct statfs fs;
+
+	return fstatfs(fd, &fs) == 0 && fs.f_type == MQUEUE_MAGIC;
+}
+
 static void describe_fd(int fd, const char *path, char *what, size_t len)
 {
 	if (!strncmp(path, "socket:", 7) && sockets_describe(fd, what, len) == 0)
 		return;
-	if (!strncmp(path, "anon_inode:", 11))
+	if (fd_is_mqueue(fd))
+		ckpt_fmt(what, len, "a POSIX message queue (mq_open \"%s\"): "
+			 "neither it nor its messages are saved", path);
+	else if (!strncmp(path, "anon_inode:", 11))
 		ckpt_fmt(what, len, "%s (%s)", anon_inode_name(path), path);
 	else if (!strncmp(path, "pipe:", 5))
 		ckpt_fmt(what, len, "a pipe leading outside the computation "

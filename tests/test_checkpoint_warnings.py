@@ -105,3 +105,26 @@ def test_files_and_pipes_get_no_warning(session):
     after = numbers(r.lines(), r"^tick (\d+)$")
     assert seen < after[0] <= before[-1] + 1
     assert after == list(range(after[0], ITER + 1))
+
+
+@pytest.mark.time_limit(300)
+def test_posix_message_queue_is_named_and_left_working(session):
+    """A POSIX message queue is not saved yet: the checkpoint names it
+    (it failed before with "saving the content saved with fd 3:
+    Input/output error", reading the queue as a deleted file), and the
+    program's queue keeps working after the checkpoint."""
+    s = session
+    p = s.launch([app("mq_queue"), str(ITER), DELAY_MS])
+    fd = int(p.wait_line(r"^mq fd (\d+)$").group(1))
+    p.wait_line(r"^tick (\d+) ok$", minimum=5)
+    images, err = checkpoint_with_stderr(s, 1)
+    rx = re.compile(r"^warning: mq_queue \(vpid %d, pid \d+, host [^)]*\): "
+                    r"fd %d: a POSIX message queue \(mq_open "
+                    r"\"/ckpt-test-%d \(deleted\)\"\): neither it nor its "
+                    r"messages are saved: not restored yet, a restart puts "
+                    r"/dev/null in its place$" % (p.pid, fd, p.pid))
+    assert [l for l in err if rx.match(l)], err
+    assert "a POSIX message queue" in s.inspect(images[0])
+    last = max(numbers(p.lines(), r"^tick (\d+) ok$"))
+    p.wait_line(r"^tick (\d+) ok$", minimum=last + 5)
+    assert not [l for l in p.lines() if "error" in l], p.lines()[-5:]
