@@ -11,6 +11,7 @@
 
 #define LOCKS 16
 #define ROUNDS 4
+#define SPINS 100000L
 
 pthread_mutex_t locks[LOCKS];
 volatile int flag;
@@ -40,12 +41,21 @@ static void *spinner(void *arg)
 	return NULL;
 }
 
+/* Set the flag once the spinner has spun SPINS more times in this round
+ * (10 s at most), so its count is never the same few values: on a loaded
+ * machine a spinner that got no CPU before all the flags were set took
+ * lock 0 every round, in the recording and in the re-execution alike. */
 static void *flagger(void *arg)
 {
 	struct timespec ms = { 0, 1000 * 1000 };
 
 	(void)arg;
 	for (int r = 0; r < ROUNDS; r++) {
+		long goal = (r + 1) * SPINS;
+		time_t give_up = time(NULL) + 10;
+
+		while (spins < goal && time(NULL) < give_up)
+			;
 		nanosleep(&ms, NULL);
 		flag = r + 1;				/* no lock */
 	}
