@@ -245,6 +245,12 @@ struct ckpt_region {
 	uint32_t reserved;
 };
 
+/* ckpt_region.file_ino of a SysV segment (ANON_SHARED, name "/SYSV..."):
+ * its id (the inode number /proc/PID/maps shows) with this bit set, since
+ * an id can be 0 (the first segment of an IPC namespace) and file_ino 0
+ * means "no shared object". */
+#define CKPT_SYSV_OBJECT	(1ULL << 63)
+
 /* ckpt_extent.encoding: how the memory is stored in the file */
 enum ckpt_extent_encoding {
 	CKPT_EXTENT_RAW = 0,		/* len bytes as they were, page-aligned
@@ -625,12 +631,6 @@ struct ckpt_unix_msg {
 
 /* ckpt_fd_info.share for files, dirs and devices: the open file
  * description is shared with other processes of the checkpoint. */
-/* ckpt_region.file_ino of a SysV segment (ANON_SHARED, name "/SYSV..."):
- * its id (the inode number /proc/PID/maps shows) with this bit set, since
- * an id can be 0 (the first segment of an IPC namespace) and file_ino 0
- * means "no shared object". */
-#define CKPT_SYSV_OBJECT	(1ULL << 63)
-
 #define CKPT_FD_SHARE_GROUP	0x80000000u	/* | n: every record of the
 						   checkpoint with this value
 						   holds one description */
