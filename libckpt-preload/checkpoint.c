@@ -42,6 +42,7 @@ const struct ckpt_resource_ops *const ckpt_resources[] = {
 	&file_lock_resource_ops,	/* on the fds files put back */
 	&zombie_resource_ops,
 	&posix_timer_resource_ops,	/* restored after the threads */
+	&sysv_ipc_resource_ops,		/* named only */
 	&image_chain_resource_ops,
 };
 const size_t ckpt_nresources =

@@ -195,6 +195,12 @@ extern const struct ckpt_resource_ops session_resource_ops;
 extern const struct ckpt_resource_ops process_group_resource_ops;
 extern const struct ckpt_resource_ops saved_files_resource_ops;
 extern const struct ckpt_resource_ops posix_timer_resource_ops;
+
+/* sysv_ipc.c: SysV message queues and semaphore sets, named only */
+#define SYSV_IPC_MSG	1
+#define SYSV_IPC_SEM	2
+void sysv_ipc_note(int kind, int id, key_t key);
+extern const struct ckpt_resource_ops sysv_ipc_resource_ops;
 extern const struct ckpt_resource_ops file_lock_resource_ops;
 extern const struct ckpt_resource_ops peer_creds_resource_ops;
 extern const struct ckpt_resource_ops image_chain_resource_ops;

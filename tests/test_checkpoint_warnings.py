@@ -7,6 +7,7 @@ shows the same lines from the image. A program with only files and pipes
 gets no such line."""
 
 import re
+import subprocess
 
 import pytest
 
@@ -128,3 +129,34 @@ def test_posix_message_queue_is_named_and_left_working(session):
     last = max(numbers(p.lines(), r"^tick (\d+) ok$"))
     p.wait_line(r"^tick (\d+) ok$", minimum=last + 5)
     assert not [l for l in p.lines() if "error" in l], p.lines()[-5:]
+
+
+@pytest.mark.time_limit(300)
+def test_sysv_message_queue_and_semaphores_are_named(session):
+    """SysV message queues and semaphore sets are not saved (they live in
+    the kernel under an id): the checkpoint names each one the program
+    made (it said nothing before), and the program goes on."""
+    s = session
+    p = s.launch([app("sysv_msg_sem"), str(ITER), DELAY_MS])
+    ids = p.wait_line(r"^ids msg (\d+) sem (\d+)$")
+    msg, sem = int(ids.group(1)), int(ids.group(2))
+    try:
+        p.wait_line(r"^tick (\d+)$", minimum=5)
+        images, err = checkpoint_with_stderr(s, 1)
+        for what, call, ident in (("message queue", "msgget", msg),
+                                  ("semaphore set", "semget", sem)):
+            rx = re.compile(r"^warning: sysv_msg_sem \(vpid %d, pid \d+, "
+                            r"host [^)]*\): a SysV %s \(%s, id %d, key 0\): "
+                            r"not saved; a restart finds it as the killed "
+                            r"processes left it, if it is still there$"
+                            % (p.pid, what, call, ident))
+            assert [l for l in err if rx.match(l)], err
+        assert "a SysV semaphore set" in s.inspect(images[0])
+        last = max(numbers(p.lines(), r"^tick (\d+)$"))
+        p.wait_line(r"^tick (\d+)$", minimum=last + 5)
+    finally:
+        s.kill_all()
+        p.popen.wait(30)
+        # the killed program leaves both in the kernel
+        subprocess.run(["ipcrm", "-q", str(msg), "-s", str(sem)],
+                       capture_output=True, timeout=30)
