@@ -11,11 +11,13 @@
  * an exec loses it.
  */
 #include <errno.h>
+#include <sched.h>
 #include <sys/msg.h>
 #include <sys/sem.h>
 #include "internal.h"
 
 #define SYSV_IPC_MAX	64
+#define LOCK_TRIES	1000
 
 static struct sysv_ipc_object {
 	int kind;		/* SYSV_IPC_MSG or SYSV_IPC_SEM */
@@ -24,11 +26,18 @@ static struct sysv_ipc_object {
 } objects[SYSV_IPC_MAX];
 static int nobjects, table_lock, told_full;
 
-/* Note an id msgget or semget returned (any thread, any time). */
+/* Note an id msgget or semget returned (any thread, any time). The lock
+ * is tried a bounded number of times: a child forked while another
+ * thread held it inherits it held, and then notes nothing. */
 void sysv_ipc_note(int kind, int id, key_t key)
 {
-	while (__atomic_exchange_n(&table_lock, 1, __ATOMIC_ACQUIRE))
-		;
+	int tries = 0;
+
+	while (__atomic_exchange_n(&table_lock, 1, __ATOMIC_ACQUIRE)) {
+		if (++tries == LOCK_TRIES)
+			return;
+		sched_yield();
+	}
 	for (int i = 0; i < nobjects; i++)
 		if (objects[i].kind == kind && objects[i].id == id)
 			goto out;
