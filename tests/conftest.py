@@ -4,9 +4,10 @@
 `session` gives each test its own coordinator address and checkpoint
 directory (tests/ckpt_harness.py) and cleans up after it. Every test also
 runs under a hard time limit (CKPT_TEST_TIMEOUT seconds, default 900, or
-@pytest.mark.time_limit(N)) enforced with SIGALRM, so a hang fails the test
-with a traceback instead of stalling the suite; the helpers' own waits are
-bounded well below it.
+@pytest.mark.time_limit(N)) enforced with SIGALRM (or, in a pytest-xdist
+worker that runs its tests outside the main thread, a timer raising in the
+test's thread), so a hang fails the test with a traceback instead of
+stalling the suite; the helpers' own waits are bounded well below it.
 """
 
 import ctypes
