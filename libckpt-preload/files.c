@@ -23,6 +23,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -118,6 +119,16 @@ static int is_tty(int fd)
 	struct termios t;
 
 	return ioctl(fd, TCGETS, &t) == 0;
+}
+
+#define MQUEUE_MAGIC 0x19800202	/* the kernel's ipc/mqueue.c */
+
+/* A POSIX message queue (mq_open): a file of the mqueue filesystem. */
+int fd_is_mqueue(int fd)
+{
+	struct statfs fs;
+
+	return fstatfs(fd, &fs) == 0 && fs.f_type == MQUEUE_MAGIC;
 }
 
 static int fd_kind(int fd, const struct stat *st, const char *path)

@@ -195,16 +195,19 @@ extern const struct ckpt_resource_ops session_resource_ops;
 extern const struct ckpt_resource_ops process_group_resource_ops;
 extern const struct ckpt_resource_ops saved_files_resource_ops;
 extern const struct ckpt_resource_ops posix_timer_resource_ops;
-
-/* sysv_ipc.c: SysV message queues and semaphore sets, named only */
-#define SYSV_IPC_MSG	1
-#define SYSV_IPC_SEM	2
-void sysv_ipc_note(int kind, int id, key_t key);
 extern const struct ckpt_resource_ops sysv_ipc_resource_ops;
 extern const struct ckpt_resource_ops file_lock_resource_ops;
 extern const struct ckpt_resource_ops peer_creds_resource_ops;
 extern const struct ckpt_resource_ops image_chain_resource_ops;
 extern const struct ckpt_resource_ops *const ckpt_resources[];
+
+/* sysv_ipc.c: SysV message queues and semaphore sets, named only */
+#define SYSV_IPC_MSG	1
+#define SYSV_IPC_SEM	2
+void sysv_ipc_note(int kind, int id, key_t key);
+
+/* files.c */
+int fd_is_mqueue(int fd);
 
 /* saved_files.c: regular files whose identity (and for some, content)
  * goes into the image */
@@ -250,7 +253,6 @@ void session_restore_foreground(pid_t vpgid);
 void unrestored_begin(void);
 void unrestored_add(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));
-int fd_is_mqueue(int fd);
 void unrestored_fd(int fd, const char *path);
 const char *unrestored_text(void);
 

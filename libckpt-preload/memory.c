@@ -258,13 +258,17 @@ static void name_linked_file(struct maps_vma *m)
 		m->name = other;
 }
 
+static int is_sysv_mapping(const struct maps_vma *m)
+{
+	return !strncmp(m->name, "/SYSV", 5);
+}
+
 /* The shared memory object a shared anonymous mapping belongs to, as
  * ckpt_region.file_ino names it: its inode, or a SysV segment's id with
  * CKPT_SYSV_OBJECT (the first segment of an IPC namespace has id 0). */
 static uint64_t shared_object_ino(const struct maps_vma *m)
 {
-	return strncmp(m->name, "/SYSV", 5) ? m->ino
-					     : m->ino | CKPT_SYSV_OBJECT;
+	return is_sysv_mapping(m) ? m->ino | CKPT_SYSV_OBJECT : m->ino;
 }
 
 /* Classify a mapping; 0 means "leave it out of the image". A shared
@@ -745,7 +749,7 @@ int memory_shared_regions(struct shared_region *out, int max)
 			.start = m.start, .end = m.end, .offset = m.offset,
 			.ino = shared_object_ino(&m), .prot = m.prot,
 			.dev = makedev(m.major, m.minor),
-			.sysv = !strncmp(m.name, "/SYSV", 5),
+			.sysv = is_sysv_mapping(&m),
 		};
 	}
 	return n;

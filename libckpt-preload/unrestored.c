@@ -11,10 +11,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/statfs.h>
 #include "internal.h"
-
-#define MQUEUE_MAGIC 0x19800202	/* the kernel's ipc/mqueue.c */
 
 #define UNRESTORED_MAX	(16 << 10)
 
@@ -82,14 +79,6 @@ static const char *anon_inode_name(const char *path)
 		if (!strcmp(path, names[i].link))
 			return names[i].name;
 	return "a kernel object";
-}
-
-/* A POSIX message queue (mq_open): a file of the mqueue filesystem. */
-int fd_is_mqueue(int fd)
-{
-	struct statfs fs;
-
-	return fstatfs(fd, &fs) == 0 && fs.f_type == MQUEUE_MAGIC;
 }
 
 static void describe_fd(int fd, const char *path, char *what, size_t len)
