@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/kcmp.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -56,6 +57,7 @@ struct saved_fd {
 				   tmpfs), 0 if none */
 	int sock;		/* CKPT_FD_SOCKET_*, UNIX_STREAM: index in
 				   sock_info, else -1 */
+	int backlog_of;		/* CKPT_FDF_IN_BACKLOG: the listener's fd */
 };
 
 #define SOCK_INFO_MAX 1024
@@ -413,6 +415,14 @@ static int has_claimed_queue(int kind)
 	return kind == CKPT_FD_SOCKET_OUTSIDE || kind == CKPT_FD_SOCKET_BOUND;
 }
 
+/* A TCP listener: whether another process holds it decides who may take
+ * the connections waiting in its queue (save_backlog). */
+static int is_tcp_listener(const struct saved_fd *s)
+{
+	return s->kind == CKPT_FD_SOCKET_LISTEN && s->sock >= 0 &&
+	       is_tcp(&sock_info[s->sock]);
+}
+
 /* List the fds other processes may share in the round's table; without
  * it only sharing with the parent is found. */
 static void publish_shareable(void)
@@ -423,7 +433,8 @@ static void publish_shareable(void)
 		if (saved[i].dup_of < 0 &&
 		    (may_share_with_parent(saved[i].kind) ||
 		     is_shareable_event_fd(saved[i].kind) ||
-		     has_claimed_queue(saved[i].kind)))
+		     has_claimed_queue(saved[i].kind) ||
+		     is_tcp_listener(&saved[i])))
 			r = shared_add(saved[i].fd, saved[i].dev, saved[i].ino);
 	if (r == 0)
 		r = shared_publish();
@@ -513,6 +524,48 @@ static int note_in_flight(int fd)
 		return r < 0 ? r : -EBADF;
 	}
 	saved[nsaved - 1].fd_flags |= CKPT_FDF_IN_FLIGHT;
+	return 0;
+}
+
+/* A connection taken from a listener's queue (tcp_backlog.c): saved
+ * like the process's own, kept open (the program accepts it later). */
+static int note_in_backlog(int conn, int listener)
+{
+	int r;
+
+	if (nsaved == CKPT_MAX_FDS)
+		return -EMFILE;
+	r = save_one_fd(conn, ckpt_real_getpid());
+	if (r < 0 || saved[nsaved - 1].fd != conn)
+		return r < 0 ? r : -EBADF;
+	saved[nsaved - 1].fd_flags |= CKPT_FDF_IN_BACKLOG;
+	saved[nsaved - 1].backlog_of = listener;
+	return 0;
+}
+
+/* The connections waiting in the queue of a TCP listener, saved by the
+ * process that alone holds it; named when others hold it too (any of
+ * them may accept them: none can take them). */
+static int save_backlog(const struct saved_fd *s)
+{
+	struct pollfd p = { .fd = s->fd, .events = POLLIN };
+	int r;
+
+	if (!is_tcp_listener(s) || s->dup_of >= 0)
+		return 0;
+	if (shared_group_of(s->fd) == 0) {
+		r = tcp_backlog_save(s->fd, note_in_backlog);
+		if (r < 0)
+			ckpt_log("fd %d (%s): saving the connections waiting "
+				 "to be accepted failed: %s", s->fd,
+				 saved_path(s), strerror(-r));
+		return r;
+	}
+	if (poll(&p, 1, 0) == 1 && (p.revents & POLLIN))
+		unrestored_add("fd %d (%s): connections wait to be accepted "
+			       "by this TCP listener, which other processes "
+			       "hold too: they are not saved, a restart loses "
+			       "them", s->fd, saved_path(s));
 	return 0;
 }
 
@@ -726,6 +779,8 @@ static int content_of(struct saved_fd *s, uint64_t *size, const void **mem)
 		return -1;
 	if (s->kind == CKPT_FD_FILE_DELETED)
 		return readable_copy(s);
+	if (save_backlog(s) < 0)
+		return -EIO;
 	if (is_socket_state(s->kind) && socket_record_in_memory(s, mem)) {
 		*size = sizeof(sock_info[0]);
 		return -1;
@@ -885,6 +940,8 @@ static int files_write(struct image_writer *w)
 			describe_event_fd(s, &fi);
 		else if (s->kind == CKPT_FD_FILE_DELETED)
 			fi.share = deleted_file_tag(s);
+		else if (s->fd_flags & CKPT_FDF_IN_BACKLOG)
+			fi.backlog_of = s->backlog_of;
 		else if (!is_socket_state(s->kind) &&
 			 !(s->fd_flags & CKPT_FDF_IN_FLIGHT))
 			fi.share = sharing(s);
@@ -913,13 +970,21 @@ static int is_saved_fd(int fd)
 	return 0;
 }
 
+/* A record of an fd the program did not have at its number: received
+ * from a queued message (ckpt_restart sends it again) or taken from a
+ * listener's queue (ckpt_restart queues it again). */
+static int is_extra_record(const struct saved_fd *s)
+{
+	return s->fd_flags & (CKPT_FDF_IN_FLIGHT | CKPT_FDF_IN_BACKLOG);
+}
+
 /* The lowest number above every saved descriptor (at least 3). */
 static int above_saved_fds(void)
 {
 	int highest = 2;
 
 	for (int i = 0; i < nsaved; i++)
-		if (saved[i].fd > highest)
+		if (!is_extra_record(&saved[i]) && saved[i].fd > highest)
 			highest = saved[i].fd;
 	return highest + 1;
 }
@@ -1425,8 +1490,6 @@ static int restore_one_fd(const struct saved_fd *s, int image_fd)
 {
 	int r, fd = s->fd;
 
-	if (s->fd_flags & CKPT_FDF_IN_FLIGHT)	/* ckpt_restart sent it */
-		return 0;
 	if (s->dup_of >= 0)
 		return dup2(saved[s->dup_of].fd, fd) < 0 ? -errno : 0;
 	r = may_share_with_parent(s->kind) ||
@@ -1576,7 +1639,8 @@ static int restore_fds(int image_fd, int epolls)
 	for (int i = 0; i < nsaved; i++) {
 		int r;
 
-		if ((saved[i].kind == CKPT_FD_EPOLL) != epolls)
+		if ((saved[i].kind == CKPT_FD_EPOLL) != epolls ||
+		    is_extra_record(&saved[i]))
 			continue;
 		r = restore_one_fd(&saved[i], image_fd);
 		if (r < 0) {
@@ -1605,6 +1669,7 @@ static int files_restore(const struct ckpt_restart_args *args)
 			fcntl(args->plan_fd, F_DUPFD_CLOEXEC, 3));
 
 	terminal_restored = 0;
+	tcp_backlog_forget();
 	for (int i = 0; i < 3; i++)
 		stdio_copy[i] = move_out_of_the_way(fcntl(i, F_DUPFD_CLOEXEC,
 							  3));

@@ -201,6 +201,14 @@ extern const struct ckpt_resource_ops peer_creds_resource_ops;
 extern const struct ckpt_resource_ops image_chain_resource_ops;
 extern const struct ckpt_resource_ops *const ckpt_resources[];
 
+/* tcp_backlog.c: connections waiting in a TCP listener's accept queue */
+int tcp_backlog_save(int listener, int (*note)(int conn, int listener));
+int tcp_backlog_waiting(void);
+int tcp_backlog_swap(int fd, struct sockaddr *addr, socklen_t *len,
+		     int flags);
+void tcp_backlog_after_fork_in_child(void);
+void tcp_backlog_forget(void);
+
 /* sysv_ipc.c: SysV message queues and semaphore sets, named only */
 #define SYSV_IPC_MSG	1
 #define SYSV_IPC_SEM	2

@@ -396,6 +396,9 @@ static void print_fds(const struct ckpt_image *img)
 						    ~CKPT_FD_SHARE_GROUP));
 		if (f->fd_flags & CKPT_FDF_IN_FLIGHT)
 			printf(" (in flight: carried by a queued message)");
+		if (f->fd_flags & CKPT_FDF_IN_BACKLOG)
+			printf(" (waiting to be accepted by fd %u)",
+			       f->backlog_of);
 		if (f->data_size)
 			printf(", hash %016llx",
 			       (unsigned long long)f->data_hash);

@@ -198,6 +198,8 @@ static void json_fd(struct json_out *j, const struct ckpt_image *img,
 	if (f->data_size)
 		json_hex(j, "data_hash", f->data_hash);
 	json_bool(j, "in_flight", f->fd_flags & CKPT_FDF_IN_FLIGHT);
+	if (f->fd_flags & CKPT_FDF_IN_BACKLOG)
+		json_u64(j, "backlog_of", f->backlog_of);
 	if (f->kind >= CKPT_FD_SOCKET_LISTEN &&
 	    f->kind <= CKPT_FD_SOCKET_OUTSIDE)
 		json_socket(j, img, f);

@@ -10,6 +10,13 @@
  * end whose partner is restarted on another host meets it there
  * (restart_tcp_hosts.c); any other end without its partner is left to
  * libckpt, which restores it as closed by the peer.
+ *
+ * An end that waited in a listener's accept queue (CKPT_FDF_IN_BACKLOG,
+ * libckpt-preload/tcp_backlog.c) is not made here: its partner's new
+ * socket connects to the restored listener, and sends the bytes saved
+ * with that end, which then wait in the queue as before for the program
+ * to accept. Without its partner (a client outside the computation) it
+ * is lost, as the client's connection is.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -345,6 +352,98 @@ static int reconnect(struct tcp_end *a, struct tcp_end *b,
 					     a->img->hdr.vpid, keep_fd_end);
 }
 
+static int in_backlog(const struct tcp_end *e)
+{
+	return e->f->fd_flags & CKPT_FDF_IN_BACKLOG;
+}
+
+/* The restored listener (made by restart_listeners.c) that the end
+ * waited in; -ENOENT when the image has no such listener. */
+static int listener_of(const struct tcp_end *e,
+		       const struct ckpt_restart_plan *plan)
+{
+	const struct ckpt_image *img = e->img;
+	uint64_t ino;
+
+	for (uint32_t i = 0; i < img->hdr.nfds; i++) {
+		const struct ckpt_fd_info *f = &img->fds[i];
+
+		if (f->fd != (int32_t)e->f->backlog_of ||
+		    f->kind != CKPT_FD_SOCKET_LISTEN ||
+		    (f->fd_flags & (CKPT_FDF_IN_BACKLOG | CKPT_FDF_IN_FLIGHT)))
+			continue;
+		if (fd_record_ino(img, f, "socket", &ino) < 0)
+			return -EINVAL;
+		for (uint32_t j = 0; j < plan->nsockets; j++)
+			if (plan->sockets[j].ino == ino)
+				return plan->sockets[j].fd;
+	}
+	return -ENOENT;
+}
+
+#define QUEUE_WAIT_MS 5000
+
+/* A new socket of the client's family connected to `to`, queued in the
+ * listener there once this returns. */
+static int connect_into_queue(int family, const uint8_t *to, uint32_t len)
+{
+	struct pollfd p;
+	int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK, 0), err = 0, r;
+	socklen_t elen = sizeof(err);
+
+	if (fd < 0)
+		return -errno;
+	r = connect(fd, (const void *)to, len) < 0 && errno != EINPROGRESS ?
+	    -errno : 0;
+	p = (struct pollfd){ .fd = fd, .events = POLLOUT };
+	if (r == 0 && poll(&p, 1, QUEUE_WAIT_MS) != 1)
+		r = -ETIMEDOUT;
+	if (r == 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) == 0 &&
+	    err)
+		r = -err;
+	if (r == 0 && fcntl(fd, F_SETFL, 0) < 0)
+		r = -errno;
+	if (r < 0)
+		close(fd);
+	return r < 0 ? r : fd;
+}
+
+/* The client end connected again to the listener its partner waited in,
+ * with the bytes that waited there; 0, or -errno after saying why. */
+static int reconnect_into_backlog(struct tcp_end *client,
+				  struct tcp_end *waiting,
+				  struct ckpt_restart_plan *plan,
+				  int *keep_fd_end)
+{
+	uint32_t iw = ckpt_socket_info_size(&waiting->si);
+	uint32_t ic = ckpt_socket_info_size(&client->si);
+	uint64_t qw = waiting->f->data_size - iw;
+	uint64_t qc = client->f->data_size - ic;
+	int fd, r = listener_of(waiting, plan);
+
+	client->done = waiting->done = 1;
+	if (r < 0)
+		return 0;	/* no listener: lost with it */
+	if (plan->nsockets + 1 > CKPT_PLAN_MAX_SOCKETS)
+		return -E2BIG;
+	fd = connect_into_queue(client->si.family, client->si.peer,
+				client->si.peer_len);
+	if (fd < 0)
+		return fd;
+	fd = restart_tcp_hand(plan, client->ino, fd, keep_fd_end);
+	if (fd < 0)
+		return fd;
+	if (qc)	/* nobody wrote on a connection not accepted */
+		fprintf(stderr, "ckpt_restart: %s: fd %d: %llu bytes queued "
+			"for a connection still in a listener's queue are "
+			"dropped\n", client->img->path, client->f->fd,
+			(unsigned long long)qc);
+	return restart_tcp_put_queue(plan, waiting->img,
+				     waiting->f->data_offset + iw, qw, fd,
+				     client->ino, client->img->hdr.vpid,
+				     keep_fd_end);
+}
+
 /* The free numbers below the kept range, each taken by a copy of fd
  * until close_fillers: the connections made next then come out at the
  * top of the range, where place_pair leaves them, instead of in those
@@ -404,6 +503,14 @@ static int reconnect_partners(struct tcp_end *ends, int n,
 
 		if (a->done || !(b = partner_of(a, ends, order, n)))
 			continue;
+		if (in_backlog(a) || in_backlog(b)) {
+			r = in_backlog(b) ?
+			    reconnect_into_backlog(a, b, plan, keep_fd_end) :
+			    reconnect_into_backlog(b, a, plan, keep_fd_end);
+			if (r < 0)
+				say_reconnect_failed(a, r);
+			continue;
+		}
 		if (a->si.family == AF_INET6 && b->si.family == AF_INET) {
 			struct tcp_end *t = a;	/* the IPv4 end connects */
 
@@ -446,5 +553,9 @@ int restart_tcp_create(struct ckpt_image *imgs, int n,
 				return r;
 		}
 	r = reconnect_partners(ends, nends, plan, keep_fd_end);
+	/* one from another host's client is lost (docs/multi-host.md) */
+	for (int i = 0; i < nends; i++)
+		if (in_backlog(&ends[i]))
+			ends[i].done = 1;
 	return r < 0 ? r : restart_tcp_meet(ends, nends, plan, keep_fd_end);
 }

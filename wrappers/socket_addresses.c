@@ -8,6 +8,13 @@
  * back as the old address (libckpt-preload/host_moves.c, the inverse of
  * what the send and connect wrappers do). Without moves: straight
  * through.
+ *
+ * accept, accept4 also put back a connection that waited in a listener's
+ * queue at a checkpoint: it was taken out to be saved and a stand-in
+ * queued in its place (libckpt-preload/tcp_backlog.c); when accept
+ * returns a stand-in's end, the connection it stands for takes its
+ * number. Without such connections (nearly always) one load and a
+ * branch.
  */
 #include <sys/socket.h>
 #include "wrappers.h"
@@ -58,17 +65,26 @@ static int named(int (*call)(int, struct sockaddr *, socklen_t *), int fd,
 	return r;
 }
 
-CKPT_WRAPPER int accept(int fd, struct sockaddr *addr, socklen_t *len)
-{
-	return named(NEXT_FN(accept), fd, addr, len);
-}
-
 CKPT_WRAPPER int accept4(int fd, struct sockaddr *addr, socklen_t *len,
 			 int flags)
 {
 	socklen_t room = len ? *len : 0;
 	int r = NEXT_FN(accept4)(fd, addr, len, flags);
 
+	if (r >= 0 && tcp_backlog_waiting())
+		r = WITHOUT_CHECKPOINT(tcp_backlog_swap(r, addr, len, flags));
+	if (r >= 0)
+		give_old_address(addr, room, len);
+	return r;
+}
+
+CKPT_WRAPPER int accept(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	socklen_t room = len ? *len : 0;
+	int r = NEXT_FN(accept)(fd, addr, len);
+
+	if (r >= 0 && tcp_backlog_waiting())
+		r = WITHOUT_CHECKPOINT(tcp_backlog_swap(r, addr, len, 0));
 	if (r >= 0)
 		give_old_address(addr, room, len);
 	return r;

@@ -588,6 +588,14 @@ struct ckpt_pty_info {
  * `share`; ckpt_restart makes the description once and hands it to
  * every holder. */
 #define CKPT_FDF_SHARED_EVENT	0x800
+/* ckpt_fd_info.fd_flags of a CKPT_FD_SOCKET_OUTSIDE record of a TCP
+ * connection that waited in a listener's accept queue at the checkpoint
+ * (connected, not yet accepted by the program): its `backlog_of` is the
+ * listener's fd in the same image; its fd is only a name. ckpt_restart
+ * connects its peer's new socket to the restored listener, where it
+ * waits again, with the saved bytes; libckpt does not restore it at its
+ * number. */
+#define CKPT_FDF_IN_BACKLOG	0x1000
 
 /* ckpt_unix_queue.flags: the socket's options */
 #define CKPT_UNIXQ_F_PASSCRED	0x1	/* SO_PASSCRED */
@@ -662,6 +670,8 @@ struct ckpt_fd_info {
 					   see there */
 		uint32_t pty_index;	/* CKPT_FD_PTY_MASTER: N of the
 					   slave /dev/pts/N */
+		uint32_t backlog_of;	/* CKPT_FDF_IN_BACKLOG: the fd of
+					   the listener it waits in */
 	};
 	uint64_t data_offset;		/* deleted file: content in the image;
 					   pipe: the bytes in flight */
