@@ -34,7 +34,7 @@
 #define GO_WAIT_S 600
 #define NAP_MS 10
 #define MORE (32U << 20)
-#define MORE_ROUNDS 16
+#define MORE_ROUNDS 40
 
 static unsigned char stream_byte(uint64_t i)
 {
