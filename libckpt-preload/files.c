@@ -457,6 +457,7 @@ static int files_save(void)
 	settle_budget_ms = SETTLE_MS;
 	pool_used = 0;
 	multicast_prune();
+	tcp_backlog_round_begin();
 	event_fds_begin();
 	r = ckpt_dir_open(&it, "/proc/self/fd");
 	if (r < 0)
@@ -544,8 +545,7 @@ static int note_in_backlog(int conn, int listener)
 }
 
 /* The connections waiting in the queue of a TCP listener, saved by the
- * process that alone holds it; named when others hold it too (any of
- * them may accept them: none can take them). */
+ * one process holding it that claims them (tcp_backlog.c). */
 static int save_backlog(const struct saved_fd *s)
 {
 	struct pollfd p = { .fd = s->fd, .events = POLLIN };
@@ -553,20 +553,25 @@ static int save_backlog(const struct saved_fd *s)
 
 	if (!is_tcp_listener(s) || s->dup_of >= 0)
 		return 0;
-	if (shared_group_of(s->fd) == 0) {
-		r = tcp_backlog_save(s->fd, note_in_backlog);
+	if (shared_group_of(s->fd) != 0)
+		tcp_backlog_note_shared();
+	if (poll(&p, 1, 0) != 1 || !(p.revents & POLLIN))
+		return 0;
+	if (shared_group_of(s->fd) != 0) {
+		r = round_claim(&(struct round_key){ "backlog", 0, s->ino });
 		if (r < 0)
-			ckpt_log("fd %d (%s): saving the connections waiting "
-				 "to be accepted failed: %s", s->fd,
-				 saved_path(s), strerror(-r));
-		return r;
+			ckpt_log("fd %d (%s): %s; the connections waiting to "
+				 "be accepted are not saved", s->fd,
+				 saved_path(s), round_claim_failure());
+		if (r <= 0)
+			return 0;
 	}
-	if (poll(&p, 1, 0) == 1 && (p.revents & POLLIN))
-		unrestored_add("fd %d (%s): connections wait to be accepted "
-			       "by this TCP listener, which other processes "
-			       "hold too: they are not saved, a restart loses "
-			       "them", s->fd, saved_path(s));
-	return 0;
+	r = tcp_backlog_save(s->fd, note_in_backlog);
+	if (r < 0)
+		ckpt_log("fd %d (%s): saving the connections waiting to be "
+			 "accepted failed: %s", s->fd, saved_path(s),
+			 strerror(-r));
+	return r;
 }
 
 static void close_in_flight(void)
@@ -954,6 +959,7 @@ static int files_write(struct image_writer *w)
 					  size);
 	}
 	close_in_flight();
+	tcp_backlog_post();
 	tcp_refill_end_write();
 	return r;
 }

@@ -202,8 +202,11 @@ extern const struct ckpt_resource_ops image_chain_resource_ops;
 extern const struct ckpt_resource_ops *const ckpt_resources[];
 
 /* tcp_backlog.c: connections waiting in a TCP listener's accept queue */
+void tcp_backlog_round_begin(void);
+void tcp_backlog_note_shared(void);
 int tcp_backlog_save(int listener, int (*note)(int conn, int listener));
-int tcp_backlog_waiting(void);
+void tcp_backlog_post(void);
+int tcp_backlog_peeks(void);
 int tcp_backlog_swap(int fd, struct sockaddr *addr, socklen_t *len,
 		     int flags);
 void tcp_backlog_after_fork_in_child(void);

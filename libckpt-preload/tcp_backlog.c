@@ -8,30 +8,38 @@
  * The kernel shows such a connection's bytes to nobody until it is
  * accepted, so at the checkpoint (DO_WRITE: every process of the
  * computation stopped, each client's bytes in flight already in the
- * server's queue) the process that alone holds the listener accepts
- * every connection queued there and saves each as an extra record of its
- * own (CKPT_FDF_IN_BACKLOG, `backlog_of` the listener's fd): addresses,
- * options and the bytes waiting, as for any connection (files.c). At a
- * restart ckpt_restart connects the client's new socket to the restored
- * listener and sends those bytes: the connection waits in the queue as
- * it did (restart/restart_tcp.c).
+ * server's queue) one process holding the listener (the one that claims
+ * it) accepts every connection queued there and saves each as an extra
+ * record of its own (CKPT_FDF_IN_BACKLOG, `backlog_of` the listener's
+ * fd): addresses, options and the bytes waiting, as for any connection
+ * (files.c). At a restart ckpt_restart connects the client's new socket
+ * to the restored listener and sends those bytes: the connection waits
+ * in the queue as it did (restart/restart_tcp.c).
  *
- * The program goes on after the checkpoint too, and must find the
- * queue as it was: for each connection taken a stand-in connection is
- * made from this process to the listener, queued in its place (the
- * listener polls readable, the queue has its length). The connection
- * taken is kept here; when the program's accept returns the stand-in's
- * end (told by its peer address), the wrapper puts the kept connection
- * at that number instead (wrappers/socket_addresses.c), with accept4's flags and
- * its client's address. A connection whose stand-in cannot be queued
- * (the queue full meanwhile) is closed, and said.
+ * The program goes on after the checkpoint too, and must find the queue
+ * as it was, whichever of its processes accepts. Once the image is
+ * written, the connections taken are sent, in order, into a mailbox: a
+ * Unix datagram socket of this process, where a connection in flight
+ * stays alive with no process holding it. For each, a stand-in
+ * connection to the listener is queued in its place (the listener polls
+ * readable, the queue has its length), carrying a cookie: this process's
+ * pid and the mailbox's fd; its end here is closed at once. When a
+ * program's accept returns an end that starts with a cookie, the wrapper
+ * (wrappers/socket_addresses.c) takes the next connection from that
+ * mailbox (another process's through pidfd_getfd) and puts it at the
+ * accepted number, with accept4's flags and its client's address. Every
+ * process holding a TCP listener others hold too, or that queued
+ * stand-ins, peeks at what it accepts until a checkpoint finds it holds
+ * none of either: one recv(MSG_PEEK) per accept.
  *
- * The table is the process's: a forked child closes what it inherited
- * (only the process that took them can hand them out), an exec loses it
- * (the program then accepts stand-ins that read as closed), a restart
- * forgets it (its connections were made again in the listener's queue).
- * A listener other processes hold too is not drained (any of them may
- * accept): its waiting connections are named, a restart loses them.
+ * Limits (docs/resources.md): an accept through io_uring or a raw system
+ * call gets the stand-in (the cookie as its first bytes); a process that
+ * may not take another's descriptors (Yama's ptrace_scope above 0, a
+ * process not dumpable) gets the stand-in, its cookie read, closed by
+ * its peer, and the connection waits in the mailbox until its holder
+ * exits. A restart forgets the mailboxes (ckpt_restart queued the
+ * connections again); a fork closes the child's copies; an exec loses
+ * them (what is left in them is closed).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -39,23 +47,46 @@
 #include <poll.h>
 #include <sched.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 #include "internal.h"
 
-#define WAITING_MAX	256
+#define TAKEN_MAX	256
+#define MAILBOX_MAX	16
 #define STAND_IN_WAIT_MS 2000
 #define LOCK_TRIES	100000
 
-static struct waiting_conn {
-	int conn;		/* the connection taken from the queue */
-	int stand_in;		/* -1: its stand-in was accepted meanwhile */
-	int listener;		/* the program's fd of the listener */
-	struct sockaddr_storage stand_in_addr;	/* getsockname(stand_in) */
-	socklen_t stand_in_len;
-} waiting[WAITING_MAX];
-static int nwaiting, table_lock;
+/* What a stand-in carries, the first bytes its accepted end reads. */
+struct stand_in_cookie {
+	char magic[8];
+	int32_t pid;		/* real pid of the mailbox's process */
+	int32_t mailbox;	/* its fd there */
+	uint64_t nonce;		/* the mailbox's, against stale cookies */
+};
+
+static const char COOKIE_MAGIC[8] = "\177ckptBL\001";
+
+/* Connections taken from a listener's queue this round, saved as records
+ * until the image is written; then posted (tcp_backlog_post). */
+static struct taken_conn {
+	int conn;
+	int listener;
+} taken[TAKEN_MAX];
+static int ntaken;
+
+static struct mailbox {
+	int fd;			/* receiving end; -1: free */
+	int listener;
+	uint64_t nonce;
+} mailboxes[MAILBOX_MAX];
+static int nmailboxes, table_lock;
+static uint32_t mailbox_serial;
+
+/* accept peeks for cookies: a shared listener or stand-ins queued */
+static int peek_accepts;
 
 static int lock_table(void)
 {
@@ -73,9 +104,9 @@ static void unlock_table(void)
 	__atomic_store_n(&table_lock, 0, __ATOMIC_RELEASE);
 }
 
-int tcp_backlog_waiting(void)
+int tcp_backlog_peeks(void)
 {
-	return __atomic_load_n(&nwaiting, __ATOMIC_RELAXED);
+	return __atomic_load_n(&peek_accepts, __ATOMIC_RELAXED);
 }
 
 static void close_own(int fd)
@@ -86,12 +117,141 @@ static void close_own(int fd)
 	close(fd);
 }
 
-static void drop_entry(int i)
+/* The cookie at the start of fd's queue, 0 if it has none. */
+static int read_cookie(int fd, struct stand_in_cookie *c, int flags)
 {
-	close_own(waiting[i].stand_in);
-	memmove(&waiting[i], &waiting[i + 1],
-		(nwaiting - i - 1) * sizeof(waiting[0]));
-	__atomic_store_n(&nwaiting, nwaiting - 1, __ATOMIC_RELAXED);
+	ssize_t n = recv(fd, c, sizeof(*c), MSG_DONTWAIT | flags);
+
+	return n == (ssize_t)sizeof(*c) &&
+	       !memcmp(c->magic, COOKIE_MAGIC, sizeof(c->magic));
+}
+
+static struct mailbox *own_mailbox(int fd, uint64_t nonce)
+{
+	for (int i = 0; i < nmailboxes; i++)
+		if (mailboxes[i].fd == fd && mailboxes[i].nonce == nonce)
+			return &mailboxes[i];
+	return NULL;
+}
+
+/* The mailbox a cookie names, as an fd of this process (*borrowed: a
+ * copy of another process's, to close). */
+static int mailbox_of(const struct stand_in_cookie *c, int *borrowed)
+{
+	int pidfd, fd;
+
+	*borrowed = 0;
+	if (c->pid == ckpt_real_getpid())
+		return own_mailbox(c->mailbox, c->nonce) ? c->mailbox :
+		       -ENOENT;
+	pidfd = syscall(SYS_pidfd_open, c->pid, 0);
+	if (pidfd < 0)
+		return -errno;
+	fd = syscall(SYS_pidfd_getfd, pidfd, c->mailbox, 0);
+	close(pidfd);
+	if (fd < 0)
+		return -errno;
+	*borrowed = 1;
+	return fd;
+}
+
+/* The next connection in a mailbox; -errno. */
+static int take_from_mailbox(int mailbox)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))], byte;
+	struct iovec iov = { &byte, 1 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+			    .msg_control = cbuf,
+			    .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm;
+	int fd;
+
+	if (recvmsg(mailbox, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) < 0)
+		return -errno;
+	cm = CMSG_FIRSTHDR(&m);
+	if (!cm || cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+		return -EBADMSG;
+	memcpy(&fd, CMSG_DATA(cm), sizeof(fd));
+	return fd;
+}
+
+/* The connection a stand-in's accepted end stands for; -errno. */
+static int connection_for(const struct stand_in_cookie *c)
+{
+	int borrowed, fd, mailbox = mailbox_of(c, &borrowed);
+
+	if (mailbox < 0)
+		return mailbox;
+	fd = take_from_mailbox(mailbox);
+	if (borrowed)
+		close(mailbox);
+	return fd;
+}
+
+/* Everything in the listener's queue, in order, into taken[]: a
+ * stand-in's end gives way to the connection it stands for. */
+static int take_queue(int listener)
+{
+	struct pollfd p = { .fd = listener, .events = POLLIN };
+	struct stand_in_cookie c;
+
+	while (poll(&p, 1, 0) == 1 && (p.revents & POLLIN)) {
+		int fd = syscall(SYS_accept4, listener, NULL, NULL,
+				 SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+		if (fd < 0)
+			return errno == EAGAIN ? 0 : -errno;
+		if (read_cookie(fd, &c, MSG_PEEK)) {
+			int conn = connection_for(&c);
+
+			close(fd);
+			if (conn < 0) {
+				ckpt_log("fd %d: a connection waiting since the "
+					 "last checkpoint could not be taken "
+					 "from its mailbox (process %d): %s",
+					 listener, c.pid, strerror(-conn));
+				continue;
+			}
+			fd = conn;
+		}
+		if (ntaken == TAKEN_MAX) {
+			close(fd);
+			return -ENOSPC;
+		}
+		taken[ntaken].conn = ckpt_move_fd_high(fd);
+		taken[ntaken++].listener = listener;
+	}
+	return 0;
+}
+
+/* This process holds a TCP listener others hold too: any of them may
+ * queue stand-ins in it, which this one may accept. */
+void tcp_backlog_note_shared(void)
+{
+	__atomic_store_n(&peek_accepts, 1, __ATOMIC_RELAXED);
+}
+
+int tcp_backlog_save(int listener, int (*note)(int conn, int listener))
+{
+	int first = ntaken, r;
+
+	if (lock_table() < 0)
+		return -EDEADLK;
+	r = take_queue(listener);
+	unlock_table();
+	if (r == -ENOSPC)
+		unrestored_add("fd %d: more than %d connections wait to be "
+			       "accepted by TCP listeners: the rest are not "
+			       "saved, a restart loses them", listener,
+			       TAKEN_MAX);
+	else if (r < 0)
+		ckpt_log("fd %d: taking the connections waiting to be "
+			 "accepted failed: %s; a restart loses them", listener,
+			 strerror(-r));
+	r = 0;
+	for (int i = first; i < ntaken && r == 0; i++)
+		r = note(taken[i].conn, listener);
+	return r;
 }
 
 /* Where a stand-in connects to reach the listener: its address, loopback
@@ -112,11 +272,12 @@ static socklen_t listener_target(int listener, struct sockaddr_storage *to)
 	return len;
 }
 
-/* A connection to the listener, queued once this returns 0. */
-static int queue_stand_in(struct waiting_conn *w)
+/* A connection to the listener carrying the cookie, queued (and its end
+ * here closed) once this returns 0. */
+static int queue_stand_in(int listener, const struct stand_in_cookie *c)
 {
 	struct sockaddr_storage to;
-	socklen_t len = listener_target(w->listener, &to);
+	socklen_t len = listener_target(listener, &to);
 	struct pollfd p;
 	int fd, err = 0, r;
 
@@ -126,7 +287,6 @@ static int queue_stand_in(struct waiting_conn *w)
 		    0);
 	if (fd < 0)
 		return -errno;
-	fd = ckpt_move_fd_high(fd);
 	r = connect(fd, (void *)&to, len) < 0 && errno != EINPROGRESS ?
 	    -errno : 0;
 	p = (struct pollfd){ .fd = fd, .events = POLLOUT };
@@ -136,73 +296,41 @@ static int queue_stand_in(struct waiting_conn *w)
 	if (r == 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 &&
 	    err)
 		r = -err;
-	w->stand_in_len = sizeof(w->stand_in_addr);
-	if (r == 0 && syscall(SYS_getsockname, fd, &w->stand_in_addr,
-			      &w->stand_in_len) < 0)
-		r = -errno;
-	if (r < 0) {
-		close_own(fd);
-		return r;
-	}
-	w->stand_in = fd;
-	return 0;
+	if (r == 0 && send(fd, c, sizeof(*c), MSG_NOSIGNAL | MSG_DONTWAIT) !=
+		      (ssize_t)sizeof(*c))
+		r = -EIO;
+	close(fd);
+	return r;
 }
 
-static int same_address(const struct sockaddr_storage *a, socklen_t alen,
-			const struct sockaddr_storage *b, socklen_t blen)
+static int post_one(int mailbox_in, int conn)
 {
-	return alen == blen && !memcmp(a, b, alen);
+	char byte = 0, cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct iovec iov = { &byte, 1 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+			    .msg_control = cbuf,
+			    .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &conn, sizeof(conn));
+	return sendmsg(mailbox_in, &m, MSG_DONTWAIT) < 0 ? -errno : 0;
 }
 
-/* The entry whose stand-in is the peer of fd (an end accepted from the
- * queue), -1 if none. */
-static int stand_in_of(int fd)
+/* A mailbox emptied by the accepts (or by this round's take_queue) is
+ * closed. */
+static void close_empty_mailboxes(void)
 {
-	struct sockaddr_storage peer;
-	socklen_t len = sizeof(peer);
+	for (int i = 0; i < nmailboxes; i++) {
+		struct pollfd p = { .fd = mailboxes[i].fd, .events = POLLIN };
 
-	if (syscall(SYS_getpeername, fd, &peer, &len) < 0)
-		return -1;
-	for (int i = 0; i < nwaiting; i++)
-		if (waiting[i].stand_in >= 0 &&
-		    same_address(&peer, len, &waiting[i].stand_in_addr,
-				 waiting[i].stand_in_len))
-			return i;
-	return -1;
-}
-
-/* Everything in the listener's queue, in order: each stand-in's end is
- * closed and its entry marked to be queued again; each other connection
- * becomes a new entry. */
-static int take_queue(int listener, int *taken)
-{
-	struct pollfd p = { .fd = listener, .events = POLLIN };
-
-	*taken = 0;
-	while (poll(&p, 1, 0) == 1 && (p.revents & POLLIN)) {
-		int fd = syscall(SYS_accept4, listener, NULL, NULL,
-				 SOCK_CLOEXEC | SOCK_NONBLOCK), i;
-
-		if (fd < 0)
-			return errno == EAGAIN ? 0 : -errno;
-		i = stand_in_of(fd);
-		if (i >= 0) {
-			close(fd);
-			close_own(waiting[i].stand_in);
-			waiting[i].stand_in = -1;
-			continue;
+		if (poll(&p, 1, 0) == 0) {
+			close_own(mailboxes[i].fd);
+			mailboxes[i--] = mailboxes[--nmailboxes];
 		}
-		if (nwaiting == WAITING_MAX) {
-			close(fd);
-			return -ENOSPC;
-		}
-		waiting[nwaiting] = (struct waiting_conn){
-			.conn = ckpt_move_fd_high(fd), .stand_in = -1,
-			.listener = listener };
-		__atomic_store_n(&nwaiting, nwaiting + 1, __ATOMIC_RELAXED);
-		++*taken;
 	}
-	return 0;
 }
 
 static void say_lost(int listener, int err)
@@ -212,41 +340,66 @@ static void say_lost(int listener, int err)
 		       "its client sees it closed", listener, strerror(-err));
 }
 
-int tcp_backlog_save(int listener, int (*note)(int conn, int listener))
+/* The connections of one listener, from taken[first] on, into a new
+ * mailbox with a stand-in queued for each. */
+static void post_listener(int listener)
 {
-	int taken, r;
+	struct stand_in_cookie c = { .pid = ckpt_real_getpid() };
+	int pair[2] = { -1, -1 }, r = 0;
+	struct timespec now;
 
-	if (lock_table() < 0)
-		return -EDEADLK;
-	r = take_queue(listener, &taken);
-	if (r == -ENOSPC)
-		unrestored_add("fd %d: more than %d connections wait to be "
-			       "accepted by this TCP listener: the rest are not "
-			       "saved, a restart loses them", listener,
-			       WAITING_MAX);
-	else if (r < 0)
-		ckpt_log("fd %d: taking the connections waiting to be "
-			 "accepted failed: %s; a restart loses them", listener,
-			 strerror(-r));
-	/* in the queue's order: the stand-ins taken, then the new ones */
-	for (int i = 0; i < nwaiting; i++) {
-		struct waiting_conn *w = &waiting[i];
-
-		if (w->listener != listener || w->stand_in >= 0)
-			continue;
-		r = queue_stand_in(w);
-		if (r < 0) {
-			say_lost(listener, r);
-			close_own(w->conn);
-			drop_entry(i--);
-		}
+	if (nmailboxes == MAILBOX_MAX)
+		r = -ENOSPC;
+	else if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, pair) < 0)
+		r = -errno;
+	if (r == 0) {
+		pair[1] = ckpt_move_fd_high(pair[1]);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		memcpy(c.magic, COOKIE_MAGIC, sizeof(c.magic));
+		c.mailbox = pair[1];
+		c.nonce = ((uint64_t)++mailbox_serial << 32) ^
+			  (uint64_t)now.tv_nsec ^ (uint64_t)now.tv_sec << 20;
+		mailboxes[nmailboxes++] = (struct mailbox){
+			.fd = pair[1], .listener = listener, .nonce = c.nonce };
 	}
-	r = 0;
-	for (int i = 0; i < nwaiting && r == 0; i++)
-		if (waiting[i].listener == listener)
-			r = note(waiting[i].conn, listener);
+	for (int i = 0; i < ntaken; i++) {
+		if (taken[i].listener != listener)
+			continue;
+		if (r == 0)
+			r = post_one(pair[0], taken[i].conn);
+		if (r == 0)
+			r = queue_stand_in(listener, &c);
+		if (r < 0)
+			say_lost(listener, r);
+		close_own(taken[i].conn);
+		taken[i].conn = -1;
+	}
+	if (pair[0] >= 0)
+		close(pair[0]);
+}
+
+/* After the image is written: this round's connections go to mailboxes,
+ * stand-ins in their place. */
+void tcp_backlog_post(void)
+{
+	if (lock_table() < 0)
+		return;
+	for (int i = 0; i < ntaken; i++)
+		if (taken[i].conn >= 0)
+			post_listener(taken[i].listener);
+	if (ntaken)
+		__atomic_store_n(&peek_accepts, 1, __ATOMIC_RELAXED);
+	ntaken = 0;
+	close_empty_mailboxes();
 	unlock_table();
-	return r;
+}
+
+/* A checkpoint that found no shared TCP listener and queued no stand-in
+ * here: accept need not peek any more. */
+void tcp_backlog_round_begin(void)
+{
+	if (!nmailboxes)
+		__atomic_store_n(&peek_accepts, 0, __ATOMIC_RELAXED);
 }
 
 /* The program's accept returned fd: when it is a stand-in's end, the
@@ -255,19 +408,24 @@ int tcp_backlog_save(int listener, int (*note)(int conn, int listener))
 int tcp_backlog_swap(int fd, struct sockaddr *addr, socklen_t *len,
 		     int flags)
 {
-	int i, conn;
+	struct stand_in_cookie c;
+	int conn;
 
+	if (!read_cookie(fd, &c, MSG_PEEK))
+		return fd;
 	if (lock_table() < 0)
 		return fd;
-	i = stand_in_of(fd);
-	if (i < 0) {
-		unlock_table();
+	conn = connection_for(&c);
+	unlock_table();
+	if (conn < 0) {
+		ckpt_log("fd %d: accepted a stand-in for a connection that "
+			 "waited at a checkpoint, and the connection could not "
+			 "be taken from process %d: %s; the program sees a "
+			 "connection closed by its client", fd, c.pid,
+			 strerror(-conn));
+		read_cookie(fd, &c, 0);
 		return fd;
 	}
-	conn = waiting[i].conn;
-	drop_entry(i);
-	unlock_table();
-	ckpt_mark_own_fd(conn, 0);
 	if (dup3(conn, fd, flags & SOCK_CLOEXEC ? O_CLOEXEC : 0) < 0 ||
 	    fcntl(fd, F_SETFL, flags & SOCK_NONBLOCK ? O_NONBLOCK : 0) < 0 ||
 	    (addr && syscall(SYS_getpeername, fd, addr, len) < 0)) {
@@ -284,21 +442,18 @@ int tcp_backlog_swap(int fd, struct sockaddr *addr, socklen_t *len,
 
 static void forget_all(int close_them)
 {
-	for (int i = 0; i < nwaiting; i++) {
-		if (close_them) {
-			close_own(waiting[i].conn);
-			close_own(waiting[i].stand_in);
-		} else {
-			ckpt_mark_own_fd(waiting[i].conn, 0);
-			if (waiting[i].stand_in >= 0)
-				ckpt_mark_own_fd(waiting[i].stand_in, 0);
-		}
+	for (int i = 0; i < nmailboxes; i++) {
+		if (close_them)
+			close(mailboxes[i].fd);
+		ckpt_mark_own_fd(mailboxes[i].fd, 0);
 	}
-	__atomic_store_n(&nwaiting, 0, __ATOMIC_RELAXED);
+	nmailboxes = 0;
+	ntaken = 0;
 	__atomic_store_n(&table_lock, 0, __ATOMIC_RELEASE);
 }
 
-/* A forked child: its copies are the parent's to hand out. */
+/* A forked child: its copies of the mailboxes are the parent's (a
+ * cookie names the parent: the child takes from it as any process). */
 void tcp_backlog_after_fork_in_child(void)
 {
 	forget_all(1);

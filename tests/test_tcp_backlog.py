@@ -26,6 +26,7 @@ import re
 
 import pytest
 
+import ckpt_harness
 from ckpt_harness import app, check_image
 
 NCLIENTS = 3
@@ -195,3 +196,127 @@ def test_backlog_restored_dual_stack_ipv4_clients(session):
     accepted socket is IPv6 with the v4-mapped address of its peer."""
     restart_case(session, "blocking", family="dual",
                  peer="::ffff:127.0.0.1")
+
+
+# A listener several processes hold: a prefork server (the parent listens
+# and never accepts, two workers accept), its three clients in the
+# backlog at the checkpoint. Whichever holder claims the queue takes the
+# connections (tcp_backlog.c); a worker that accepts a stand-in takes the
+# connection from that holder's mailbox (pidfd_getfd when it is another
+# process).
+PREFORK = r"""
+import os, socket, sys, time
+go, nworkers = sys.argv[1], 2
+ls = socket.socket()
+ls.bind(("127.0.0.1", 0))
+ls.listen(16)
+port = ls.getsockname()[1]
+
+def say(line):                                # one write: lines of
+    os.write(1, (line + "\n").encode())     # 6 processes interleave
+
+def wait_go():
+    for _ in range(2400):                    # 120 s at most
+        if os.path.exists(go):
+            return
+        time.sleep(0.05)
+    say("FAIL no go file")
+    os._exit(1)
+
+def worker(w):
+    wait_go()
+    ls.settimeout(10)
+    for _ in range(10):
+        try:
+            s, peer = ls.accept()
+        except socket.timeout:
+            os._exit(0)                      # the other worker took them
+        req = b""
+        while not req.endswith(b"\n"):
+            chunk = s.recv(4096)
+            if not chunk:
+                say("FAIL worker %d: end of file after %r" % (w, req))
+                os._exit(1)
+            req += chunk
+        if peer != s.getpeername() or peer[0] != "127.0.0.1":
+            say("FAIL worker %d: peer %r, getpeername %r" %
+                (w, peer, s.getpeername()))
+        s.sendall(b"reply to " + req)
+        s.close()
+
+def client(i):
+    ls.close()
+    c = socket.create_connection(("127.0.0.1", port), timeout=60)
+    c.sendall(b"request %d %s\n" % (i, b"x" * (1000 * i)))
+    say("client %d sent" % i)
+    got = b""
+    while True:
+        chunk = c.recv(65536)
+        if not chunk:
+            break
+        got += chunk
+    ok = got == b"reply to request %d %s\n" % (i, b"x" * (1000 * i))
+    say("client %d %s" % (i, "got its reply" if ok else
+                          "FAIL got %r" % got[:80]))
+    os._exit(0 if ok else 1)
+
+kids = []
+for w in range(nworkers):
+    pid = os.fork()
+    if pid == 0:
+        worker(w)
+        os._exit(0)
+    kids.append(pid)
+for i in range(3):
+    pid = os.fork()
+    if pid == 0:
+        client(i)
+    kids.append(pid)
+bad = 0
+for pid in kids:
+    bad |= os.waitpid(pid, 0)[1]
+say("done" if not bad else "FAIL a process failed")
+"""
+
+
+def prefork_case(s, restart):
+    p = s.launch(["/usr/bin/python3", "-c", PREFORK, s.path("go")],
+                 name="prefork server")
+    p.out.wait_for(lambda lines: len([l for l in lines
+                                      if l.endswith(" sent")]) == 3, 60,
+                   "the 3 clients' requests sent")
+    s.wait_members(6)
+    r = s.command("--checkpoint")
+    assert r.returncode == 0, r.stderr
+    assert "warning" not in r.stderr, r.stderr
+    if restart:
+        s.kill_all()
+        p.wait_exit(30)
+        p = s.restart(r.stdout.split())
+    go(s)
+    assert p.wait_exit(60) == 0, (p.lines(), p.stderr_text())
+    got = [l for l in p.lines() if not l.endswith(" sent")]
+    assert sorted(got) == ["client %d got its reply" % i for i in range(3)] \
+        + ["done"], (got, p.stderr_text())
+
+
+@pytest.mark.time_limit(120)
+def test_backlog_of_prefork_listener_kept_by_checkpoint(session):
+    prefork_case(session, restart=False)
+
+
+@pytest.mark.time_limit(120)
+def test_backlog_of_prefork_listener_restored_at_restart(session):
+    prefork_case(session, restart=True)
+
+
+@pytest.mark.time_limit(120)
+def test_backlog_of_prefork_listener_unprivileged():
+    """As nobody: a worker takes the connection from another process's
+    mailbox with pidfd_getfd, which needs no privilege over a process of
+    its own user."""
+    s, _ = ckpt_harness.unprivileged_session()
+    try:
+        prefork_case(s, restart=False)
+    finally:
+        s.close()

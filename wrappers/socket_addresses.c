@@ -13,8 +13,9 @@
  * queue at a checkpoint: it was taken out to be saved and a stand-in
  * queued in its place (libckpt-preload/tcp_backlog.c); when accept
  * returns a stand-in's end, the connection it stands for takes its
- * number. Without such connections (nearly always) one load and a
- * branch.
+ * number. In a process that never held a shared TCP listener or queued
+ * a stand-in at a checkpoint, one load and a branch; else one
+ * recv(MSG_PEEK) more per accept.
  */
 #include <sys/socket.h>
 #include "wrappers.h"
@@ -71,7 +72,7 @@ CKPT_WRAPPER int accept4(int fd, struct sockaddr *addr, socklen_t *len,
 	socklen_t room = len ? *len : 0;
 	int r = NEXT_FN(accept4)(fd, addr, len, flags);
 
-	if (r >= 0 && tcp_backlog_waiting())
+	if (r >= 0 && tcp_backlog_peeks())
 		r = WITHOUT_CHECKPOINT(tcp_backlog_swap(r, addr, len, flags));
 	if (r >= 0)
 		give_old_address(addr, room, len);
@@ -83,7 +84,7 @@ CKPT_WRAPPER int accept(int fd, struct sockaddr *addr, socklen_t *len)
 	socklen_t room = len ? *len : 0;
 	int r = NEXT_FN(accept)(fd, addr, len);
 
-	if (r >= 0 && tcp_backlog_waiting())
+	if (r >= 0 && tcp_backlog_peeks())
 		r = WITHOUT_CHECKPOINT(tcp_backlog_swap(r, addr, len, 0));
 	if (r >= 0)
 		give_old_address(addr, room, len);

@@ -626,8 +626,9 @@ class Backlog(EndsWithDone):
 
 
 class BacklogOfSharedListener(Backlog):
-    """The client keeps its copy of the listener: any holder may accept,
-    so none takes the waiting connection; the checkpoint names it."""
+    """The client keeps its copy of the listener: either process may take
+    the waiting connection at the checkpoint (the one that claims it),
+    the server accepts it."""
     name = "tcp-backlog-shared"
     shared = True
 
@@ -637,9 +638,6 @@ def test_connection_in_backlog_at_checkpoint(session):
     check_program(session, Backlog())
 
 
-@pytest.mark.xfail(strict=True, reason="a connection waiting in the queue "
-                   "of a listener several processes hold is lost "
-                   "(docs/resources.md)")
 @pytest.mark.time_limit(200)
 def test_connection_in_backlog_of_shared_listener(session):
     check_program(session, BacklogOfSharedListener())
