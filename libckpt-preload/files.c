@@ -544,6 +544,14 @@ static int note_in_backlog(int conn, int listener)
 	return 0;
 }
 
+static int has_reuseport(int fd)
+{
+	int on = 0;
+	socklen_t len = sizeof(on);
+
+	return getsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, &len) == 0 && on;
+}
+
 /* The connections waiting in the queue of a TCP listener, saved by the
  * one process holding it that claims them (tcp_backlog.c). */
 static int save_backlog(const struct saved_fd *s)
@@ -557,6 +565,14 @@ static int save_backlog(const struct saved_fd *s)
 		tcp_backlog_note_shared();
 	if (poll(&p, 1, 0) != 1 || !(p.revents & POLLIN))
 		return 0;
+	if (has_reuseport(s->fd)) {
+		unrestored_add("fd %d (%s): connections wait to be accepted "
+			       "by this TCP listener, which has SO_REUSEPORT "
+			       "(a stand-in could land in another socket of "
+			       "its group): they are not saved, a restart "
+			       "loses them", s->fd, saved_path(s));
+		return 0;
+	}
 	if (shared_group_of(s->fd) != 0) {
 		r = round_claim(&(struct round_key){ "backlog", 0, s->ino });
 		if (r < 0)
