@@ -141,9 +141,12 @@ static int mailbox_of(const struct stand_in_cookie *c, int *borrowed)
 	int pidfd, fd;
 
 	*borrowed = 0;
+	/* ours, or a copy of it (a process restored from a snapshot's
+	 * template holds the template's, the pid being the original's) */
+	if (own_mailbox(c->mailbox, c->nonce))
+		return c->mailbox;
 	if (c->pid == ckpt_real_getpid())
-		return own_mailbox(c->mailbox, c->nonce) ? c->mailbox :
-		       -ENOENT;
+		return -ENOENT;
 	pidfd = syscall(SYS_pidfd_open, c->pid, 0);
 	if (pidfd < 0)
 		return -errno;

@@ -128,7 +128,12 @@ static int above_saved_fds(const struct tree *t)
 	for (int i = 0; i < t->n; i++) {
 		nfds += t->imgs[i].hdr.nfds;
 		for (uint32_t j = 0; j < t->imgs[i].hdr.nfds; j++)
-			if (t->imgs[i].fds[j].fd > top)
+			/* a connection taken from a listener's queue is
+			 * named by a descriptor of libckpt's, high up, and
+			 * not restored at that number */
+			if (!(t->imgs[i].fds[j].fd_flags &
+			      CKPT_FDF_IN_BACKLOG) &&
+			    t->imgs[i].fds[j].fd > top)
 				top = t->imgs[i].fds[j].fd;
 	}
 	if (getrlimit(RLIMIT_NOFILE, &lim) < 0 ||
