@@ -77,8 +77,11 @@ static struct taken_conn {
 } taken[TAKEN_MAX];
 static int ntaken;
 
+/* A mailbox per listener and checkpoint that took connections: the
+ * receiving end of a Unix datagram pair (the sending end is closed once
+ * they are in), closed when a checkpoint finds it empty. */
 static struct mailbox {
-	int fd;			/* receiving end; -1: free */
+	int fd;
 	int listener;
 	uint64_t nonce;
 } mailboxes[MAILBOX_MAX];
@@ -199,9 +202,12 @@ static int take_queue(int listener)
 	struct stand_in_cookie c;
 
 	while (poll(&p, 1, 0) == 1 && (p.revents & POLLIN)) {
-		int fd = syscall(SYS_accept4, listener, NULL, NULL,
-				 SOCK_CLOEXEC | SOCK_NONBLOCK);
+		int fd;
 
+		if (ntaken == TAKEN_MAX)	/* the rest stay queued */
+			return -ENOSPC;
+		fd = syscall(SYS_accept4, listener, NULL, NULL,
+			     SOCK_CLOEXEC | SOCK_NONBLOCK);
 		if (fd < 0)
 			return errno == EAGAIN ? 0 : -errno;
 		if (read_cookie(fd, &c, MSG_PEEK)) {
@@ -216,10 +222,6 @@ static int take_queue(int listener)
 				continue;
 			}
 			fd = conn;
-		}
-		if (ntaken == TAKEN_MAX) {
-			close(fd);
-			return -ENOSPC;
 		}
 		taken[ntaken].conn = ckpt_move_fd_high(fd);
 		taken[ntaken++].listener = listener;
@@ -244,9 +246,9 @@ int tcp_backlog_save(int listener, int (*note)(int conn, int listener))
 	unlock_table();
 	if (r == -ENOSPC)
 		unrestored_add("fd %d: more than %d connections wait to be "
-			       "accepted by TCP listeners: the rest are not "
-			       "saved, a restart loses them", listener,
-			       TAKEN_MAX);
+			       "accepted by TCP listeners: the rest are left "
+			       "in the queue, not saved; a restart loses them",
+			       listener, TAKEN_MAX);
 	else if (r < 0)
 		ckpt_log("fd %d: taking the connections waiting to be "
 			 "accepted failed: %s; a restart loses them", listener,
@@ -290,7 +292,8 @@ static int queue_stand_in(int listener, const struct stand_in_cookie *c)
 		    0);
 	if (fd < 0)
 		return -errno;
-	r = connect(fd, (void *)&to, len) < 0 && errno != EINPROGRESS ?
+	/* the kernel's address: not through the wrapper (host moves) */
+	r = syscall(SYS_connect, fd, &to, len) < 0 && errno != EINPROGRESS ?
 	    -errno : 0;
 	p = (struct pollfd){ .fd = fd, .events = POLLOUT };
 	if (r == 0 && poll(&p, 1, STAND_IN_WAIT_MS) != 1)
@@ -343,8 +346,8 @@ static void say_lost(int listener, int err)
 		       "its client sees it closed", listener, strerror(-err));
 }
 
-/* The connections of one listener, from taken[first] on, into a new
- * mailbox with a stand-in queued for each. */
+/* This round's connections of one listener, in order, into a new
+ * mailbox, with a stand-in queued for each. */
 static void post_listener(int listener)
 {
 	struct stand_in_cookie c = { .pid = ckpt_real_getpid() };
@@ -368,10 +371,12 @@ static void post_listener(int listener)
 	for (int i = 0; i < ntaken; i++) {
 		if (taken[i].listener != listener)
 			continue;
-		if (r == 0)
-			r = post_one(pair[0], taken[i].conn);
+		/* the stand-in first: a post that fails then leaves one that
+		 * reads as closed, never a connection nobody can take */
 		if (r == 0)
 			r = queue_stand_in(listener, &c);
+		if (r == 0)
+			r = post_one(pair[0], taken[i].conn);
 		if (r < 0)
 			say_lost(listener, r);
 		close_own(taken[i].conn);
