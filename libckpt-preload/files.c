@@ -457,7 +457,7 @@ static int files_save(void)
 	settle_budget_ms = SETTLE_MS;
 	pool_used = 0;
 	multicast_prune();
-	tcp_backlog_round_begin();
+	accept_queue_round_begin();
 	event_fds_begin();
 	r = ckpt_dir_open(&it, "/proc/self/fd");
 	if (r < 0)
@@ -528,7 +528,7 @@ static int note_in_flight(int fd)
 	return 0;
 }
 
-/* A connection taken from a listener's queue (tcp_backlog.c): saved
+/* A connection taken from a listener's queue (accept_queue.c): saved
  * like the process's own, kept open (the program accepts it later). */
 static int note_in_backlog(int conn, int listener)
 {
@@ -553,7 +553,7 @@ static int has_reuseport(int fd)
 }
 
 /* The connections waiting in the queue of a TCP listener, saved by the
- * one process holding it that claims them (tcp_backlog.c). */
+ * one process holding it that claims them (accept_queue.c). */
 static int save_backlog(const struct saved_fd *s)
 {
 	struct pollfd p = { .fd = s->fd, .events = POLLIN };
@@ -562,7 +562,7 @@ static int save_backlog(const struct saved_fd *s)
 	if (!is_tcp_listener(s) || s->dup_of >= 0)
 		return 0;
 	if (shared_group_of(s->fd) != 0)
-		tcp_backlog_note_shared();
+		accept_queue_note_shared();
 	if (poll(&p, 1, 0) != 1 || !(p.revents & POLLIN))
 		return 0;
 	if (has_reuseport(s->fd)) {
@@ -582,7 +582,7 @@ static int save_backlog(const struct saved_fd *s)
 		if (r <= 0)
 			return 0;
 	}
-	r = tcp_backlog_save(s->fd, note_in_backlog);
+	r = accept_queue_save(s->fd, note_in_backlog);
 	if (r < 0)
 		ckpt_log("fd %d (%s): saving the connections waiting to be "
 			 "accepted failed: %s", s->fd, saved_path(s),
@@ -975,7 +975,7 @@ static int files_write(struct image_writer *w)
 					  size);
 	}
 	close_in_flight();
-	tcp_backlog_post();
+	accept_queue_post();
 	tcp_refill_end_write();
 	return r;
 }
@@ -1691,7 +1691,7 @@ static int files_restore(const struct ckpt_restart_args *args)
 			fcntl(args->plan_fd, F_DUPFD_CLOEXEC, 3));
 
 	terminal_restored = 0;
-	tcp_backlog_forget();
+	accept_queue_forget();
 	for (int i = 0; i < 3; i++)
 		stdio_copy[i] = move_out_of_the_way(fcntl(i, F_DUPFD_CLOEXEC,
 							  3));

@@ -201,16 +201,16 @@ extern const struct ckpt_resource_ops peer_creds_resource_ops;
 extern const struct ckpt_resource_ops image_chain_resource_ops;
 extern const struct ckpt_resource_ops *const ckpt_resources[];
 
-/* tcp_backlog.c: connections waiting in a TCP listener's accept queue */
-void tcp_backlog_round_begin(void);
-void tcp_backlog_note_shared(void);
-int tcp_backlog_save(int listener, int (*note)(int conn, int listener));
-void tcp_backlog_post(void);
-int tcp_backlog_peeks(void);
-int tcp_backlog_swap(int fd, struct sockaddr *addr, socklen_t *len,
+/* accept_queue.c: connections waiting in a TCP listener's accept queue */
+void accept_queue_round_begin(void);
+void accept_queue_note_shared(void);
+int accept_queue_save(int listener, int (*note)(int conn, int listener));
+void accept_queue_post(void);
+int accept_queue_peeks(void);
+int accept_queue_swap(int fd, struct sockaddr *addr, socklen_t *len,
 		     int flags);
-void tcp_backlog_after_fork_in_child(void);
-void tcp_backlog_forget(void);
+void accept_queue_after_fork_in_child(void);
+void accept_queue_forget(void);
 
 /* sysv_ipc.c: SysV message queues and semaphore sets, named only */
 #define SYSV_IPC_MSG	1

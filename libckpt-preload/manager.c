@@ -1099,7 +1099,7 @@ static void after_fork_in_child(void)
 	if (vpid_taken_by_another(ckpt_real_getpid()))
 		syscall(SYS_exit_group, 0);
 	manager_fds_after_fork_in_child();
-	tcp_backlog_after_fork_in_child();
+	accept_queue_after_fork_in_child();
 	if (ckpt.coord_fd >= 0) {
 		ckpt_mark_own_fd(ckpt.coord_fd, 0);
 		close(ckpt.coord_fd);

@@ -12,7 +12,7 @@
  * libckpt, which restores it as closed by the peer.
  *
  * An end that waited in a listener's accept queue (CKPT_FDF_IN_BACKLOG,
- * libckpt-preload/tcp_backlog.c) is not made here: its partner's new
+ * libckpt-preload/accept_queue.c) is not made here: its partner's new
  * socket connects to the restored listener, and sends the bytes saved
  * with that end, which then wait in the queue as before for the program
  * to accept. Without its partner (a client outside the computation) it

@@ -201,9 +201,9 @@ def test_backlog_restored_dual_stack_ipv4_clients(session):
 # A listener several processes hold: a prefork server (the parent listens
 # and never accepts, two workers accept), its three clients in the
 # backlog at the checkpoint. Whichever holder claims the queue takes the
-# connections (tcp_backlog.c); a worker that accepts a stand-in takes the
-# connection from that holder's mailbox (pidfd_getfd when it is another
-# process).
+# connections (libckpt-preload/accept_queue.c); a worker that accepts a
+# stand-in takes the connection from that holder's mailbox (pidfd_getfd
+# when it is another process).
 PREFORK = r"""
 import os, socket, sys, time
 go, nworkers = sys.argv[1], 2

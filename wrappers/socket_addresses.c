@@ -11,7 +11,7 @@
  *
  * accept, accept4 also put back a connection that waited in a listener's
  * queue at a checkpoint: it was taken out to be saved and a stand-in
- * queued in its place (libckpt-preload/tcp_backlog.c); when accept
+ * queued in its place (libckpt-preload/accept_queue.c); when accept
  * returns a stand-in's end, the connection it stands for takes its
  * number. In a process that never held a shared TCP listener or queued
  * a stand-in at a checkpoint, one load and a branch; else one
@@ -72,8 +72,8 @@ CKPT_WRAPPER int accept4(int fd, struct sockaddr *addr, socklen_t *len,
 	socklen_t room = len ? *len : 0;
 	int r = NEXT_FN(accept4)(fd, addr, len, flags);
 
-	if (r >= 0 && tcp_backlog_peeks())
-		r = WITHOUT_CHECKPOINT(tcp_backlog_swap(r, addr, len, flags));
+	if (r >= 0 && accept_queue_peeks())
+		r = WITHOUT_CHECKPOINT(accept_queue_swap(r, addr, len, flags));
 	if (r >= 0)
 		give_old_address(addr, room, len);
 	return r;
@@ -84,8 +84,8 @@ CKPT_WRAPPER int accept(int fd, struct sockaddr *addr, socklen_t *len)
 	socklen_t room = len ? *len : 0;
 	int r = NEXT_FN(accept)(fd, addr, len);
 
-	if (r >= 0 && tcp_backlog_peeks())
-		r = WITHOUT_CHECKPOINT(tcp_backlog_swap(r, addr, len, 0));
+	if (r >= 0 && accept_queue_peeks())
+		r = WITHOUT_CHECKPOINT(accept_queue_swap(r, addr, len, 0));
 	if (r >= 0)
 		give_old_address(addr, room, len);
 	return r;

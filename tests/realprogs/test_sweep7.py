@@ -99,8 +99,9 @@ CURL_LOOP = r"""
 for t in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$port/f1" && break; sleep 0.1; done
 # no retry: a connection waiting in the listener's queue at the
 # checkpoint (the driver checkpoints right after a line printed before a
-# curl: often) is saved and accepted after the restart (tcp_backlog.c);
-# before, it was lost (curl: Empty reply from server)
+# curl: often) is saved and accepted after the restart
+# (libckpt-preload/accept_queue.c); before, it was lost (curl: Empty
+# reply from server)
 retry=
 for r in 1 2 3; do
   for i in $(seq 1 40); do
@@ -612,7 +613,7 @@ class Backlog(EndsWithDone):
     curl of the computation hit it often), both times: 1 s into the run
     and 0.3 s after the first restart, before the server accepts. The
     server accepts it after each restart and the client gets the reply
-    (libckpt-preload/tcp_backlog.c, restart/restart_tcp.c); lost before
+    (libckpt-preload/accept_queue.c, restart/restart_tcp.c); lost before
     (the client read b'', the server never got it)."""
     name = "tcp-backlog"
     progress_kind = "time"

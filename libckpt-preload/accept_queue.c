@@ -70,7 +70,7 @@ struct stand_in_cookie {
 static const char COOKIE_MAGIC[8] = "\177ckptBL\001";
 
 /* Connections taken from a listener's queue this round, saved as records
- * until the image is written; then posted (tcp_backlog_post). */
+ * until the image is written; then posted (accept_queue_post). */
 static struct taken_conn {
 	int conn;
 	int listener;
@@ -107,7 +107,7 @@ static void unlock_table(void)
 	__atomic_store_n(&table_lock, 0, __ATOMIC_RELEASE);
 }
 
-int tcp_backlog_peeks(void)
+int accept_queue_peeks(void)
 {
 	return __atomic_load_n(&peek_accepts, __ATOMIC_RELAXED);
 }
@@ -231,12 +231,12 @@ static int take_queue(int listener)
 
 /* This process holds a TCP listener others hold too: any of them may
  * queue stand-ins in it, which this one may accept. */
-void tcp_backlog_note_shared(void)
+void accept_queue_note_shared(void)
 {
 	__atomic_store_n(&peek_accepts, 1, __ATOMIC_RELAXED);
 }
 
-int tcp_backlog_save(int listener, int (*note)(int conn, int listener))
+int accept_queue_save(int listener, int (*note)(int conn, int listener))
 {
 	int first = ntaken, r;
 
@@ -388,7 +388,7 @@ static void post_listener(int listener)
 
 /* After the image is written: this round's connections go to mailboxes,
  * stand-ins in their place. */
-void tcp_backlog_post(void)
+void accept_queue_post(void)
 {
 	if (lock_table() < 0)
 		return;
@@ -404,7 +404,7 @@ void tcp_backlog_post(void)
 
 /* A checkpoint that found no shared TCP listener and queued no stand-in
  * here: accept need not peek any more. */
-void tcp_backlog_round_begin(void)
+void accept_queue_round_begin(void)
 {
 	if (!nmailboxes)
 		__atomic_store_n(&peek_accepts, 0, __ATOMIC_RELAXED);
@@ -413,7 +413,7 @@ void tcp_backlog_round_begin(void)
 /* The program's accept returned fd: when it is a stand-in's end, the
  * connection it stands for takes its number, with accept4's flags, and
  * addr gets that connection's client address. fd, or -1 with errno. */
-int tcp_backlog_swap(int fd, struct sockaddr *addr, socklen_t *len,
+int accept_queue_swap(int fd, struct sockaddr *addr, socklen_t *len,
 		     int flags)
 {
 	struct stand_in_cookie c;
@@ -462,14 +462,14 @@ static void forget_all(int close_them)
 
 /* A forked child: its copies of the mailboxes are the parent's (a
  * cookie names the parent: the child takes from it as any process). */
-void tcp_backlog_after_fork_in_child(void)
+void accept_queue_after_fork_in_child(void)
 {
 	forget_all(1);
 }
 
 /* A restart: none of the descriptors exist; ckpt_restart queued the
  * connections again (restart/restart_tcp.c). */
-void tcp_backlog_forget(void)
+void accept_queue_forget(void)
 {
 	forget_all(0);
 }
