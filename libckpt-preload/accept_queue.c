@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * TCP connections waiting in a listener's accept queue at the checkpoint
- * (connected, not yet accepted by the program): a server of the
- * computation busy while one of its clients connects (nginx, lighttpd or
- * a python server with curl in a loop).
+ * Connections waiting in a TCP or Unix stream listener's accept queue at
+ * the checkpoint (connected, not yet accepted by the program): a server
+ * of the computation busy while one of its clients connects (nginx,
+ * lighttpd or a python server with curl in a loop, redis blocked in a
+ * command, a Unix socket server).
  *
  * The kernel shows such a connection's bytes to nobody until it is
  * accepted, so at the checkpoint (DO_WRITE: every process of the
@@ -11,10 +12,11 @@
  * server's queue) one process holding the listener (the one that claims
  * it) accepts every connection queued there and saves each as an extra
  * record of its own (CKPT_FDF_IN_BACKLOG, `backlog_of` the listener's
- * fd): addresses, options and the bytes waiting, as for any connection
- * (files.c). At a restart ckpt_restart connects the client's new socket
- * to the restored listener and sends those bytes: the connection waits
- * in the queue as it did (restart/restart_tcp.c).
+ * fd; a Unix one has its peer's inode there instead): addresses,
+ * options and the bytes waiting, as for any connection (files.c). At a
+ * restart ckpt_restart connects the client's new socket to the restored
+ * listener and sends those bytes: the connection waits in the queue as
+ * it did (restart/restart_tcp.c, restart/restart_sockets.c).
  *
  * The program goes on after the checkpoint too, and must find the queue
  * as it was, whichever of its processes accepts. Once the image is
@@ -28,9 +30,9 @@
  * (wrappers/socket_addresses.c) takes the next connection from that
  * mailbox (another process's through pidfd_getfd) and puts it at the
  * accepted number, with accept4's flags and its client's address. Every
- * process holding a TCP listener others hold too, or that queued
- * stand-ins, peeks at what it accepts until a checkpoint finds it holds
- * none of either: one recv(MSG_PEEK) per accept.
+ * process holding a listener others hold too, or that queued stand-ins,
+ * peeks at what it accepts until a checkpoint finds it holds none of
+ * either: one recv(MSG_PEEK) per accept.
  *
  * Limits (docs/resources.md): an accept through io_uring or a raw system
  * call gets the stand-in (the cookie as its first bytes); a process that
@@ -229,7 +231,7 @@ static int take_queue(int listener)
 	return 0;
 }
 
-/* This process holds a TCP listener others hold too: any of them may
+/* This process holds a stream listener others hold too: any of them may
  * queue stand-ins in it, which this one may accept. */
 void accept_queue_note_shared(void)
 {
@@ -246,8 +248,8 @@ int accept_queue_save(int listener, int (*note)(int conn, int listener))
 	unlock_table();
 	if (r == -ENOSPC)
 		unrestored_add("fd %d: more than %d connections wait to be "
-			       "accepted by TCP listeners: the rest are left "
-			       "in the queue, not saved; a restart loses them",
+			       "accepted by listeners: the rest are left in the "
+			       "queue, not saved; a restart loses them",
 			       listener, TAKEN_MAX);
 	else if (r < 0)
 		ckpt_log("fd %d: taking the connections waiting to be "
@@ -259,8 +261,8 @@ int accept_queue_save(int listener, int (*note)(int conn, int listener))
 	return r;
 }
 
-/* Where a stand-in connects to reach the listener: its address, loopback
- * for a wildcard one. */
+/* Where a stand-in connects to reach the listener: its address (a Unix
+ * path or abstract name as bound), loopback for a wildcard one. */
 static socklen_t listener_target(int listener, struct sockaddr_storage *to)
 {
 	socklen_t len = sizeof(*to);
@@ -342,8 +344,8 @@ static void close_empty_mailboxes(void)
 static void say_lost(int listener, int err)
 {
 	unrestored_add("fd %d: a connection waiting to be accepted by this "
-		       "TCP listener could not be put back in its queue (%s); "
-		       "its client sees it closed", listener, strerror(-err));
+		       "listener could not be put back in its queue (%s); its "
+		       "client sees it closed", listener, strerror(-err));
 }
 
 /* This round's connections of one listener, in order, into a new
@@ -402,8 +404,8 @@ void accept_queue_post(void)
 	unlock_table();
 }
 
-/* A checkpoint that found no shared TCP listener and queued no stand-in
- * here: accept need not peek any more. */
+/* A checkpoint that finds no shared stream listener and no mailbox here:
+ * accept need not peek any more. */
 void accept_queue_round_begin(void)
 {
 	if (!nmailboxes)

@@ -415,12 +415,17 @@ static int has_claimed_queue(int kind)
 	return kind == CKPT_FD_SOCKET_OUTSIDE || kind == CKPT_FD_SOCKET_BOUND;
 }
 
-/* A TCP listener: whether another process holds it decides who may take
- * the connections waiting in its queue (save_backlog). */
-static int is_tcp_listener(const struct saved_fd *s)
+/* A TCP or Unix stream listener: whether another process holds it
+ * decides who may take the connections waiting in its queue
+ * (save_backlog). */
+static int is_stream_listener(const struct saved_fd *s)
 {
-	return s->kind == CKPT_FD_SOCKET_LISTEN && s->sock >= 0 &&
-	       is_tcp(&sock_info[s->sock]);
+	const struct ckpt_socket_info *si;
+
+	if (s->kind != CKPT_FD_SOCKET_LISTEN || s->sock < 0)
+		return 0;
+	si = &sock_info[s->sock];
+	return is_tcp(si) || (si->family == AF_UNIX && si->type == SOCK_STREAM);
 }
 
 /* List the fds other processes may share in the round's table; without
@@ -434,7 +439,7 @@ static void publish_shareable(void)
 		    (may_share_with_parent(saved[i].kind) ||
 		     is_shareable_event_fd(saved[i].kind) ||
 		     has_claimed_queue(saved[i].kind) ||
-		     is_tcp_listener(&saved[i])))
+		     is_stream_listener(&saved[i])))
 			r = shared_add(saved[i].fd, saved[i].dev, saved[i].ino);
 	if (r == 0)
 		r = shared_publish();
@@ -552,14 +557,15 @@ static int has_reuseport(int fd)
 	return getsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, &len) == 0 && on;
 }
 
-/* The connections waiting in the queue of a TCP listener, saved by the
- * one process holding it that claims them (accept_queue.c). */
+/* The connections waiting in the queue of a TCP or Unix stream
+ * listener, saved by the one process holding it that claims them
+ * (accept_queue.c). */
 static int save_backlog(const struct saved_fd *s)
 {
 	struct pollfd p = { .fd = s->fd, .events = POLLIN };
 	int r;
 
-	if (!is_tcp_listener(s) || s->dup_of >= 0)
+	if (!is_stream_listener(s) || s->dup_of >= 0)
 		return 0;
 	if (shared_group_of(s->fd) != 0)
 		accept_queue_note_shared();

@@ -396,7 +396,10 @@ static void print_fds(const struct ckpt_image *img)
 						    ~CKPT_FD_SHARE_GROUP));
 		if (f->fd_flags & CKPT_FDF_IN_FLIGHT)
 			printf(" (in flight: carried by a queued message)");
-		if (f->fd_flags & CKPT_FDF_IN_BACKLOG)
+		if ((f->fd_flags & CKPT_FDF_IN_BACKLOG) &&
+		    f->kind == CKPT_FD_UNIX_STREAM)
+			printf(" (waiting to be accepted)");
+		else if (f->fd_flags & CKPT_FDF_IN_BACKLOG)
 			printf(" (waiting to be accepted by fd %u)",
 			       f->backlog_of);
 		if (f->data_size)

@@ -198,7 +198,10 @@ static void json_fd(struct json_out *j, const struct ckpt_image *img,
 	if (f->data_size)
 		json_hex(j, "data_hash", f->data_hash);
 	json_bool(j, "in_flight", f->fd_flags & CKPT_FDF_IN_FLIGHT);
-	if (f->fd_flags & CKPT_FDF_IN_BACKLOG)
+	/* a Unix one's union word is its peer; its listener is the one
+	 * its client connected to */
+	if ((f->fd_flags & CKPT_FDF_IN_BACKLOG) &&
+	    f->kind != CKPT_FD_UNIX_STREAM)
 		json_u64(j, "backlog_of", f->backlog_of);
 	if (f->kind >= CKPT_FD_SOCKET_LISTEN &&
 	    f->kind <= CKPT_FD_SOCKET_OUTSIDE)

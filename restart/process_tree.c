@@ -471,6 +471,9 @@ int restart_tree(struct ckpt_image *imgs, int n, const char *coord,
 	if (r == 0)
 		r = restart_listeners_create(imgs, n, t.plan, &t.keep_fd_end);
 	if (r == 0)
+		r = restart_unix_backlog_create(imgs, n, t.plan,
+						&t.keep_fd_end);
+	if (r == 0)
 		r = restart_tcp_create(imgs, n, t.plan, &t.keep_fd_end);
 	if (r == 0)
 		r = restart_fifos_create(imgs, n, t.plan, &t.keep_fd_end);

@@ -63,6 +63,13 @@ int restart_unix_dgram_refill_as(const struct ckpt_restart_plan *plan,
 int restart_listeners_create(struct ckpt_image *imgs, int n,
 			     struct ckpt_restart_plan *plan, int *keep_fd_end);
 
+/* Queue again in their restored Unix listener the connections that
+ * waited there at the checkpoint (restart_sockets.c), their client ends
+ * handed through the plan. 0 or -errno after printing why. */
+int restart_unix_backlog_create(struct ckpt_image *imgs, int n,
+				struct ckpt_restart_plan *plan,
+				int *keep_fd_end);
+
 /* Send the datagrams saved with the UDP sockets of the images into the
  * sockets restart_listeners_create made (restart_udp.c); 0 or -errno
  * after printing why. */

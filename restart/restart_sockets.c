@@ -178,3 +178,124 @@ int restart_sockets_create(struct ckpt_image *imgs, int n,
 	}
 	return 0;
 }
+
+/* Connections that waited in a Unix stream listener's accept queue at the
+ * checkpoint (CKPT_FDF_IN_BACKLOG UNIX_STREAM records, peer_ino their
+ * client's end: libckpt-preload/accept_queue.c). The client's end was
+ * saved before the connection was taken, as a socket connected to the
+ * listener's address (SOCKET_OUTSIDE): its new socket connects to that
+ * restored listener, where it waits again, and sends the bytes saved with
+ * the connection. After restart_listeners_create. */
+
+/* The record of the end with inode ino, among every image's. */
+static const struct ckpt_fd_info *record_of(const struct ckpt_image *imgs,
+					    int n, uint64_t ino,
+					    const struct ckpt_image **img)
+{
+	uint64_t i_ino;
+
+	for (int i = 0; i < n; i++)
+		for (uint32_t j = 0; j < imgs[i].hdr.nfds; j++) {
+			const struct ckpt_fd_info *f = &imgs[i].fds[j];
+
+			if (!(f->fd_flags & CKPT_FDF_IN_BACKLOG) &&
+			    f->kind == CKPT_FD_SOCKET_OUTSIDE &&
+			    fd_record_ino(&imgs[i], f, "socket", &i_ino) == 0 &&
+			    i_ino == ino) {
+				*img = &imgs[i];
+				return f;
+			}
+		}
+	return NULL;
+}
+
+/* The restored Unix listener bound at addr, -ENOENT if none is. */
+static int unix_listener_at(const struct ckpt_image *imgs, int n,
+			    const uint8_t *addr, uint32_t len,
+			    const struct ckpt_restart_plan *plan)
+{
+	struct ckpt_socket_info si;
+	uint64_t ino;
+
+	for (int i = 0; i < n; i++)
+		for (uint32_t j = 0; j < imgs[i].hdr.nfds; j++) {
+			const struct ckpt_fd_info *f = &imgs[i].fds[j];
+
+			if (f->kind != CKPT_FD_SOCKET_LISTEN ||
+			    socket_record_info(&imgs[i], f, &si, &ino) < 0 ||
+			    si.family != AF_UNIX || si.addr_len != len ||
+			    memcmp(si.addr, addr, len))
+				continue;
+			for (uint32_t k = 0; k < plan->nsockets; k++)
+				if (plan->sockets[k].ino == ino)
+					return plan->sockets[k].fd;
+		}
+	return -ENOENT;
+}
+
+static int requeue_unix(struct ckpt_image *imgs, int n,
+			const struct ckpt_image *img,
+			const struct ckpt_fd_info *f,
+			struct ckpt_restart_plan *plan, int *keep_fd_end)
+{
+	const struct ckpt_image *cimg;
+	const struct ckpt_fd_info *client = record_of(imgs, n, f->peer_ino,
+						      &cimg);
+	struct ckpt_socket_info si;
+	uint64_t ino;
+	int fd, r;
+
+	if (!client || socket_record_info(cimg, client, &si, &ino) < 0 ||
+	    si.family != AF_UNIX || !si.peer_len ||
+	    unix_listener_at(imgs, n, si.peer, si.peer_len, plan) < 0)
+		return 0;	/* no client or no listener: lost */
+	if (plan->nsockets + 1 > CKPT_PLAN_MAX_SOCKETS)
+		return -E2BIG;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	/* a listener with room takes it at once; none: EAGAIN */
+	if (connect(fd, (const void *)si.peer, si.peer_len) < 0 ||
+	    fcntl(fd, F_SETFL, 0) < 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	fd = restart_tcp_hand(plan, ino, fd, keep_fd_end);
+	if (fd < 0)
+		return fd;
+	if (f->fd_flags & CKPT_FDF_MESSAGES) {
+		fprintf(stderr, "ckpt_restart: %s: a connection waiting to be "
+			"accepted held fds or credentials in flight: its "
+			"messages are dropped\n", img->path);
+		return 0;
+	}
+	make_room(fd, f->data_size);
+	return restart_tcp_put_queue(plan, img, f->data_offset, f->data_size,
+				     fd, ino, cimg->hdr.vpid, keep_fd_end);
+}
+
+int restart_unix_backlog_create(struct ckpt_image *imgs, int n,
+				struct ckpt_restart_plan *plan,
+				int *keep_fd_end)
+{
+	for (int i = 0; i < n; i++)
+		for (uint32_t j = 0; j < imgs[i].hdr.nfds; j++) {
+			const struct ckpt_fd_info *f = &imgs[i].fds[j];
+			int r;
+
+			if (f->kind != CKPT_FD_UNIX_STREAM ||
+			    !(f->fd_flags & CKPT_FDF_IN_BACKLOG))
+				continue;
+			r = requeue_unix(imgs, n, &imgs[i], f, plan,
+					 keep_fd_end);
+			if (r < 0) {
+				fprintf(stderr, "ckpt_restart: %s: fd %d: "
+					"queueing the connection again in its "
+					"Unix listener failed: %s\n",
+					imgs[i].path, f->fd, strerror(-r));
+				return r;
+			}
+		}
+	return 0;
+}

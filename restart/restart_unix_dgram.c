@@ -65,7 +65,9 @@ static int is_message_queue(const struct ckpt_fd_info *f)
 	return f->kind == CKPT_FD_UNIX_DGRAM ||
 	       f->kind == CKPT_FD_UNIX_SEQPACKET ||
 	       (f->kind == CKPT_FD_UNIX_STREAM &&
-		(f->fd_flags & CKPT_FDF_MESSAGES) && f->data_size);
+		(f->fd_flags & CKPT_FDF_MESSAGES) && f->data_size &&
+		/* one in a listener's queue: restart_sockets.c */
+		!(f->fd_flags & CKPT_FDF_IN_BACKLOG));
 }
 
 static int type_of(uint32_t kind)
