@@ -414,9 +414,10 @@ void accept_queue_round_begin(void)
 
 /* The program's accept returned fd: when it is a stand-in's end, the
  * connection it stands for takes its number, with accept4's flags, and
- * addr gets that connection's client address. fd, or -1 with errno. */
+ * addr (room bytes, as the program gave them) gets that connection's
+ * client address. fd, or -1 with errno. */
 int accept_queue_swap(int fd, struct sockaddr *addr, socklen_t *len,
-		     int flags)
+		      socklen_t room, int flags)
 {
 	struct stand_in_cookie c;
 	int conn;
@@ -436,6 +437,8 @@ int accept_queue_swap(int fd, struct sockaddr *addr, socklen_t *len,
 		read_cookie(fd, &c, 0);
 		return fd;
 	}
+	if (len)	/* the stand-in's address was written there */
+		*len = room;
 	if (dup3(conn, fd, flags & SOCK_CLOEXEC ? O_CLOEXEC : 0) < 0 ||
 	    fcntl(fd, F_SETFL, flags & SOCK_NONBLOCK ? O_NONBLOCK : 0) < 0 ||
 	    (addr && syscall(SYS_getpeername, fd, addr, len) < 0)) {

@@ -208,7 +208,7 @@ int accept_queue_save(int listener, int (*note)(int conn, int listener));
 void accept_queue_post(void);
 int accept_queue_peeks(void);
 int accept_queue_swap(int fd, struct sockaddr *addr, socklen_t *len,
-		     int flags);
+		      socklen_t room, int flags);
 void accept_queue_after_fork_in_child(void);
 void accept_queue_forget(void);
 

@@ -409,7 +409,7 @@ static int connect_into_queue(int family, const uint8_t *to, uint32_t len)
 }
 
 /* The client end connected again to the listener its partner waited in,
- * with the bytes that waited there; 0, or -errno after saying why. */
+ * with the bytes that waited there; 0 or -errno (the caller says it). */
 static int reconnect_into_backlog(struct tcp_end *client,
 				  struct tcp_end *waiting,
 				  struct ckpt_restart_plan *plan,

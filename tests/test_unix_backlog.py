@@ -12,14 +12,17 @@ accept, or an edge-triggered epoll on a nonblocking listener), checks
 each request and replies. After one or two checkpoints the computation
 goes on; after a kill, the restart queues the connections again
 (libckpt-preload/accept_queue.c, restart/restart_sockets.c): each
-client gets its reply once. Before, the client read end of file and the
-server's accept waited in vain."""
+client gets its reply once. Going on, accept gives the name each client
+bound (after a restart the clients' new sockets are unnamed: a limit).
+Before, the client read end of file and the server's accept waited in
+vain."""
 
 import pytest
 
 PROGRAM = r"""
 import os, select, socket, sys, time
 mode, where, go = sys.argv[1], sys.argv[2], sys.argv[3]
+check_names = sys.argv[4] == "names"
 addr = "\0" + where if mode.endswith("abstract") else where
 ls = socket.socket(socket.AF_UNIX)
 ls.bind(addr)
@@ -31,9 +34,13 @@ def say(line):                      # one write: 4 processes share stdout
 def request(i):
     return b"request %d %s\n" % (i, b"y" * (100 * 1024 if i == 1 else 10))
 
+def client_addr(i):                 # each client binds a name of its own
+    return addr + ".c%d" % i
+
 def client(i):
     ls.close()
     c = socket.socket(socket.AF_UNIX)
+    c.bind(client_addr(i))
     c.settimeout(60)
     c.connect(addr)
     c.sendall(request(i))
@@ -51,7 +58,7 @@ def client(i):
 def accept_all():
     if not mode.startswith("epoll"):
         ls.settimeout(10)
-        return [ls.accept()[0] for _ in range(3)]
+        return [ls.accept() for _ in range(3)]
     ls.setblocking(False)
     ep = select.epoll()
     ep.register(ls.fileno(), select.EPOLLIN | select.EPOLLET)
@@ -61,7 +68,7 @@ def accept_all():
             continue
         while True:                 # edge triggered: accept until EAGAIN
             try:
-                conns.append(ls.accept()[0])
+                conns.append(ls.accept())
             except BlockingIOError:
                 break
     return conns
@@ -79,7 +86,7 @@ for _ in range(2400):               # 120 s at most
 conns = accept_all()
 if len(conns) != 3:
     say("FAIL server: %d of 3 connections accepted" % len(conns))
-for s in conns:
+for s, peer in conns:
     s.setblocking(True)
     s.settimeout(10)
     req = b""
@@ -91,6 +98,9 @@ for s in conns:
     i = int(req.split()[1]) if req.startswith(b"request ") else -1
     if i < 0 or req != request(i):
         say("FAIL server: request %r..." % req[:40])
+    elif check_names and peer != client_addr(i) and not (
+            mode.endswith("abstract") and peer == client_addr(i).encode()):
+        say("FAIL server: accept gave client %d's address as %r" % (i, peer))
     s.sendall(b"reply %d\n" % len(req))
     s.close()
 bad = 0
@@ -104,7 +114,8 @@ def run(s, mode, restart, checkpoints=1):
     where = s.path("srv.sock") if mode.endswith("path") else \
         "ckpt-test-backlog-%d" % id(s)
     p = s.launch(["/usr/bin/python3", "-c", PROGRAM, mode, where,
-                  s.path("go")], name="unix backlog " + mode)
+                  s.path("go"), "any" if restart else "names"],
+                 name="unix backlog " + mode)
     p.out.wait_for(lambda lines: len([l for l in lines
                                       if l.endswith(" sent")]) == 3, 60,
                    "the 3 clients' requests sent")

@@ -13,9 +13,9 @@
  * queue at a checkpoint: it was taken out to be saved and a stand-in
  * queued in its place (libckpt-preload/accept_queue.c); when accept
  * returns a stand-in's end, the connection it stands for takes its
- * number. In a process that never held a shared TCP listener or queued
- * a stand-in at a checkpoint, one load and a branch; else one
- * recv(MSG_PEEK) more per accept.
+ * number. In a process that never held a listener other processes hold
+ * too, nor queued a stand-in, at a checkpoint: one load and a branch;
+ * else one recv(MSG_PEEK) more per accept.
  */
 #include <sys/socket.h>
 #include "wrappers.h"
@@ -73,7 +73,8 @@ CKPT_WRAPPER int accept4(int fd, struct sockaddr *addr, socklen_t *len,
 	int r = NEXT_FN(accept4)(fd, addr, len, flags);
 
 	if (r >= 0 && accept_queue_peeks())
-		r = WITHOUT_CHECKPOINT(accept_queue_swap(r, addr, len, flags));
+		r = WITHOUT_CHECKPOINT(accept_queue_swap(r, addr, len, room,
+							 flags));
 	if (r >= 0)
 		give_old_address(addr, room, len);
 	return r;
@@ -85,7 +86,8 @@ CKPT_WRAPPER int accept(int fd, struct sockaddr *addr, socklen_t *len)
 	int r = NEXT_FN(accept)(fd, addr, len);
 
 	if (r >= 0 && accept_queue_peeks())
-		r = WITHOUT_CHECKPOINT(accept_queue_swap(r, addr, len, 0));
+		r = WITHOUT_CHECKPOINT(accept_queue_swap(r, addr, len, room,
+							 0));
 	if (r >= 0)
 		give_old_address(addr, room, len);
 	return r;
