@@ -78,6 +78,7 @@ int restart_udp_refill(struct ckpt_image *imgs, int n,
 int socket_same_address(const uint8_t *a, const uint8_t *b);
 int clear_stale_unix_path(const uint8_t *addr, uint32_t addr_len, int type,
 			  const char **why);
+int plan_socket_fd(const struct ckpt_restart_plan *plan, uint64_t ino);
 int socket_record_info(const struct ckpt_image *img,
 		       const struct ckpt_fd_info *f,
 		       struct ckpt_socket_info *si, uint64_t *ino);

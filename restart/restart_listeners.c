@@ -306,12 +306,14 @@ static int make_socket(const struct own_socket *o)
 	return s;
 }
 
-static int handed(const struct ckpt_restart_plan *plan, uint64_t ino)
+/* The fd ckpt_restart made for socket ino (the plan's socket table), -1
+ * if none yet. */
+int plan_socket_fd(const struct ckpt_restart_plan *plan, uint64_t ino)
 {
 	for (uint32_t i = 0; i < plan->nsockets; i++)
 		if (plan->sockets[i].ino == ino)
-			return 1;
-	return 0;
+			return plan->sockets[i].fd;
+	return -1;
 }
 
 static int recreate(const struct ckpt_image *img, const struct ckpt_fd_info *f,
@@ -321,7 +323,7 @@ static int recreate(const struct ckpt_image *img, const struct ckpt_fd_info *f,
 	int s, r;
 
 	r = read_info(img, f, &o);
-	if (r < 0 || handed(plan, o.ino))
+	if (r < 0 || plan_socket_fd(plan, o.ino) >= 0)
 		return r;
 	if (plan->nsockets == CKPT_PLAN_MAX_SOCKETS) {
 		fprintf(stderr, "ckpt_restart: %s: more than %d sockets in "

@@ -216,6 +216,7 @@ static int unix_listener_at(const struct ckpt_image *imgs, int n,
 {
 	struct ckpt_socket_info si;
 	uint64_t ino;
+	int fd;
 
 	for (int i = 0; i < n; i++)
 		for (uint32_t j = 0; j < imgs[i].hdr.nfds; j++) {
@@ -226,9 +227,9 @@ static int unix_listener_at(const struct ckpt_image *imgs, int n,
 			    si.family != AF_UNIX || si.addr_len != len ||
 			    memcmp(si.addr, addr, len))
 				continue;
-			for (uint32_t k = 0; k < plan->nsockets; k++)
-				if (plan->sockets[k].ino == ino)
-					return plan->sockets[k].fd;
+			fd = plan_socket_fd(plan, ino);
+			if (fd >= 0)
+				return fd;
 		}
 	return -ENOENT;
 }

@@ -364,6 +364,7 @@ static int listener_of(const struct tcp_end *e,
 {
 	const struct ckpt_image *img = e->img;
 	uint64_t ino;
+	int fd;
 
 	for (uint32_t i = 0; i < img->hdr.nfds; i++) {
 		const struct ckpt_fd_info *f = &img->fds[i];
@@ -374,9 +375,8 @@ static int listener_of(const struct tcp_end *e,
 			continue;
 		if (fd_record_ino(img, f, "socket", &ino) < 0)
 			return -EINVAL;
-		for (uint32_t j = 0; j < plan->nsockets; j++)
-			if (plan->sockets[j].ino == ino)
-				return plan->sockets[j].fd;
+		fd = plan_socket_fd(plan, ino);
+		return fd < 0 ? -ENOENT : fd;
 	}
 	return -ENOENT;
 }

@@ -41,14 +41,6 @@ static struct udp_socket udp[CKPT_PLAN_MAX_SOCKETS];
 static int nudp;
 static char dgram[65536];
 
-static int handed_fd(const struct ckpt_restart_plan *plan, uint64_t ino)
-{
-	for (uint32_t i = 0; i < plan->nsockets; i++)
-		if (plan->sockets[i].ino == ino)
-			return plan->sockets[i].fd;
-	return -1;
-}
-
 static int is_udp(const struct ckpt_socket_info *si)
 {
 	return (si->family == AF_INET || si->family == AF_INET6) &&
@@ -69,7 +61,7 @@ static int list_sockets(struct ckpt_image *imgs, int n,
 				continue;
 			if (socket_record_info(&imgs[i], f, &u->si, &u->ino))
 				return -EINVAL;
-			u->fd = handed_fd(plan, u->ino);
+			u->fd = plan_socket_fd(plan, u->ino);
 			if (!is_udp(&u->si) || u->fd < 0)
 				continue;
 			u->img = &imgs[i];
