@@ -60,6 +60,13 @@ static int restart_go;
 enum { RESTART_HOLD, RESTART_MANAGER_GO, RESTART_ALL_GO };
 static int restart_hello_sent;	/* futex: the manager's HELLO went out */
 #define RESTART_HELLO_WAIT_MS 6000	/* its connect, maybe a new coordinator */
+/* futex: 1 from the recreation of a restarted process's threads until the
+ * leader let them all go. A checkpoint asked for as soon as the HELLO is
+ * out waits for it (bounded): its round must neither stop the leader
+ * inside the restore nor set restart_go back under threads still reading
+ * it (the leader then waited for a HELLO already sent and did not stop:
+ * "thread ... did not stop within 3750 ms"). */
+static int restart_releasing;
 static int slot_overflow;
 /* Moving the checkpoint signal (ckpt_signal.c): the threads park like for
  * a checkpoint, then swap the old and new signals in their masks. */
@@ -628,6 +635,43 @@ static int tracer_of(int tid, char *comm, size_t len)
 	return tracer;
 }
 
+/* Where thread tid is, for a report: its state, the system call it is
+ * in and whether it blocks the checkpoint signal (e.g. "state S, system
+ * call 202, blocks signal 64"), into buf; empty when unreadable. */
+static void thread_whereabouts(int tid, char *buf, size_t len)
+{
+	char path[64], text[2048], call[32], *line;
+	unsigned long long blocked = 0;
+	char state = '?';
+	long nr = -3;	/* -3: unknown, -2: on a CPU, -1: in user space */
+
+	buf[0] = 0;
+	ckpt_fmt(path, sizeof(path), "/proc/self/task/%d/status", tid);
+	if (ckpt_proc_read(path, text, sizeof(text)) < 0)
+		return;
+	line = strstr(text, "\nState:");
+	if (line)
+		sscanf(line + 7, " %c", &state);
+	line = strstr(text, "\nSigBlk:");
+	if (line)
+		sscanf(line + 8, " %llx", &blocked);
+	ckpt_fmt(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
+	if (ckpt_proc_read(path, text, sizeof(text)) >= 0 &&
+	    sscanf(text, "%ld", &nr) != 1)
+		nr = -2;	/* "running" */
+	if (nr == -3)
+		ckpt_fmt(call, sizeof(call), "system call unknown");
+	else if (nr == -2)
+		ckpt_fmt(call, sizeof(call), "running");
+	else if (nr == -1)
+		ckpt_fmt(call, sizeof(call), "in user space");
+	else
+		ckpt_fmt(call, sizeof(call), "in system call %ld", nr);
+	ckpt_fmt(buf, len, "state %c, %s, %s signal %d", state, call,
+		 blocked >> (ckpt.signal - 1) & 1 ? "blocks" : "does not block",
+		 ckpt.signal);
+}
+
 /* Why the threads did not all stop, into err. A traced thread stops for
  * its tracer at the checkpoint signal (gdb stops there by default), and
  * a trace cannot be restored anyway: say so rather than guess. */
@@ -647,11 +691,16 @@ static void explain_not_stopped(int timeout_ms, char *err, size_t errlen)
 			 tid, timeout_ms, tracer, comm);
 		return;
 	}
-	if (tid)
+	if (tid) {
+		char where[128];
+
+		thread_whereabouts(tid, where, sizeof(where));
 		ckpt_fmt(err, errlen,
-			 "thread %d did not stop within %d ms (it may be in "
-			 "an uninterruptible wait, or block signal %d with a "
-			 "raw system call)", tid, timeout_ms, ckpt.signal);
+			 "thread %d did not stop within %d ms (%s; it may be "
+			 "in an uninterruptible wait, or block signal %d with "
+			 "a raw system call)", tid, timeout_ms,
+			 where[0] ? where : "state unknown", ckpt.signal);
+	}
 	else
 		ckpt_fmt(err, errlen,
 			 "a thread did not stop within %d ms (it may be in "
@@ -745,16 +794,27 @@ void threads_release_from_move(int from, int to)
 		 CKPT_SUSPEND_TIMEOUT_MS / 1000);
 }
 
+/* A restarted process: until its leader let the restored threads go.
+ * Bounded: the leader waits at most RESTART_HELLO_WAIT_MS for the HELLO,
+ * which this manager sent before it took any round. */
+static void wait_restart_released(void)
+{
+	struct timespec slice = { 0, 50 * 1000 * 1000 };
+
+	for (int waited = 0; waited <= RESTART_HELLO_WAIT_MS &&
+	     __atomic_load_n(&restart_releasing, __ATOMIC_ACQUIRE);
+	     waited += 50)
+		futex(&restart_releasing, FUTEX_WAIT_PRIVATE, 1, &slice);
+}
+
 static int suspend_all_locked(char *err, size_t errlen)
 {
 	int r;
 
+	wait_restart_released();
 	nslots = 0;
 	nsignaled = 0;
 	slot_overflow = 0;
-	restored_count = 0;
-	restart_go = RESTART_HOLD;
-	restart_hello_sent = 0;
 	__atomic_store_n(&suspended_count, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&round_active, 1, __ATOMIC_RELEASE);
 	r = park_every_thread(&suspended_count, err, errlen);
@@ -765,6 +825,11 @@ static int suspend_all_locked(char *err, size_t errlen)
 		r = -E2BIG;
 		goto fail;
 	}
+	/* what a restart from this image starts from; every thread is
+	 * parked, none reads them now */
+	restored_count = 0;
+	restart_go = RESTART_HOLD;
+	restart_hello_sent = 0;
 	return 0;
 fail:
 	threads_resume_all();
@@ -896,6 +961,7 @@ int threads_restore_all(char *err, size_t errlen)
 	int expected = 0, r, waited_ms = 0;
 	struct ckpt_thread *m = main_slot();
 
+	__atomic_store_n(&restart_releasing, 1, __ATOMIC_RELEASE);
 	if (m)
 		vpid_map(m->vtid, ckpt_real_gettid());
 	for (int i = 0; i <= threads_count(); i++) {
@@ -962,6 +1028,8 @@ void threads_release_restored(void)
 	release_manager_first();
 	__atomic_store_n(&restart_go, RESTART_ALL_GO, __ATOMIC_RELEASE);
 	futex_wake_all(&restart_go);
+	__atomic_store_n(&restart_releasing, 0, __ATOMIC_RELEASE);
+	futex_wake_all(&restart_releasing);
 	if (m && m != &manager_slot)
 		ckpt_resume_context(&m->ctx, CKPT_RESTARTED);
 	syscall(SYS_exit, 0);
