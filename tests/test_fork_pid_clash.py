@@ -37,8 +37,9 @@ def test_child_never_gets_a_restored_processes_pid(session):
     real = r.pid  # ckpt_restart became the restored process in place
     assert real != vpid, "the restart got the original pid back"
     # Another process of a busy machine (a parallel test worker) may take
-    # the pid between the write and the fork (the app forks on its next
-    # 50 ms tick): try until the kernel offered the clashing pid, bounded.
+    # the pid between the write and the fork (the app forks as soon as
+    # the signal wakes it): try until the kernel offered the clashing
+    # pid, bounded.
     right_after = 0
     for attempt in range(1, 31):
         with open(NS_LAST_PID, "w") as f:
