@@ -7,7 +7,7 @@ set -uo pipefail
 ROOT=$1 INITRD=$2 LOG=$3
 KREL=${ROOT##*/root-}	# fetch-kernel.sh names the root after the release
 ACCEL=${ACCEL:-tcg}
-TIMEOUT=${CKPT_GUEST_TIMEOUT:-180}
+TIMEOUT=${CKPT_GUEST_TIMEOUT:-480}	# 62-77 s quiet, over 180 s once loaded (TCG)
 CPU=max
 [ "$ACCEL" = kvm ] && CPU=host
 timeout -s KILL "$TIMEOUT" qemu-system-x86_64 -accel "$ACCEL" -cpu "$CPU" \
