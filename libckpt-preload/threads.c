@@ -636,8 +636,8 @@ static int tracer_of(int tid, char *comm, size_t len)
 }
 
 /* Where thread tid is, for a report: its state, the system call it is
- * in and whether it blocks the checkpoint signal (e.g. "state S, system
- * call 202, blocks signal 64"), into buf; empty when unreadable. */
+ * in and whether it blocks the checkpoint signal (e.g. "state S, in
+ * system call 202, blocks signal 64"), into buf; empty when unreadable. */
 static void thread_whereabouts(int tid, char *buf, size_t len)
 {
 	char path[64], text[2048], call[32], *line;
