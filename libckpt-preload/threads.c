@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "ckpt/proc_stat.h"
+#include "../protocol/client_internal.h"
 #include "internal.h"
 
 __thread uint64_t ckpt_interrupts __attribute__((tls_model("initial-exec")));
@@ -799,12 +800,11 @@ void threads_release_from_move(int from, int to)
  * which this manager sent before it took any round. */
 static void wait_restart_released(void)
 {
-	struct timespec slice = { 0, 50 * 1000 * 1000 };
+	int64_t deadline = ckpt_cc_now_ms() + RESTART_HELLO_WAIT_MS;
 
-	for (int waited = 0; waited <= RESTART_HELLO_WAIT_MS &&
-	     __atomic_load_n(&restart_releasing, __ATOMIC_ACQUIRE);
-	     waited += 50)
-		futex(&restart_releasing, FUTEX_WAIT_PRIVATE, 1, &slice);
+	while (__atomic_load_n(&restart_releasing, __ATOMIC_ACQUIRE) &&
+	       ckpt_futex_wait_until(&restart_releasing, 1, deadline) == 0)
+		;
 }
 
 static int suspend_all_locked(char *err, size_t errlen)
